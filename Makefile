@@ -1,0 +1,32 @@
+# The two commands a newcomer runs:  make run  and  make test.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+# --system-site-packages lets a machine's preinstalled CuPy (GPU images) be seen.
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: run test test-gpu bench clean venv
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv --system-site-packages $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test,ci]"
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+run: venv
+	$(VENV)/bin/dpgpu demo
+
+test: venv
+	$(PY) -m pytest -q
+
+test-gpu: venv
+	$(PY) -m pytest -q -m gpu
+
+bench: venv
+	$(PY) bench/bench_grams.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

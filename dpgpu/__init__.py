@@ -1,0 +1,17 @@
+"""dpgpu: differentially private publishing and mining of sequential data.
+
+Importing dpgpu imports neither CuPy nor Numba; both load on first use.
+"""
+
+__version__ = "0.1.0"
+
+from .data.sequencedb import SequenceDB  # noqa: E402
+from .data.vocabulary import Vocabulary  # noqa: E402
+from .data.load import load, demo_path  # noqa: E402
+from .errors import BudgetExceeded, DPGPUError, InputError, InvalidParameter  # noqa: E402
+
+__all__ = [
+    "SequenceDB", "Vocabulary", "load", "demo_path",
+    "DPGPUError", "InvalidParameter", "InputError", "BudgetExceeded",
+    "__version__",
+]

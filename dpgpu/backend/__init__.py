@@ -1,0 +1,146 @@
+"""Array backends: NumPy on the CPU, CuPy on an NVIDIA GPU.
+
+The backend is resolved once per run, in this order: an explicit ``backend=``
+argument, the ``DPGPU_BACKEND`` environment variable, then auto-detection
+(CuPy if ``cupy.is_available()``, else NumPy).  Asking for ``cupy`` where it
+cannot be used is an error; dpgpu never falls back silently.
+
+Importing this module imports neither CuPy nor Numba.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from ..errors import BackendUnavailable
+
+log = logging.getLogger("dpgpu")
+
+BACKENDS = ("numpy", "cupy")
+
+
+@dataclass(frozen=True)
+class Backend:
+    """An array namespace and the facts about where it runs.
+
+    Attributes
+    ----------
+    name : str
+        ``"numpy"`` or ``"cupy"``.
+    xp : module
+        The array module (``numpy`` or ``cupy``).
+    """
+
+    name: str
+    xp: ModuleType
+
+    @property
+    def is_gpu(self) -> bool:
+        """True when arrays live on a GPU."""
+        return self.name == "cupy"
+
+    def asarray(self, a: Any, dtype: Any = None):
+        """Move ``a`` into this backend's namespace (a no-op when already there)."""
+        return self.xp.asarray(a, dtype=dtype)
+
+    def to_numpy(self, a: Any) -> np.ndarray:
+        """Return ``a`` as a host NumPy array."""
+        return to_numpy(a)
+
+    def device_name(self) -> str:
+        """A human-readable name of the device arrays live on."""
+        if not self.is_gpu:
+            return "cpu"
+        props = self.xp.cuda.runtime.getDeviceProperties(self.xp.cuda.Device().id)
+        name = props["name"]
+        return name.decode() if isinstance(name, bytes) else str(name)
+
+    def synchronize(self) -> None:
+        """Wait for queued device work (for timing); a no-op on the CPU."""
+        if self.is_gpu:
+            self.xp.cuda.Device().synchronize()
+
+
+def to_numpy(a: Any) -> np.ndarray:
+    """Return any NumPy or CuPy array (or array-like) as a host NumPy array."""
+    if hasattr(a, "__cuda_array_interface__") and hasattr(a, "get"):
+        return a.get()
+    return np.asarray(a)
+
+
+def gpu_available() -> bool:
+    """True when CuPy imports and sees a usable CUDA device."""
+    return _cupy_module() is not None
+
+
+@lru_cache(maxsize=1)
+def _cupy_module() -> ModuleType | None:
+    try:
+        import cupy  # noqa: PLC0415 - imported lazily on purpose
+
+        if cupy.is_available():
+            return cupy
+    except Exception:  # ImportError, missing driver, broken CUDA install
+        return None
+    return None
+
+
+def get_backend(backend: "str | Backend | None" = None) -> Backend:
+    """Resolve the backend for a run.
+
+    Parameters
+    ----------
+    backend : {"numpy", "cupy", "auto"}, Backend or None
+        Explicit choice.  ``None`` reads ``DPGPU_BACKEND`` and otherwise
+        auto-detects.
+
+    Returns
+    -------
+    Backend
+
+    Raises
+    ------
+    InvalidParameter
+        For an unknown name.
+    BackendUnavailable
+        When ``cupy`` is asked for but cannot be used.
+    """
+    if isinstance(backend, Backend):
+        return backend
+    source = "argument"
+    if backend is None:
+        backend = os.environ.get("DPGPU_BACKEND") or "auto"
+        source = "DPGPU_BACKEND" if backend != "auto" else "auto-detection"
+    name = str(backend).strip().lower()
+    if name not in BACKENDS + ("auto",):
+        raise BackendUnavailable(
+            f"backend: unknown backend {backend!r} (from {source}); "
+            f"choose one of {', '.join(BACKENDS + ('auto',))}"
+        )
+    if name == "auto":
+        name = "cupy" if gpu_available() else "numpy"
+    result = _make(name, source)
+    return result
+
+
+@lru_cache(maxsize=None)
+def _make(name: str, source: str) -> Backend:
+    if name == "numpy":
+        chosen = Backend("numpy", np)
+    else:
+        cupy = _cupy_module()
+        if cupy is None:
+            raise BackendUnavailable(
+                "backend: 'cupy' was asked for but CuPy cannot use a GPU here "
+                "(install dpgpu[cuda13] or dpgpu[cuda12] and check the NVIDIA driver)"
+            )
+        chosen = Backend("cupy", cupy)
+    log.info("dpgpu backend: %s (chosen by %s)", name, source)
+    return chosen

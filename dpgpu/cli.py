@@ -1,0 +1,78 @@
+"""The ``dpgpu`` command line.
+
+Each subcommand lives in a module of :mod:`dpgpu.commands` that defines
+``register(subparsers)``; the parser it adds sets ``func(args) -> int``.
+
+Exit status: 0 success, 2 bad parameter or bad input (one line on stderr
+naming the file, line or parameter; no traceback), 3 privacy budget
+exceeded, 1 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+import traceback
+from typing import Sequence
+
+from . import __version__
+from .errors import DPGPUError
+
+#: Modules of dpgpu.commands, in the order their subcommands are listed.
+COMMAND_MODULES = ("info", "stats", "demo", "convert")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with exit status 2 and a one-line message for usage errors."""
+
+    def error(self, message: str) -> None:  # noqa: D102 - argparse hook
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full ``dpgpu`` argument parser."""
+    parser = _Parser(prog="dpgpu", description="Differentially private sequence data "
+                     "publishing and mining, on GPU or CPU.")
+    parser.add_argument("--version", action="version", version=f"dpgpu {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="log progress (-v) or debug detail (-vv) to stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"dpgpu.commands.{name}").register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; return the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # usage errors (status 2), --help and --version (0)
+        return exc.code if isinstance(exc.code, int) else 2
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    logging.basicConfig(level={0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG),
+                        format="dpgpu: %(message)s", stream=sys.stderr)
+    try:
+        return int(args.func(args) or 0)
+    except DPGPUError as exc:
+        print(f"dpgpu: error: {exc}", file=sys.stderr)
+        return exc.exit_status
+    except KeyboardInterrupt:
+        print("dpgpu: interrupted", file=sys.stderr)
+        return 130
+    except MemoryError:
+        print("dpgpu: error: out of memory (try a smaller --l-max or fewer sequences)",
+              file=sys.stderr)
+        return 1
+    except Exception:  # a bug in dpgpu: show where, for the report
+        traceback.print_exc()
+        print("dpgpu: internal error (the traceback above is worth reporting)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

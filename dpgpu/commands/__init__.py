@@ -1,0 +1,1 @@
+"""Subcommands of the ``dpgpu`` CLI, one module each (see :mod:`dpgpu.cli`)."""

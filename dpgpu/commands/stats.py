@@ -1,0 +1,34 @@
+"""``dpgpu stats DATA``: a summary of a dataset (exact values; not a private release)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import add_data_arguments, load_from_args, print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``stats`` subcommand."""
+    p = sub.add_parser("stats", help="summarise a dataset (exact, not private)",
+                       description=__doc__)
+    add_data_arguments(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the summary."""
+    db = load_from_args(args)
+    stats = {"path": str(args.data), "format": db.source.get("format"), **db.stats()}
+    if args.json:
+        print_json(stats)
+        return 0
+    width = max(len(k) for k in stats)
+    for key, value in stats.items():
+        if key == "most_frequent":
+            value = ", ".join(f"{label} ({count})" for label, count in value)
+        elif isinstance(value, float):
+            value = f"{value:.3f}"
+        print(f"{key.replace('_', ' '):<{width}}  {value}")
+    print("(exact statistics of the input: not differentially private)")
+    return 0

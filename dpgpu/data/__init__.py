@@ -1,0 +1,1 @@
+"""Data layer: SequenceDB, readers and writers."""

@@ -1,0 +1,130 @@
+"""``dpgpu.load``: read any supported file into a SequenceDB.
+
+Formats (``format=``): ``seq`` (UCI, e.g. MSNBC), ``spmf`` (with ``-1``/``-2``
+separators or the stripped one-item-per-itemset variant), ``lines`` (one
+sequence per line, integer or string tokens), ``csv`` and ``parquet`` event
+logs (one row per event: case, activity, timestamp), ``xes`` event logs.
+Without ``format`` the content decides (file names are only a hint); gzip is
+recognised by its magic number.
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, InvalidParameter
+from . import text
+from .io import check_not_binary, read_bytes
+from .sequencedb import SequenceDB
+
+log = logging.getLogger("dpgpu")
+
+FORMATS = ("seq", "spmf", "lines", "csv", "parquet", "xes")
+_OPTIONS = {
+    "seq": (), "spmf": (), "lines": ("tokens",),
+    "csv": ("case", "activity", "timestamp", "user", "delimiter"),
+    "parquet": ("case", "activity", "timestamp", "user"),
+    "xes": ("activity", "timestamp"),
+}
+_SUFFIX = {".seq": "seq", ".spmf": "spmf", ".csv": "csv", ".tsv": "csv",
+           ".parquet": "parquet", ".xes": "xes"}
+DEMO_FILE = "msnbc990928.seq.gz"
+
+
+def demo_path() -> Path:
+    """Path of the bundled MSNBC dataset (UCI, CC BY 4.0; see datasets/README.md)."""
+    return Path(str(resources.files("dpgpu") / "datasets" / DEMO_FILE))
+
+
+def load(path: Any, format: str | None = None, **options: Any) -> SequenceDB:
+    """Read a sequence dataset.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file (optionally gzip-compressed).  It is only read.
+    format : {"seq", "spmf", "lines", "csv", "parquet", "xes"}, optional
+        Detected from the content when omitted.
+    **options
+        Format options: ``tokens`` (lines: ``"auto"``, ``"int"``, ``"str"``);
+        ``case``, ``activity``, ``timestamp``, ``user``, ``delimiter``
+        (csv/parquet column names); ``activity``, ``timestamp`` (xes
+        attribute keys).
+
+    Returns
+    -------
+    SequenceDB
+
+    Raises
+    ------
+    InputError
+        The file is missing, empty, binary, corrupt or malformed (the message
+        names the file and line).
+    InvalidParameter
+        Unknown format or an option the format does not take.
+    """
+    if format is not None and format not in FORMATS:
+        raise InvalidParameter(f"format: unknown format {format!r}; choose one of "
+                               f"{', '.join(FORMATS)}")
+    p = Path(path)
+    head = _raw_head(p)
+    if format == "parquet" or (format is None and head.startswith(b"PAR1")):
+        fmt, data = "parquet", b""
+    else:
+        data = read_bytes(p)
+        if not data.strip():
+            raise InputError(f"{p}: empty file (no sequences)")
+        fmt = format or detect_format(p, data)
+    unknown = set(options) - set(_OPTIONS[fmt])
+    if unknown:
+        raise InvalidParameter(f"{sorted(unknown)[0]}: not an option of the '{fmt}' format "
+                               f"(it takes: {', '.join(_OPTIONS[fmt]) or 'none'})")
+    db = _read(fmt, p, data, options)
+    log.info("loaded %s as %s: %d sequences, %d items", p, fmt, len(db), db.vocab.size)
+    return db
+
+
+def detect_format(path: Path, data: bytes) -> str:
+    """Name of the format of ``data`` (content first, file name as a tie-break)."""
+    head = data[:65536]
+    check_not_binary(path, head[:head.rfind(b"\n") + 1] or head)
+    if text.looks_like_seq(head):
+        return "seq"
+    if text.looks_like_spmf(head):
+        return "spmf"
+    from . import eventlog  # noqa: PLC0415 - event-log support loads on demand
+
+    if eventlog.looks_like_xes(head):
+        return "xes"
+    suffixes = [s for s in path.suffixes if s != ".gz"]
+    hint = _SUFFIX.get(suffixes[-1].lower()) if suffixes else None
+    if hint == "csv" or eventlog.looks_like_csv_log(head):
+        return "csv"
+    return "lines"
+
+
+def _raw_head(p: Path) -> bytes:
+    try:
+        with open(p, "rb") as f:
+            return f.read(4)
+    except OSError:
+        return b""  # read_bytes reports the problem with its own message
+
+
+def _read(fmt: str, p: Path, data: bytes, options: dict) -> SequenceDB:
+    if fmt == "seq":
+        return text.read_seq(p, data)
+    if fmt == "spmf":
+        return text.read_spmf(p, data)
+    if fmt == "lines":
+        return text.read_lines(p, data, **options)
+    from . import eventlog  # noqa: PLC0415
+
+    if fmt == "csv":
+        return eventlog.read_csv_log(p, data, **options)
+    if fmt == "parquet":
+        return eventlog.read_parquet_log(p, **options)
+    return eventlog.read_xes(p, data, **options)

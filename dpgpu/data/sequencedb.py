@@ -1,0 +1,297 @@
+"""SequenceDB: a database of item sequences, stored unpadded.
+
+Items are kept flat (``items`` int32 plus ``offsets`` int64), so a dataset
+with a few very long sequences (MSNBC: mean length 4.7, longest 14,795) costs
+memory in proportion to its events.  Padded ``(N, L)`` tensors are made on
+request, at the truncation length a mechanism asks for.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from ..errors import InvalidParameter
+from ..validation import check_positive_int
+from .vocabulary import Vocabulary
+
+log = logging.getLogger("dpgpu")
+
+PAD = -1
+
+
+class SequenceDB:
+    """Item sequences over a vocabulary.
+
+    Parameters
+    ----------
+    items : array of int
+        Item ids of all sequences, concatenated (values in ``0 .. |vocab|-1``).
+    offsets : array of int
+        ``N + 1`` non-decreasing offsets: sequence ``i`` is
+        ``items[offsets[i]:offsets[i + 1]]``.
+    vocab : Vocabulary
+        Labels of the item ids.
+    users : array of int, optional
+        ``N`` user ids, for user-level data (several sequences per user).
+    source : dict, optional
+        Where the data came from: ``path``, ``format`` and whatever the
+        writer needs to reproduce the input's format (e.g. the UCI header).
+
+    Attributes
+    ----------
+    items : numpy.ndarray of int32
+    offsets : numpy.ndarray of int64
+    lengths : numpy.ndarray of int32
+    vocab : Vocabulary
+    users : numpy.ndarray of int32 or None
+    source : dict
+    """
+
+    def __init__(self, items: Any, offsets: Any, vocab: Vocabulary, *,
+                 users: Any = None, source: dict | None = None):
+        self.items = np.ascontiguousarray(items, dtype=np.int32)
+        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        self.vocab = vocab
+        if self.offsets.ndim != 1 or self.offsets.size < 1 or self.offsets[0] != 0 \
+                or self.offsets[-1] != self.items.size or np.any(np.diff(self.offsets) < 0):
+            raise ValueError("offsets must start at 0, end at len(items) and not decrease")
+        if self.items.size and (self.items.min() < 0 or self.items.max() >= vocab.size):
+            raise ValueError("item ids must lie in 0 .. len(vocab) - 1")
+        self.lengths = np.diff(self.offsets).astype(np.int32)
+        self.users = None if users is None else np.ascontiguousarray(users, dtype=np.int32)
+        if self.users is not None and self.users.shape != self.lengths.shape:
+            raise ValueError("users needs one id per sequence")
+        self.source = dict(source or {})
+
+    # ------------------------------------------------------------------ basics
+    @classmethod
+    def from_sequences(cls, sequences: Iterable[Sequence[Any]], *,
+                       vocab: Vocabulary | Sequence[str] | None = None,
+                       users: Any = None) -> "SequenceDB":
+        """Build a database from Python sequences of labels.
+
+        Parameters
+        ----------
+        sequences : iterable of sequences
+            Each sequence lists item labels (any values; they are turned into
+            strings).
+        vocab : Vocabulary or sequence of str, optional
+            The item universe.  By default the sorted distinct labels (sorted
+            numerically when all labels are integers).
+        users : array of int, optional
+            One user id per sequence.
+
+        Returns
+        -------
+        SequenceDB
+        """
+        seqs = [[str(x) for x in s] for s in sequences]
+        if vocab is None:
+            vocab = Vocabulary(sort_labels({x for s in seqs for x in s}))
+        elif not isinstance(vocab, Vocabulary):
+            vocab = Vocabulary(vocab)
+        lengths = np.array([len(s) for s in seqs], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        flat = [vocab.id_of(x) for s in seqs for x in s]
+        return cls(np.array(flat, dtype=np.int32), offsets, vocab, users=users)
+
+    def __len__(self) -> int:
+        return int(self.lengths.size)
+
+    def __getitem__(self, i: int) -> tuple[str, ...]:
+        """Labels of sequence ``i``."""
+        i = range(len(self))[i]
+        return self.vocab.decode(self.items[self.offsets[i]:self.offsets[i + 1]])
+
+    def __iter__(self) -> Iterator[tuple[str, ...]]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        where = self.source.get("path", "memory")
+        return (f"SequenceDB({len(self)} sequences, {self.vocab.size} items, "
+                f"{self.items.size} events, from {where})")
+
+    @property
+    def n_events(self) -> int:
+        """Total number of items over all sequences."""
+        return int(self.items.size)
+
+    @property
+    def max_length(self) -> int:
+        """Length of the longest sequence (0 for an empty database)."""
+        return int(self.lengths.max()) if len(self) else 0
+
+    def sequence_ids(self, i: int) -> np.ndarray:
+        """Item ids of sequence ``i`` (a view)."""
+        return self.items[self.offsets[i]:self.offsets[i + 1]]
+
+    # --------------------------------------------------------------- reshaping
+    def select(self, index: Any) -> "SequenceDB":
+        """A database of the sequences picked by ``index`` (ints or a mask), same vocabulary."""
+        rows = np.arange(len(self))[np.asarray(index)]
+        starts, lens = self.offsets[rows], self.lengths[rows].astype(np.int64)
+        gather = _ranges(starts, lens)
+        offsets = np.concatenate([[0], np.cumsum(lens)])
+        users = None if self.users is None else self.users[rows]
+        return SequenceDB(self.items[gather], offsets, self.vocab, users=users, source=self.source)
+
+    def truncate(self, l_max: int) -> "SequenceDB":
+        """Cut every sequence to its first ``l_max`` items.
+
+        Truncation bounds each sequence's contribution and so sets a
+        mechanism's sensitivity; it is logged with the number of sequences cut.
+        """
+        l_max = check_positive_int(l_max, "l_max")
+        cut = int(np.count_nonzero(self.lengths > l_max))
+        log.info("truncating to l_max=%d: %d of %d sequences are cut", l_max, cut, len(self))
+        lens = np.minimum(self.lengths, l_max).astype(np.int64)
+        gather = _ranges(self.offsets[:-1], lens)
+        offsets = np.concatenate([[0], np.cumsum(lens)])
+        return SequenceDB(self.items[gather], offsets, self.vocab, users=self.users,
+                          source=self.source)
+
+    def padded(self, l_max: int, *, backend: Any = None, end: bool = False,
+               start: bool = False, rows: Any = None):
+        """A padded ``(N, W)`` int32 tensor of the sequences cut to ``l_max`` items.
+
+        Parameters
+        ----------
+        l_max : int
+            Truncation length (items per sequence, markers excluded).
+        backend : str or Backend, optional
+            Where the tensor lives (see :func:`dpgpu.backend.get_backend`).
+        end : bool
+            Append the end marker ``&`` (``vocab.end_id``) to every sequence
+            that was *not* cut (a cut sequence did not end there).
+        start : bool
+            Prepend the start marker ``$`` (``vocab.start_id``) to every sequence.
+        rows : array of int, optional
+            Only these sequences, in this order.
+
+        Returns
+        -------
+        tokens : array of int32, shape (N, W)
+            Padded with -1.  ``W = max(1, min(l_max, longest)) + start + end``.
+        lengths : array of int32, shape (N,)
+            Symbols per row, markers included.
+        """
+        from ..backend import get_backend
+
+        l_max = check_positive_int(l_max, "l_max")
+        be = get_backend(backend)
+        starts = self.offsets[:-1] if rows is None else self.offsets[np.asarray(rows)]
+        full = self.lengths if rows is None else self.lengths[np.asarray(rows)]
+        kept = np.minimum(full, l_max)
+        width = max(int(kept.max()) if kept.size else 0, 1)
+        col = np.arange(width)
+        tokens = np.full((kept.size, width + int(start) + int(end)), PAD, dtype=np.int32)
+        if self.items.size:
+            itype = np.int32 if self.items.size < 2 ** 31 else np.int64
+            gather = starts.astype(itype)[:, None] + col.astype(itype)[None, :]
+            tokens[:, int(start):int(start) + width] = np.where(
+                col[None, :] < kept[:, None], np.take(self.items, gather, mode="clip"), PAD)
+        lengths = kept.astype(np.int32)
+        if start:
+            tokens[:, 0] = self.vocab.start_id
+            lengths += 1
+        if end:
+            ends = np.flatnonzero(full <= l_max)
+            tokens[ends, lengths[ends]] = self.vocab.end_id
+            lengths[ends] += 1
+        return be.asarray(tokens), be.asarray(lengths)
+
+    # ---------------------------------------------------------------- counting
+    def gram_counts(self, n: int, l_max: int | None = None, *,
+                    backend: Any = None) -> dict[tuple[str, ...], int]:
+        """Exact counts of contiguous ``n``-grams of items.
+
+        Parameters
+        ----------
+        n : int
+            Gram length.
+        l_max : int, optional
+            Count only within each sequence's first ``l_max`` items.
+        backend : str or Backend, optional
+
+        Returns
+        -------
+        dict
+            ``{tuple_of_labels: count}``, labels as the input wrote them.
+            Not private: exact counts are for evaluation and tests.
+        """
+        from ..backend import to_numpy
+        from ..ops.grams import count_grams
+
+        n = check_positive_int(n, "n")
+        grams, counts = count_grams(self, n, l_max=l_max, backend=backend)
+        labels = self.vocab.labels
+        return {tuple(labels[i] for i in g): c
+                for g, c in zip(to_numpy(grams).tolist(), to_numpy(counts).tolist())}
+
+    def stats(self) -> dict[str, Any]:
+        """A summary of the dataset (exact, not private)."""
+        lens = self.lengths
+        freq = np.bincount(self.items, minlength=self.vocab.size)
+        top = np.argsort(-freq, kind="stable")[:5]
+        return {
+            "sequences": len(self),
+            "items": self.vocab.size,
+            "events": self.n_events,
+            "distinct_items_seen": int(np.count_nonzero(freq)),
+            "mean_length": float(lens.mean()) if lens.size else 0.0,
+            "median_length": float(np.median(lens)) if lens.size else 0.0,
+            "p90_length": float(np.percentile(lens, 90)) if lens.size else 0.0,
+            "max_length": self.max_length,
+            "min_length": int(lens.min()) if lens.size else 0,
+            "empty_sequences": int(np.count_nonzero(lens == 0)),
+            "users": None if self.users is None else int(np.unique(self.users).size),
+            "most_frequent": [(self.vocab.labels[i], int(freq[i])) for i in top if freq[i]],
+        }
+
+    def save(self, path: Any, format: str | None = None, *, force: bool = False) -> None:
+        """Write the database to ``path`` (atomically; gzip if it ends in ``.gz``).
+
+        Parameters
+        ----------
+        path : str or path-like
+        format : str, optional
+            ``"seq"``, ``"spmf"``, ``"lines"``, ``"csv"``, ``"parquet"`` or
+            ``"xes"``.  Default: the format the data was read from, else
+            ``"lines"``.
+        force : bool
+            Overwrite an existing file.
+        """
+        from .writers import write
+
+        write(self, path, format=format, force=force)
+
+
+def sort_labels(labels: Iterable[str]) -> list[str]:
+    """Labels sorted numerically when all are integers, else as strings."""
+    labels = list(labels)
+    try:
+        return sorted(labels, key=lambda s: (int(s), s))
+    except ValueError:
+        return sorted(labels)
+
+
+def _ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(s, s + l)`` for each pair, vectorized."""
+    lens = np.asarray(lens, dtype=np.int64)
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    ends = np.cumsum(lens)
+    base = np.repeat(np.asarray(starts, dtype=np.int64) - (ends - lens), lens)
+    return base + np.arange(total, dtype=np.int64)
+
+
+def check_db(db: Any, name: str = "data") -> SequenceDB:
+    """Raise :class:`InvalidParameter` unless ``db`` is a SequenceDB."""
+    if not isinstance(db, SequenceDB):
+        raise InvalidParameter(f"{name}: expected a SequenceDB, got {type(db).__name__}")
+    return db

@@ -1,0 +1,1 @@
+"""Array operations on padded token tensors (NumPy or CuPy)."""

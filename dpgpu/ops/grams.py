@@ -1,0 +1,334 @@
+"""Exact n-gram counting and next-symbol histograms on the array engine.
+
+A :class:`GramEngine` holds a database as a few padded blocks (sequences
+grouped by length, so nothing is padded to the longest sequence) on the
+run's backend, and answers whole-level questions in one call:
+
+* :meth:`GramEngine.count` -- every distinct contiguous n-gram and its count;
+* :meth:`GramEngine.next_symbol_histogram` -- for a frontier of context
+  strings of one length, the count of every symbol that follows each context
+  (the level histogram of an N-gram exploration tree or a prediction suffix
+  tree).
+
+Counts are exact.  Keys are exact packed integers when they fit 63 bits;
+otherwise 64-bit hashes whose collisions are detected by comparing the
+windows themselves, and on a collision the level is recounted by exact
+lexicographic sorting (never merged silently).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterator
+
+import numpy as np
+
+from ..backend import get_backend
+from ..validation import check_positive_int
+from . import keys as K
+
+log = logging.getLogger("dpgpu")
+
+#: Upper bound on padded cells per block (int32): 2**25 cells = 128 MiB.
+MAX_BLOCK_CELLS = 2 ** 25
+#: Exact key spaces up to this size are counted with a dense bincount.
+DENSE_KEY_SPACE = 2 ** 24
+
+
+class GramEngine:
+    """A database on the backend, ready for level-wise gram questions.
+
+    Parameters
+    ----------
+    db : SequenceDB
+    l_max : int, optional
+        Keep only each sequence's first ``l_max`` items.  ``None`` keeps all.
+    start : bool
+        Prepend the start marker ``$`` to every sequence.
+    end : bool
+        Append the end marker ``&`` to every sequence that was not cut.
+    backend : str or Backend, optional
+    max_block_cells : int
+        Bound on the padded cells of one block (memory per block).
+
+    Attributes
+    ----------
+    n_symbols : int
+        ``|vocab| + 2``: items, ``&`` (id ``|vocab|``) and ``$`` (``|vocab|+1``).
+    blocks : list of (tokens, lengths)
+        Padded int32 blocks on the backend.
+    """
+
+    def __init__(self, db: Any, l_max: int | None = None, *, start: bool = False,
+                 end: bool = False, backend: Any = None,
+                 max_block_cells: int = MAX_BLOCK_CELLS):
+        self.backend = get_backend(backend)
+        self.xp = self.backend.xp
+        self.vocab = db.vocab
+        self.n_symbols = db.vocab.size + 2
+        self.radix = self.n_symbols + 1
+        if l_max is not None:
+            l_max = check_positive_int(l_max, "l_max")
+        self.l_max = l_max
+        self._key_cache: tuple[int, Any] = (0, None)
+        self.blocks = [db.padded(width, backend=self.backend, start=start, end=end, rows=rows)
+                       for width, rows in _length_blocks(db.lengths, l_max, max_block_cells)]
+
+    # ------------------------------------------------------------------ counts
+    def count(self, n: int):
+        """All distinct n-grams with their counts.
+
+        Parameters
+        ----------
+        n : int
+            Gram length (markers count as symbols).
+
+        Returns
+        -------
+        grams : array of int32, shape (U, n)
+            Distinct n-grams as symbol ids, in lexicographic order when keys
+            are exact (by hash otherwise).
+        counts : array of int64, shape (U,)
+        """
+        n = check_positive_int(n, "n")
+        if K.fits_exact(n, self.n_symbols):
+            keys, counts = self._count_packed(n)
+            return K.decode_packed(keys, n, self.radix), counts
+        try:
+            return self._count_hashed(n)
+        except _Collision:
+            log.warning("64-bit hash collision among %d-grams: recounting exactly", n)
+            return self._count_lexicographic(n)
+
+    def windows(self, n: int):
+        """All valid length-``n`` windows as an ``(M, n)`` int32 matrix (one row per occurrence)."""
+        xp = self.xp
+        parts = []
+        for tokens, lengths in self.blocks:
+            n_win = tokens.shape[1] - n + 1
+            if n_win <= 0:
+                continue
+            valid = K.window_valid(lengths, n, n_win)
+            r, j = xp.nonzero(valid)
+            parts.append(tokens[r[:, None], j[:, None] + xp.arange(n)[None, :]])
+        return xp.concatenate(parts) if parts else xp.zeros((0, n), dtype=xp.int32)
+
+    def _packed_blocks(self, n: int) -> list[Any]:
+        """Exact keys of every n-window of each block (``None`` where a block is narrower).
+
+        Keys of level ``n`` extend the cached keys of level ``n - 1`` by one
+        symbol (one multiply-add), so counting n = 1, 2, ... costs one pass
+        per level.  Windows that overlap padding hold a zero digit.
+        """
+        cached_n, cached = self._key_cache
+        if cached_n == n - 1 and cached is not None:
+            full = [k[:, :-1] * self.radix + (t[:, n - 1:] + 1)
+                    if k is not None and k.shape[1] > 1 else None
+                    for k, (t, _) in zip(cached, self.blocks)]
+        else:
+            full = [K.packed_keys(t, n, self.radix) if t.shape[1] >= n else None
+                    for t, _ in self.blocks]
+        self._key_cache = (n, full)
+        return full
+
+    def _count_packed(self, n: int):
+        """Distinct exact keys and their counts.
+
+        Small key spaces use a dense bincount over all windows, padding
+        included: a window that overlaps padding has a zero digit, which no
+        real n-gram has, so those keys are dropped afterwards.  Larger key
+        spaces mask the valid windows and sort.
+        """
+        xp = self.xp
+        blocks = [(k, lengths) for k, (_, lengths) in zip(self._packed_blocks(n), self.blocks)
+                  if k is not None]
+        space = self.radix ** n
+        if space <= DENSE_KEY_SPACE:
+            hist = xp.zeros(space, dtype=xp.int64)
+            for keys, _ in blocks:
+                hist += xp.bincount(keys.ravel(), minlength=space)
+            keys = xp.flatnonzero(hist)
+            keys = keys[_all_digits_nonzero(keys, n, self.radix)]
+            return keys, hist[keys]
+        parts = [k[K.window_valid(lengths, n, k.shape[1])] for k, lengths in blocks]
+        return self._merge(xp.unique(k, return_counts=True) for k in parts if k.size)
+
+    def _merge(self, parts: Iterator[tuple[Any, Any]]):
+        xp = self.xp
+        parts = list(parts)
+        if not parts:
+            return xp.zeros(0, dtype=xp.int64), xp.zeros(0, dtype=xp.int64)
+        if len(parts) == 1:
+            return parts[0]
+        keys = xp.concatenate([p[0] for p in parts])
+        counts = xp.concatenate([p[1] for p in parts])
+        uniq, inverse = xp.unique(keys, return_inverse=True)
+        total = xp.zeros(uniq.shape[0], dtype=xp.int64)
+        scatter_add(total, inverse.ravel(), counts)
+        return uniq, total
+
+    def _count_hashed(self, n: int):
+        xp = self.xp
+        win = self.windows(n)
+        h = K.hashed_keys(win, n)[:, 0] if win.shape[0] else xp.zeros(0, dtype=xp.uint64)
+        uniq, first, inverse, counts = xp.unique(h, return_index=True, return_inverse=True,
+                                                 return_counts=True)
+        reps = win[first]
+        if bool(xp.any(win != reps[inverse.ravel()])):
+            raise _Collision
+        return reps, counts.astype(xp.int64)
+
+    def _count_lexicographic(self, n: int):
+        xp = self.xp
+        win = self.windows(n)
+        if win.shape[0] == 0:
+            return win, xp.zeros(0, dtype=xp.int64)
+        order = xp.lexsort(win.T[::-1])
+        win = win[order]
+        new = xp.concatenate([xp.ones(1, dtype=bool), xp.any(win[1:] != win[:-1], axis=1)])
+        starts = xp.flatnonzero(new)
+        counts = xp.diff(xp.concatenate([starts, xp.asarray([win.shape[0]])]))
+        return win[starts], counts.astype(xp.int64)
+
+    # -------------------------------------------------------------- histograms
+    def next_symbol_histogram(self, contexts: Any):
+        """Counts of each symbol following each context.
+
+        Parameters
+        ----------
+        contexts : array of int, shape (F, m)
+            ``F`` distinct context strings of one length ``m >= 0`` (symbol
+            ids, markers allowed).
+
+        Returns
+        -------
+        array of int64, shape (F, n_symbols)
+            ``out[f, x]`` = occurrences of the (m+1)-gram ``contexts[f] + x``.
+        """
+        xp = self.xp
+        contexts = xp.asarray(contexts, dtype=xp.int32)
+        if contexts.ndim != 2:
+            raise ValueError("contexts must be a 2-D (F, m) array")
+        n_ctx, m = contexts.shape
+        out = xp.zeros((n_ctx, self.n_symbols), dtype=xp.int64)
+        if n_ctx == 0:
+            return out
+        exact = K.fits_exact(m, self.n_symbols)
+        ctx_keys = K.rows_keys(contexts, self.radix, exact)
+        order = xp.argsort(ctx_keys)
+        sorted_keys = ctx_keys[order]
+        if not exact and bool(xp.any(sorted_keys[1:] == sorted_keys[:-1])):
+            log.warning("64-bit hash collision among contexts: matching them exactly")
+            return self._histogram_lexicographic(contexts)
+        flat = out.ravel()
+        for tokens, lengths in self.blocks:
+            n_win = tokens.shape[1] - m
+            if n_win <= 0:
+                continue
+            if exact and self.backend.is_gpu:  # CUDA kernel (dpgpu/ops/gpu_grams.py)
+                from .gpu_grams import level_histogram_gpu  # noqa: PLC0415 - GPU path only
+
+                level_histogram_gpu(tokens, lengths, m, sorted_keys, order, self.n_symbols, out=out)
+                continue
+            valid = K.window_valid(lengths, m + 1, n_win)
+            if m:
+                head = tokens[:, :tokens.shape[1] - 1]
+                wk = (K.packed_keys(head, m, self.radix) if exact else K.hashed_keys(head, m))
+                wk = wk[:, :n_win]
+            else:
+                wk = xp.zeros((tokens.shape[0], n_win), dtype=sorted_keys.dtype)
+            r, j = xp.nonzero(valid)
+            wk = wk[r, j]
+            pos = xp.minimum(xp.searchsorted(sorted_keys, wk), n_ctx - 1)
+            hit = sorted_keys[pos] == wk
+            ctx = order[pos[hit]]
+            r, j = r[hit], j[hit]
+            if not exact and m:  # verify: a window whose hash matches must equal the context
+                same = xp.all(tokens[r[:, None], j[:, None] + xp.arange(m)[None, :]]
+                              == contexts[ctx], axis=1)
+                ctx, r, j = ctx[same], r[same], j[same]
+            nxt = tokens[r, j + m].astype(xp.int64)
+            flat += xp.bincount(ctx.astype(xp.int64) * self.n_symbols + nxt,
+                                minlength=flat.size)
+        return out
+
+    def _histogram_lexicographic(self, contexts: Any):
+        xp = self.xp
+        m = contexts.shape[1]
+        grams, counts = self._count_lexicographic(m + 1)
+        out = xp.zeros((contexts.shape[0], self.n_symbols), dtype=xp.int64)
+        both = xp.concatenate([contexts, grams[:, :m]])
+        order = xp.lexsort(both.T[::-1])
+        srt = both[order]
+        new = xp.concatenate([xp.ones(1, dtype=bool), xp.any(srt[1:] != srt[:-1], axis=1)])
+        group = xp.empty(both.shape[0], dtype=xp.int64)
+        group[order] = xp.cumsum(new) - 1
+        ctx_of_group = xp.full(int(group.max()) + 1, -1, dtype=xp.int64)
+        ctx_of_group[group[:contexts.shape[0]]] = xp.arange(contexts.shape[0])
+        ctx = ctx_of_group[group[contexts.shape[0]:]]
+        keep = ctx >= 0
+        scatter_add(out.ravel(), ctx[keep] * self.n_symbols + grams[keep, m].astype(xp.int64),
+                    counts[keep])
+        return out
+
+
+class _Collision(Exception):
+    """Two different windows share a 64-bit hash."""
+
+
+def scatter_add(target: Any, index: Any, values: Any) -> None:
+    """``target[index] += values`` with repeated indices accumulated (NumPy or CuPy)."""
+    if K.array_module(target) is np:
+        np.add.at(target, index, values)
+    else:
+        import cupyx  # noqa: PLC0415 - CuPy path only
+
+        cupyx.scatter_add(target, index, values)
+
+
+def _all_digits_nonzero(keys: Any, n: int, radix: int):
+    """Mask of packed keys whose ``n`` base-``radix`` digits are all non-zero."""
+    ok = keys > 0
+    rest = keys.copy()
+    for _ in range(n):
+        ok &= rest % radix != 0
+        rest //= radix
+    return ok
+
+
+def _length_blocks(lengths: np.ndarray, l_max: int | None, max_cells: int):
+    """Yield ``(width, rows)``: sequences grouped by length class, in bounded chunks.
+
+    Widths are powers of two (capped at ``l_max``), so a row is never padded
+    to more than twice its length (plus markers).
+    """
+    kept = lengths if l_max is None else np.minimum(lengths, l_max)
+    bounds = 2 ** np.arange(0, max(int(kept.max()) if kept.size else 1, 1).bit_length() + 1)
+    cls = np.searchsorted(bounds, kept)  # class c holds lengths in (bounds[c-1], bounds[c]]
+    for c in range(bounds.size):
+        rows = np.flatnonzero(cls == c)
+        if rows.size == 0:
+            continue
+        width = max(int(kept[rows].max()), 1)
+        step = max(1, max_cells // (width + 2))
+        for s in range(0, rows.size, step):
+            yield width, rows[s:s + step]
+
+
+def count_grams(db: Any, n: int, *, l_max: int | None = None, backend: Any = None):
+    """Distinct contiguous ``n``-grams of items and their exact counts.
+
+    Parameters
+    ----------
+    db : SequenceDB
+    n : int
+    l_max : int, optional
+        Count within each sequence's first ``l_max`` items.
+    backend : str or Backend, optional
+
+    Returns
+    -------
+    grams : array of int32, shape (U, n)
+    counts : array of int64, shape (U,)
+    """
+    return GramEngine(db, l_max, backend=backend).count(n)

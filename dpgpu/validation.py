@@ -1,0 +1,54 @@
+"""Positive parameter checks.
+
+Each check accepts only what is valid (``x > 0 and isfinite(x)``), so NaN,
+infinities, zero, negatives, booleans and wrong types fail with an
+:class:`~dpgpu.errors.InvalidParameter` that names the parameter.  No check
+looks at the data.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+from .errors import InvalidParameter
+
+
+def check_positive_int(value: Any, name: str, *, minimum: int = 1,
+                       maximum: int | None = None) -> int:
+    """Return ``value`` as an int if it is an integer in ``[minimum, maximum]``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidParameter(f"{name}: expected an integer, got {value!r}")
+    value = int(value)
+    if value < minimum or (maximum is not None and value > maximum):
+        bound = f"at least {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+        raise InvalidParameter(f"{name}: must be an integer {bound}, got {value}")
+    return value
+
+
+def check_positive_real(value: Any, name: str, *, allow_zero: bool = False) -> float:
+    """Return ``value`` as a float if it is finite and ``> 0`` (``>= 0`` with allow_zero)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidParameter(f"{name}: expected a number, got {value!r}")
+    x = float(value)
+    ok = math.isfinite(x) and (x >= 0 if allow_zero else x > 0)
+    if not ok:
+        need = "finite and >= 0" if allow_zero else "finite and > 0"
+        raise InvalidParameter(f"{name}: must be {need}, got {value!r}")
+    return x
+
+
+def check_probability(value: Any, name: str, *, allow_zero: bool = False) -> float:
+    """Return ``value`` if it is a finite number in ``(0, 1)`` (``[0, 1)`` with allow_zero)."""
+    x = check_positive_real(value, name, allow_zero=allow_zero)
+    if not x < 1:
+        raise InvalidParameter(f"{name}: must be below 1, got {value!r}")
+    return x
+
+
+def check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of ``choices``."""
+    if value not in choices:
+        raise InvalidParameter(f"{name}: must be one of {', '.join(choices)}, got {value!r}")
+    return value

@@ -1,0 +1,87 @@
+// grams.cuh -- per-element logic of the gram kernels (host and device).
+//
+// Conventions (see dpgpu/ops/keys.py, the reference):
+//   tokens   int32, row r starts at tokens + r * row_stride; symbols are
+//            0 .. n_symbols-1, padding is -1;
+//   window   (row, pos) covers tokens[row][pos .. pos+n-1];
+//   key      sum((s_i + 1) * radix**(n-1-i)), computed with unsigned 64-bit
+//            wraparound, so it equals NumPy's int64 arithmetic bit for bit
+//            (exact, collision-free, whenever radix**n < 2**63);
+//   flat     work item t = row * n_windows + pos (row-major, coalesced).
+#ifndef DPGPU_GRAMS_CUH
+#define DPGPU_GRAMS_CUH
+
+#include "common.cuh"
+
+// Packed key of the n symbols at row[pos], row[pos+1], ...
+DPGPU_HD long long dpgpu_window_key(const int* row, long long pos, int n,
+                                    long long radix) {
+  unsigned long long key = 0ULL;
+  for (int i = 0; i < n; ++i) {
+    const long long symbol = static_cast<long long>(row[pos + i]) + 1LL;
+    key = key * static_cast<unsigned long long>(radix) +
+          static_cast<unsigned long long>(symbol);
+  }
+  return static_cast<long long>(key);
+}
+
+// Packed key of flat work item t of an (n_rows, n_windows) key matrix.
+DPGPU_HD long long dpgpu_packed_key_at(const int* tokens, long long row_stride,
+                                       long long n_windows, int n,
+                                       long long radix, long long t) {
+  const long long row = t / n_windows;
+  const long long pos = t - row * n_windows;
+  return dpgpu_window_key(tokens + row * row_stride, pos, n, radix);
+}
+
+// First index i with sorted[i] >= key (NumPy searchsorted, side="left").
+DPGPU_HD long long dpgpu_lower_bound(const long long* sorted, long long size,
+                                     long long key) {
+  long long lo = 0;
+  long long hi = size;
+  while (lo < hi) {
+    const long long mid = lo + (hi - lo) / 2;
+    if (sorted[mid] < key) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+// Index of key in sorted, or -1 when absent.
+DPGPU_HD long long dpgpu_find_key(const long long* sorted, long long size,
+                                  long long key) {
+  const long long i = dpgpu_lower_bound(sorted, size, key);
+  return (i < size && sorted[i] == key) ? i : -1LL;
+}
+
+// Histogram bin of flat work item t of the level histogram, or -1.
+//
+// Work item t is the window (row, pos) of length m + 1, pos < n_windows.  It
+// counts when it lies inside the sequence (pos + m + 1 <= lengths[row]), its
+// m-prefix key is one of the n_ctx sorted context keys, and its last symbol
+// is a valid id; its bin is then ctx_order[i] * n_symbols + next_symbol,
+// where i is the prefix key's index in sorted_keys and ctx_order maps sorted
+// positions back to the caller's context rows.
+DPGPU_HD long long dpgpu_level_bin_at(const int* tokens, long long row_stride,
+                                      const int* lengths, long long n_windows,
+                                      int m, long long radix,
+                                      const long long* sorted_keys,
+                                      const long long* ctx_order,
+                                      long long n_ctx, int n_symbols,
+                                      long long t) {
+  const long long row = t / n_windows;
+  const long long pos = t - row * n_windows;
+  if (pos + m + 1 > static_cast<long long>(lengths[row])) return -1LL;
+  const int* seq = tokens + row * row_stride;
+  const long long i =
+      dpgpu_find_key(sorted_keys, n_ctx, dpgpu_window_key(seq, pos, m, radix));
+  if (i < 0) return -1LL;
+  const int next = seq[pos + m];
+  if (next < 0 || next >= n_symbols) return -1LL;
+  return ctx_order[i] * n_symbols + next;
+}
+
+#endif  // DPGPU_GRAMS_CUH

@@ -1,0 +1,109 @@
+"""The command line: exit statuses, one-line errors, nothing written on failure."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dpgpu.cli import main
+
+SEQ = ("% Different categories found in input file:\n\nfront news tech\n\n\n"
+       "% Sequences:\n\n1 1 \n3 2 \n2 \n")
+
+
+def run(capsys, *argv):
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_info(capsys):
+    status, out, _ = run(capsys, "info", "--backend", "numpy", "--json")
+    facts = json.loads(out)
+    assert status == 0 and facts["backend"] == "numpy" and facts["device"] == "cpu"
+
+
+def test_unusable_cupy_is_an_error_not_a_fallback(capsys, monkeypatch):
+    import dpgpu.backend as B
+
+    monkeypatch.setattr(B, "gpu_available", lambda: False)
+    monkeypatch.setattr(B, "_cupy_module", lambda: None)
+    B._make.cache_clear()
+    status, _, err = run(capsys, "info", "--backend", "cupy")
+    assert status == 2 and "cupy" in err and len(err.strip().splitlines()) == 1
+
+
+def test_stats(tmp_path, capsys):
+    p = tmp_path / "x.seq"
+    p.write_text(SEQ)
+    status, out, _ = run(capsys, "stats", str(p), "--json")
+    s = json.loads(out)
+    assert status == 0 and s["sequences"] == 3 and s["events"] == 5 and s["format"] == "seq"
+
+
+def test_convert_round_trip(tmp_path, capsys):
+    p = tmp_path / "x.seq"
+    p.write_text(SEQ)
+    status, out, _ = run(capsys, "convert", str(p), str(tmp_path / "y.txt"), "--to", "spmf")
+    assert status == 0 and (tmp_path / "y.txt").read_text() == "1 -1 1 -1 -2\n3 -1 2 -1 -2\n2 -1 -2\n"
+    status, _, err = run(capsys, "convert", str(p), str(tmp_path / "y.txt"), "--to", "spmf")
+    assert status == 2 and "already exists" in err
+
+
+BAD_INPUTS = {
+    "non_numeric.seq": (SEQ + "1 two 3\n").encode(),
+    "truncated.seq.gz": gzip.compress(SEQ.encode() * 100)[:150],
+    "empty.txt": b"",
+    "garbage.bin": bytes(range(256)) * 8,
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_INPUTS))
+def test_malformed_input_exit_2_one_line_nothing_written(tmp_path, capsys, name):
+    p = tmp_path / name
+    p.write_bytes(BAD_INPUTS[name])
+    out = tmp_path / "out.txt"
+    status, _, err = run(capsys, "convert", str(p), str(out))
+    assert status == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dpgpu: error: ") and name in lines[0]
+    assert "Traceback" not in err
+    assert not out.exists() and sorted(x.name for x in tmp_path.iterdir()) == [name]
+
+
+def test_unknown_format_and_bad_option(tmp_path, capsys):
+    p = tmp_path / "x.txt"
+    p.write_text("1 2\n")
+    status, _, err = run(capsys, "stats", str(p), "--format", "fasta")
+    assert status == 2 and "invalid choice" in err and len(err.strip().splitlines()) == 1
+    status, _, err = run(capsys, "stats", str(p), "--case", "id")
+    assert status == 2 and "case" in err and len(err.strip().splitlines()) == 1
+    status, _, err = run(capsys, "demo", "--l-max", "nan")
+    assert status == 2
+
+
+@pytest.mark.parametrize("value", ["0", "-3"])
+def test_demo_rejects_bad_lengths(capsys, value):
+    status, _, err = run(capsys, "demo", "--l-max", value)
+    assert status == 2 and "l_max" in err
+
+
+def test_demo_runs_on_the_bundled_data(capsys):
+    status, out, _ = run(capsys, "demo", "--n-max", "2", "--backend", "numpy")
+    assert status == 0
+    assert "989,818 sequences over 17 page categories" in out
+    assert "1-grams:      17 distinct" in out and "2-grams:     289 distinct" in out
+
+
+def test_python_m_dpgpu_and_lazy_imports():
+    code = ("import sys, dpgpu; assert 'cupy' not in sys.modules and 'numba' not in sys.modules; "
+            "print('ok')")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "ok"
+    done = subprocess.run([sys.executable, "-m", "dpgpu", "--version"], capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.startswith("dpgpu ")

@@ -1,0 +1,168 @@
+"""CUDA gram kernels against the NumPy reference, full size, on a real GPU.
+
+Run with ``pytest -m gpu`` on a machine with a usable CUDA GPU; skipped elsewhere.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dpgpu
+from dpgpu import SequenceDB
+from dpgpu.backend import cuda
+from dpgpu.ops import keys as K
+from dpgpu.ops.gpu_grams import level_histogram_gpu, packed_keys_gpu
+from dpgpu.ops.grams import GramEngine
+
+pytestmark = pytest.mark.gpu
+
+SHARED_MSNBC = Path("/work/shared/datasets/msnbc/msnbc990928.seq.gz")
+
+
+@pytest.fixture(scope="module")
+def cp():
+    return pytest.importorskip("cupy")
+
+
+@pytest.fixture(scope="module")
+def msnbc():
+    """MSNBC (bundled copy, else the shared one), else random data of a similar shape."""
+    for path in (dpgpu.demo_path(), SHARED_MSNBC):
+        if path.exists():
+            return dpgpu.load(path)
+    rng = np.random.default_rng(0)
+    lens = np.minimum(rng.geometric(0.21, size=200_000), 500)
+    items = rng.integers(0, 17, size=int(lens.sum()))
+    offsets = np.concatenate([[0], np.cumsum(lens)])
+    return SequenceDB(items, offsets, dpgpu.Vocabulary([str(i) for i in range(17)]))
+
+
+def random_block(rng, n_rows, width, n_symbols):
+    tokens = rng.integers(0, n_symbols, size=(n_rows, width), dtype=np.int32)
+    lengths = rng.integers(0, width + 1, size=n_rows).astype(np.int32)
+    tokens[np.arange(width)[None, :] >= lengths[:, None]] = -1
+    return tokens, lengths
+
+
+def distinct_contexts(tokens, lengths, m, n_symbols):
+    """All distinct m-grams present, plus one absent context (when m > 0)."""
+    if m == 0:
+        return np.zeros((1, 0), dtype=np.int32)
+    n_win = tokens.shape[1] - m + 1
+    r, j = np.nonzero(K.window_valid(lengths, m, n_win))
+    present = np.unique(tokens[r[:, None], j[:, None] + np.arange(m)], axis=0)
+    absent = np.full((1, m), n_symbols, dtype=np.int32)  # id out of range: never present
+    return np.concatenate([present, absent]).astype(np.int32)
+
+
+def reference_histogram(tokens, lengths, m, contexts, n_symbols):
+    """NumPy oracle for one block: the exact-key step of ``next_symbol_histogram``."""
+    radix = n_symbols + 1
+    ctx_keys = K.rows_keys(contexts, radix, True)
+    order = np.argsort(ctx_keys)
+    srt = ctx_keys[order]
+    out = np.zeros((len(contexts), n_symbols), dtype=np.int64)
+    n_win = tokens.shape[1] - m
+    if n_win <= 0:
+        return out
+    r, j = np.nonzero(K.window_valid(lengths, m + 1, n_win))
+    wk = K.packed_keys(tokens, m, radix)[r, j]
+    pos = np.minimum(np.searchsorted(srt, wk), len(srt) - 1)
+    hit = srt[pos] == wk
+    flat = order[pos[hit]] * n_symbols + tokens[r[hit], j[hit] + m]
+    return np.bincount(flat, minlength=out.size).reshape(out.shape)
+
+
+def gpu_histogram(cp, tokens, lengths, m, contexts, n_symbols):
+    ctx_keys = K.rows_keys(cp.asarray(contexts), n_symbols + 1, True)
+    order = cp.argsort(ctx_keys)
+    return level_histogram_gpu(cp.asarray(tokens), cp.asarray(lengths), m, ctx_keys[order],
+                               order, n_symbols).get()
+
+
+@pytest.mark.parametrize("n,n_symbols", [(1, 20), (2, 20), (3, 20), (5, 20), (8, 9),
+                                         (3, 2 ** 21 - 2), (5, 2 ** 20)])
+def test_packed_keys_parity(cp, n, n_symbols):
+    rng = np.random.default_rng(n)
+    tokens, _ = random_block(rng, 20_011, 203, n_symbols)
+    radix = n_symbols + 1
+    dev = cp.asarray(tokens)
+    expected = K.packed_keys(tokens, n, radix)
+    first = packed_keys_gpu(dev, n, radix).get()
+    np.testing.assert_array_equal(first, expected)
+    np.testing.assert_array_equal(packed_keys_gpu(dev, n, radix).get(), first)  # deterministic
+    np.testing.assert_array_equal(K.packed_keys(dev, n, radix).get(), expected)  # dispatch
+
+
+@pytest.mark.parametrize("view", ["head", "every_other_column", "reversed_rows"])
+def test_packed_keys_views(cp, view):
+    rng = np.random.default_rng(5)
+    tokens, _ = random_block(rng, 3_001, 77, 30)
+    take = {"head": lambda a: a[:, :-1], "every_other_column": lambda a: a[:, ::2],
+            "reversed_rows": lambda a: a[::-1]}[view]
+    np.testing.assert_array_equal(packed_keys_gpu(take(cp.asarray(tokens)), 3, 31).get(),
+                                  K.packed_keys(take(tokens), 3, 31))
+
+
+def test_packed_keys_empty(cp):
+    assert packed_keys_gpu(cp.zeros((0, 9), dtype=cp.int32), 3, 5).shape == (0, 7)
+    assert packed_keys_gpu(cp.zeros((4, 2), dtype=cp.int32), 3, 5).shape == (4, 0)
+
+
+@pytest.mark.parametrize("m", [0, 1, 2, 3, 4])
+def test_level_histogram_parity(cp, m):
+    rng = np.random.default_rng(10 + m)
+    n_symbols = 19
+    tokens, lengths = random_block(rng, 50_021, 41, n_symbols)
+    contexts = distinct_contexts(tokens, lengths, m, n_symbols)
+    expected = reference_histogram(tokens, lengths, m, contexts, n_symbols)
+    first = gpu_histogram(cp, tokens, lengths, m, contexts, n_symbols)
+    np.testing.assert_array_equal(first, expected)
+    np.testing.assert_array_equal(gpu_histogram(cp, tokens, lengths, m, contexts, n_symbols),
+                                  first)
+    assert expected.sum() > 0
+
+
+def test_level_histogram_one_bin(cp):
+    """6.3 million atomic additions to one counter."""
+    tokens = np.zeros((100_000, 64), dtype=np.int32)
+    lengths = np.full(100_000, 64, dtype=np.int32)
+    got = gpu_histogram(cp, tokens, lengths, 1, np.zeros((1, 1), dtype=np.int32), 3)
+    np.testing.assert_array_equal(got, [[100_000 * 63, 0, 0]])
+
+
+def test_level_histogram_accumulates(cp):
+    rng = np.random.default_rng(3)
+    tokens, lengths = random_block(rng, 1_000, 30, 5)
+    contexts = distinct_contexts(tokens, lengths, 2, 5)
+    ctx_keys = K.rows_keys(cp.asarray(contexts), 6, True)
+    order = cp.argsort(ctx_keys)
+    out = cp.zeros((len(contexts), 5), dtype=cp.int64)
+    for _ in range(2):
+        level_histogram_gpu(cp.asarray(tokens), cp.asarray(lengths), 2, ctx_keys[order],
+                            order, 5, out=out)
+    np.testing.assert_array_equal(out.get(), 2 * reference_histogram(tokens, lengths, 2,
+                                                                     contexts, 5))
+
+
+def test_module_memoised(cp):
+    assert cuda.module("grams") is cuda.module("grams")
+
+
+@pytest.mark.parametrize("l_max,markers", [(None, True), (20, False)])
+def test_engine_backends_agree(msnbc, l_max, markers):
+    engines = {b: GramEngine(msnbc, l_max, start=markers, end=markers, backend=b)
+               for b in ("numpy", "cupy")}
+    for m in range(4):
+        grams, counts = engines["numpy"].count(m + 1)
+        got_grams, got_counts = engines["cupy"].count(m + 1)
+        np.testing.assert_array_equal(got_grams.get(), grams)
+        np.testing.assert_array_equal(got_counts.get(), counts)
+        contexts = engines["numpy"].count(m)[0] if m else np.zeros((1, 0), dtype=np.int32)
+        expected = engines["numpy"].next_symbol_histogram(contexts)
+        for _ in range(2):  # deterministic
+            got = engines["cupy"].next_symbol_histogram(engines["cupy"].xp.asarray(contexts))
+            np.testing.assert_array_equal(got.get(), expected)

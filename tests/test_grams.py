@@ -1,0 +1,158 @@
+"""Exact gram engine against brute force (hypothesis-generated data and all of MSNBC)."""
+
+from __future__ import annotations
+
+import gzip
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dpgpu import SequenceDB
+from dpgpu.ops import keys as K
+from dpgpu.ops.grams import GramEngine
+
+MSNBC = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "msnbc" / "msnbc990928.seq.gz"
+
+
+def brute_grams(seqs, n, l_max=None):
+    c = Counter()
+    for s in seqs:
+        s = list(s)[:l_max] if l_max else list(s)
+        c.update(tuple(s[i:i + n]) for i in range(len(s) - n + 1))
+    return dict(c)
+
+
+def marked(seqs, l_max, start, end):
+    out = []
+    for s in seqs:
+        cut = list(s)[:l_max] if l_max else list(s)
+        row = (["$"] if start else []) + cut
+        if end and (l_max is None or len(s) <= l_max):
+            row.append("&")
+        out.append(row)
+    return out
+
+
+def sequences(alphabet_size, max_len=12, max_seqs=25):
+    item = st.integers(0, alphabet_size - 1).map(str)
+    return st.lists(st.lists(item, max_size=max_len), max_size=max_seqs)
+
+
+def vocab_of(alphabet_size):
+    return [str(i) for i in range(alphabet_size)]
+
+
+common = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@common
+@given(seqs=sequences(1), n=st.integers(1, 5), l_max=st.one_of(st.none(), st.integers(1, 8)))
+def test_alphabet_of_one(seqs, n, l_max):
+    db = SequenceDB.from_sequences(seqs, vocab=vocab_of(1))
+    assert db.gram_counts(n, l_max=l_max) == brute_grams(seqs, n, l_max)
+
+
+@common
+@given(seqs=sequences(3), n=st.integers(1, 5), l_max=st.one_of(st.none(), st.integers(1, 8)))
+def test_small_alphabet_repeated_items(seqs, n, l_max):
+    db = SequenceDB.from_sequences(seqs, vocab=vocab_of(3))
+    assert db.gram_counts(n, l_max=l_max) == brute_grams(seqs, n, l_max)
+
+
+@common
+@given(seqs=sequences(100_000), n=st.integers(1, 5), l_max=st.one_of(st.none(), st.integers(1, 8)))
+def test_alphabet_of_100000_uses_hashes_exactly(seqs, n, l_max):
+    db = SequenceDB.from_sequences(seqs, vocab=vocab_of(100_000))
+    assert db.gram_counts(n, l_max=l_max) == brute_grams(seqs, n, l_max)
+
+
+@common
+@given(seqs=sequences(100, max_len=200, max_seqs=8), n=st.integers(1, 4))
+def test_long_sequences(seqs, n):
+    db = SequenceDB.from_sequences(seqs, vocab=vocab_of(100))
+    assert db.gram_counts(n) == brute_grams(seqs, n)
+
+
+@common
+@given(seqs=sequences(4), n=st.integers(1, 4), l_max=st.one_of(st.none(), st.integers(1, 6)),
+       start=st.booleans(), end=st.booleans())
+def test_markers(seqs, n, l_max, start, end):
+    db = SequenceDB.from_sequences(seqs, vocab=vocab_of(4))
+    grams, counts = GramEngine(db, l_max, start=start, end=end).count(n)
+    labels = db.vocab.labels + ["&", "$"]
+    got = {tuple(labels[i] for i in g): int(c) for g, c in zip(grams.tolist(), counts.tolist())}
+    assert got == brute_grams(marked(seqs, l_max, start, end), n)
+
+
+@common
+@given(seqs=sequences(5), m=st.integers(0, 3), start=st.booleans(),
+       l_max=st.one_of(st.none(), st.integers(1, 6)), data=st.data())
+def test_next_symbol_histogram(seqs, m, start, l_max, data):
+    db = SequenceDB.from_sequences(seqs, vocab=vocab_of(5))
+    rows = marked(seqs, l_max, start, True)
+    symbols = db.vocab.labels + ["&", "$"]
+    ctx = data.draw(st.lists(st.lists(st.sampled_from(symbols), min_size=m, max_size=m),
+                             min_size=1, max_size=6, unique_by=tuple))
+    hist = GramEngine(db, l_max, start=start, end=True).next_symbol_histogram(
+        np.array([[symbols.index(x) for x in c] for c in ctx], dtype=np.int32).reshape(len(ctx), m))
+    after = brute_grams(rows, m + 1)
+    for f, c in enumerate(ctx):
+        expect = [after.get(tuple(c) + (x,), 0) for x in symbols]
+        assert hist[f].tolist() == expect
+
+
+def test_hash_collisions_are_detected_and_counted_exactly(monkeypatch, caplog):
+    """With a hash that sends every window to 0, nothing may be merged."""
+    seqs = [["1", "2", "3", "4", "5"], ["5", "4", "3", "2", "1"], ["1", "2", "3", "4", "5"], []]
+    db = SequenceDB.from_sequences(seqs, vocab=vocab_of(100_000))
+    assert not K.fits_exact(4, db.vocab.size + 2)
+    monkeypatch.setattr(K, "hashed_keys", lambda tokens, n: np.zeros(
+        (tokens.shape[0], max(tokens.shape[1] - n + 1, 0)), dtype=np.uint64))
+    with caplog.at_level("WARNING", logger="dpgpu"):
+        assert db.gram_counts(4) == brute_grams(seqs, 4)
+    assert "collision" in caplog.text
+    engine = GramEngine(db)
+    # one context: windows whose (fake) hash matches it are compared item by item
+    one = engine.next_symbol_histogram(np.array([[1, 2, 3, 4]]))
+    assert one[0, 5] == 2 and one.sum() == 2
+    # two contexts with the same hash: matched exactly instead
+    two = engine.next_symbol_histogram(np.array([[1, 2, 3, 4], [5, 4, 3, 2]]))
+    assert two[0, 5] == 2 and two[1, 1] == 1 and two.sum() == 3
+
+
+def test_padded_never_pads_to_the_longest():
+    db = SequenceDB.from_sequences([["1"] * 1000, ["2"]] + [["3", "4"]] * 50)
+    tokens, lengths = db.padded(3, end=True)
+    assert tokens.shape == (52, 4)
+    assert tokens[0].tolist() == [0, 0, 0, -1]  # cut: no end marker
+    assert tokens[1].tolist() == [1, 4, -1, -1]
+    assert lengths[:3].tolist() == [3, 2, 3]
+    engine = GramEngine(db)
+    assert max(t.shape[1] for t, _ in engine.blocks) == 1000
+    assert sum(t.size for t, _ in engine.blocks) < 2 * (1000 + 1 + 100)
+
+
+def _msnbc_rows():
+    with gzip.open(MSNBC, "rt") as f:
+        lines = f.read().split("\n")
+    start = lines.index("% Sequences:") + 2
+    return [line.split() for line in lines[start:] if line.strip()]
+
+
+@pytest.mark.skipif(not MSNBC.exists(), reason="needs ../shared/datasets (CI has it)")
+def test_msnbc_all_grams_n1_to_5_equal_brute_force():
+    import dpgpu
+
+    rows = _msnbc_rows()
+    assert len(rows) == 989_818
+    db = dpgpu.load(MSNBC)
+    engine = GramEngine(db)
+    for n in range(1, 6):
+        grams, counts = engine.count(n)
+        got = {tuple(db.vocab.labels[i] for i in g): c
+               for g, c in zip(grams.tolist(), counts.tolist())}
+        assert got == brute_grams(rows, n), n

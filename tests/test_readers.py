@@ -1,0 +1,208 @@
+"""Text readers and writers: UCI .seq, SPMF, lines; malformed input; MSNBC statistics."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dpgpu
+from dpgpu import InputError, InvalidParameter, SequenceDB
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+needs_shared = pytest.mark.skipif(not SHARED.exists(), reason="needs ../shared/datasets")
+
+SEQ = ("% Different categories found in input file:\n\nfront news tech\n\n\n"
+       "% Sequences:\n\n1 1 \n3 2 \n2 \n1 3 3 1 \n")
+
+
+def write(tmp_path, name, text, gz=False):
+    p = tmp_path / name
+    data = text.encode() if isinstance(text, str) else text
+    p.write_bytes(gzip.compress(data) if gz else data)
+    return p
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_seq(tmp_path, gz):
+    db = dpgpu.load(write(tmp_path, "x.seq", SEQ, gz))
+    assert db.source["format"] == "seq"
+    assert list(db) == [("1", "1"), ("3", "2"), ("2",), ("1", "3", "3", "1")]
+    assert db.vocab.labels == ["1", "2", "3"] and db.vocab.names == ["front", "news", "tech"]
+
+
+def test_seq_declares_unused_categories_and_crlf(tmp_path):
+    text = SEQ.replace("front news tech", "a b c d").replace("\n", "\r\n")
+    db = dpgpu.load(write(tmp_path, "x.seq", text))
+    assert db.vocab.size == 4 and list(db)[3] == ("1", "3", "3", "1")
+
+
+def test_seq_undeclared_category(tmp_path):
+    with pytest.raises(InputError, match=r"x.seq: line 12: category 4 is not declared"):
+        dpgpu.load(write(tmp_path, "x.seq", SEQ + "1 4\n"))
+
+
+def test_spmf_with_separators_and_itemsets(tmp_path):
+    text = "# comment\n@ITEM=7=apple\n7 -1 3 5 -1 -2\n5 -1 -2\n"
+    db = dpgpu.load(write(tmp_path, "x.txt", text))
+    assert db.source["format"] == "spmf"
+    assert list(db) == [("7", "3", "5"), ("5",)]
+    assert db.source["names"] == {"7": "apple"}
+
+
+def test_spmf_stripped_variant(tmp_path):
+    db = dpgpu.load(write(tmp_path, "x.txt", "10 20 10\n30\n"), format="spmf")
+    assert list(db) == [("10", "20", "10"), ("30",)]
+    assert db.source["stripped"]
+
+
+def test_spmf_unterminated(tmp_path):
+    with pytest.raises(InputError, match=r"x.txt: line 2: sequence not terminated by -2"):
+        dpgpu.load(write(tmp_path, "x.txt", "1 -1 -2\n2 -1 3 -1\n"))
+
+
+def test_spmf_bad_negative(tmp_path):
+    with pytest.raises(InputError, match=r"line 1: negative item -3"):
+        dpgpu.load(write(tmp_path, "x.txt", "1 -3 -2\n"))
+
+
+def test_lines_int_and_blank_lines(tmp_path):
+    db = dpgpu.load(write(tmp_path, "x.txt", "3 1 2\n\n10\n2 2"))
+    assert db.source["format"] == "lines"
+    assert list(db) == [("3", "1", "2"), (), ("10",), ("2", "2")]
+    assert db.vocab.labels == ["1", "2", "3", "10"]
+
+
+def test_lines_string_tokens(tmp_path):
+    db = dpgpu.load(write(tmp_path, "x.txt", "home cart pay\nhome\tsearch\n"))
+    assert list(db) == [("home", "cart", "pay"), ("home", "search")]
+    assert db.source["tokens"] == "str"
+
+
+@pytest.mark.parametrize("fmt,text,line", [
+    ("seq", SEQ + "1 x2 3\n", 12),
+    ("spmf", "1 -1 -2\n2 -1 a -1 -2\n", 2),
+    ("lines", "1 2\n3 4\n5 6-7\n", 3),
+])
+def test_non_numeric_token_in_integer_format(tmp_path, fmt, text, line):
+    p = write(tmp_path, "bad.txt", text)
+    kwargs = {"tokens": "int"} if fmt == "lines" else {}
+    with pytest.raises(InputError, match=rf"bad.txt: line {line}: non-numeric token"):
+        dpgpu.load(p, format=fmt, **kwargs)
+
+
+def test_truncated_gzip(tmp_path):
+    data = gzip.compress(SEQ.encode() * 50)
+    with pytest.raises(InputError, match="truncated or corrupt gzip"):
+        dpgpu.load(write(tmp_path, "x.seq.gz", data[: len(data) // 2]))
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n  \n"])
+def test_empty_file(tmp_path, content):
+    with pytest.raises(InputError, match="empty file"):
+        dpgpu.load(write(tmp_path, "e.txt", content))
+
+
+def test_binary_garbage(tmp_path):
+    rng = np.random.default_rng(1)
+    with pytest.raises(InputError, match=r"g.bin: line \d+: (binary data|not UTF-8)"):
+        dpgpu.load(write(tmp_path, "g.bin", rng.integers(0, 256, 4096, dtype=np.uint8).tobytes()))
+
+
+def test_missing_file_and_unknown_format(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        dpgpu.load(tmp_path / "nope.txt")
+    with pytest.raises(InvalidParameter, match="format: unknown format 'fasta'"):
+        dpgpu.load(write(tmp_path, "x.txt", "1 2\n"), format="fasta")
+    with pytest.raises(InvalidParameter, match="case: not an option of the 'lines' format"):
+        dpgpu.load(write(tmp_path, "y.txt", "1 2\n"), case="id")
+
+
+def test_input_never_modified(tmp_path):
+    p = write(tmp_path, "x.seq", SEQ)
+    before = (p.read_bytes(), p.stat().st_mtime_ns)
+    db = dpgpu.load(p)
+    db.save(tmp_path / "out.seq")
+    assert (p.read_bytes(), p.stat().st_mtime_ns) == before
+
+
+@pytest.mark.parametrize("fmt", ["seq", "spmf", "lines"])
+@pytest.mark.parametrize("suffix", ["", ".gz"])
+def test_round_trip(tmp_path, fmt, suffix):
+    db = dpgpu.load(write(tmp_path, "x.seq", SEQ))
+    out = tmp_path / f"out.{fmt}{suffix}"
+    db.save(out, format=fmt)
+    back = dpgpu.load(out, format=fmt)
+    assert list(back) == list(db)
+
+
+def test_seq_round_trip_is_byte_identical_to_a_clean_input(tmp_path):
+    db = dpgpu.load(write(tmp_path, "x.seq", SEQ))
+    db.save(tmp_path / "y.seq")
+    assert (tmp_path / "y.seq").read_text() == SEQ
+
+
+def test_string_labels_to_spmf_and_lines(tmp_path):
+    db = SequenceDB.from_sequences([["Send Fine", "Payment"], ["Payment"]])
+    db.save(tmp_path / "a.spmf", format="spmf")
+    text = (tmp_path / "a.spmf").read_text()
+    assert "@ITEM=0=Payment" in text and "@ITEM=1=Send Fine" in text
+    assert list(dpgpu.load(tmp_path / "a.spmf")) == [("1", "0"), ("0",)]
+    db.save(tmp_path / "a.txt", format="lines")
+    assert (tmp_path / "a.txt").read_text() == "Send_Fine Payment\nPayment\n"
+
+
+def test_outputs_are_atomic_and_not_overwritten(tmp_path, monkeypatch):
+    db = dpgpu.load(write(tmp_path, "x.seq", SEQ))
+    out = tmp_path / "out.txt"
+    out.write_text("keep me")
+    with pytest.raises(InputError, match="already exists"):
+        db.save(out, format="lines")
+    assert out.read_text() == "keep me"
+    from dpgpu.data import writers
+
+    def boom(db, stream):
+        stream.write("partial")
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(writers, "write_lines", boom)
+    with pytest.raises(RuntimeError):
+        db.save(out, format="lines", force=True)
+    assert out.read_text() == "keep me"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt", "x.seq"]
+
+
+def test_truncate_and_select():
+    db = SequenceDB.from_sequences([["a", "b", "c"], [], ["c"]])
+    assert list(db.truncate(2)) == [("a", "b"), (), ("c",)]
+    assert list(db.select([2, 0])) == [("c",), ("a", "b", "c")]
+    with pytest.raises(InvalidParameter, match="l_max"):
+        db.truncate(0)
+
+
+@needs_shared
+def test_msnbc_statistics_match_the_dataset_readme():
+    db = dpgpu.load(SHARED / "msnbc" / "msnbc990928.seq.gz")
+    assert len(db) == 989_818 and db.vocab.size == 17 and db.n_events == 4_698_794
+    assert db.max_length == 14_795 and int((db.lengths == 1).sum()) == 365_435
+    assert int((db.lengths >= 20).sum()) == 31_606
+    per_item = [940469, 452387, 207479, 386217, 151409, 414928, 305615, 439398, 196614,
+                131760, 96817, 264899, 216125, 395880, 56576, 25249, 16972]
+    assert np.bincount(db.items).tolist() == per_item
+    assert db.vocab.names[0] == "frontpage" and db.vocab.names[-1] == "travel"
+
+
+@needs_shared
+@pytest.mark.parametrize("name,n,items,avg,longest", [
+    ("msnbc_spmf/MSNBC.txt.gz", 31_790, 17, 13.330, 100),
+    ("bms1/BMS1_spmf.txt.gz", 59_601, 497, 2.511, 267),
+    ("bms2/BMS2.txt.gz", 77_512, 3_340, 4.622, 161),
+    ("sign/SIGN.txt", 730, 267, 51.997, 94),
+    ("kosarak/Kosarak_converted.txt.gz", 69_999, 21_144, 7.977, 796),
+])
+def test_shared_spmf_datasets(name, n, items, avg, longest):
+    db = dpgpu.load(SHARED / name)
+    assert len(db) == n and db.vocab.size == items and db.max_length == longest
+    assert round(float(db.lengths.mean()), 3) == avg
