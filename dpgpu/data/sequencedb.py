@@ -137,7 +137,10 @@ class SequenceDB:
         gather = _ranges(starts, lens)
         offsets = np.concatenate([[0], np.cumsum(lens)])
         users = None if self.users is None else self.users[rows]
-        return SequenceDB(self.items[gather], offsets, self.vocab, users=users, source=self.source)
+        source = dict(self.source)
+        if "cases" in source:  # per-sequence case names follow their sequences
+            source["cases"] = [source["cases"][i] for i in rows.tolist()]
+        return SequenceDB(self.items[gather], offsets, self.vocab, users=users, source=source)
 
     def truncate(self, l_max: int) -> "SequenceDB":
         """Cut every sequence to its first ``l_max`` items.

@@ -1,0 +1,711 @@
+"""Event logs: CSV, Parquet and XES files with one record per event.
+
+An event log lists events (case, activity, timestamp[, user]).  Reading one
+groups the events by case into sequences of activities, each in timestamp
+order (ties keep file order), the sequences in the order in which their case
+first appears.  The activities become the vocabulary (sorted with
+:func:`~dpgpu.data.sequencedb.sort_labels`).
+
+Timestamps that look like dates (``YYYY-MM-DD...``) are read as ISO-8601,
+with or without a UTC offset (a time without an offset counts as UTC); other
+timestamps must be numbers.  A log without a timestamp column keeps file order.
+
+Writers reproduce the input's format so that synthetic data is a drop-in
+replacement.  Synthetic sequences have no real times, so the writers give the
+events of each case monotonically increasing *synthetic* timestamps: event
+``j`` (from 0) of every case is at ``2000-01-01T00:00:00+00:00`` plus ``j``
+seconds (or the number ``j`` when the input's timestamps were numbers).  Only
+the case, activity, timestamp (and user) columns are written; other columns of
+the input are not reproduced.
+
+``source`` keys set by the readers and used by the writers: ``path``,
+``format`` (``"csv"``, ``"parquet"`` or ``"xes"``), ``columns`` (``case``,
+``activity``, ``timestamp``, ``user`` column names; for XES the ``activity``
+and ``timestamp`` attribute keys), ``timestamp_kind`` (``"iso"``,
+``"numeric"``, ``"datetime"`` for typed Parquet columns, or None without
+timestamps), ``cases`` (case names, one per sequence), ``user_labels`` (the
+user values; ``users`` id ``k`` is ``user_labels[k]``) and, for CSV,
+``delimiter``.  ``cases`` and ``user_labels`` are identifiers of the input
+data: a mechanism releasing synthetic data must drop them from ``source``
+(the writers then name cases ``case-1``, ``case-2``, ... and users by id).
+
+XES support (:func:`read_xes`, :func:`write_xes`, :func:`looks_like_xes`)
+lives in :mod:`dpgpu.data.xes` and is re-exported here.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import os
+import re
+import warnings
+from datetime import datetime, timedelta, timezone
+from operator import itemgetter
+from typing import Any, Callable, TextIO
+
+import numpy as np
+
+from ..errors import InputError, InvalidParameter
+from .io import decode_text, read_bytes
+from .sequencedb import SequenceDB, sort_labels
+from .vocabulary import Vocabulary
+
+log = logging.getLogger("dpgpu")
+
+PARQUET_HINT = "pip install dpgpu[parquet]"
+SYNTHETIC_START = datetime(2000, 1, 1, tzinfo=timezone.utc)
+DEFAULT_COLUMNS = {"case": "case:concept:name", "activity": "concept:name",
+                   "timestamp": "time:timestamp", "user": "user"}
+
+# Column names tried, in order, when an option is not given; compared after
+# lower-casing and removing spaces, "_" and "-" (so "Case ID" matches "caseid").
+CANDIDATES = {
+    "case": ("case:concept:name", "caseid", "case", "sessionid", "session",
+             "sequenceid", "sequence", "traceid", "trace"),
+    "activity": ("concept:name", "activity", "activityname", "activityid", "event",
+                 "eventname", "action", "item", "task"),
+    "timestamp": ("time:timestamp", "timestamp", "time", "datetime", "date",
+                  "eventtime", "completetimestamp", "ts"),
+}
+_DELIMITERS = (",", "\t", ";", "|")
+_LOOKS_LIKE_DATE = re.compile(r"\s*[+-]?\d{4}-\d{2}-\d{2}")
+_FRACTION = re.compile(r"(\d{2}:\d{2}:\d{2})[.,](\d+)")
+_OFFSET = re.compile(r"(?:[Zz]|([+-]\d{2}):?(\d{2}))$")
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+class BadValue(Exception):
+    """Internal: the value at ``index`` cannot be read (message says why)."""
+
+    def __init__(self, index: int, message: str):
+        super().__init__(message)
+        self.index = index
+
+
+# ------------------------------------------------------------------- options
+def check_option(value: Any, name: str) -> str | None:
+    """``value`` if it is None or a non-empty string, else InvalidParameter naming ``name``."""
+    if value is None or (isinstance(value, str) and value):
+        return value
+    raise InvalidParameter(f"{name}: expected a column name, got {value!r}")
+
+
+def pick_column(path: Any, header: list[str], role: str, chosen: str | None, *,
+                required: bool = True) -> str | None:
+    """The column playing ``role`` (``case``, ``activity``, ``timestamp``, ``user``).
+
+    Parameters
+    ----------
+    path : path-like
+        For messages.
+    header : list of str
+        The file's column names.
+    role : str
+        Also the option's name.
+    chosen : str or None
+        The column the user asked for; None picks one from :data:`CANDIDATES`.
+    required : bool
+        Whether a log without such a column is an error (else None is returned).
+
+    Raises
+    ------
+    InputError
+        The chosen column is missing, or none was chosen or found and ``required``.
+    """
+    listing = ", ".join(header)
+    if chosen is not None:
+        if chosen not in header:
+            raise InputError(f"{path}: no column {chosen!r} for --{role} "
+                             f"(columns: {listing})")
+        return chosen
+    normal = {_normal(h): h for h in reversed(header)}
+    for name in CANDIDATES.get(role, ()):
+        if name in normal:
+            return normal[name]
+    if required:
+        raise InputError(f"{path}: no {role} column found; choose one with --{role} "
+                         f"(columns: {listing})")
+    return None
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[\s_\-]", "", name.lower())
+
+
+# ---------------------------------------------------------------- timestamps
+def parse_times(values: np.ndarray) -> tuple[np.ndarray, str]:
+    """Sort keys for timestamp strings.
+
+    Parameters
+    ----------
+    values : array of str
+
+    Returns
+    -------
+    keys : array of int64 or float64
+        Microseconds since 1970-01-01 UTC for ISO-8601 dates, else the numbers.
+    kind : {"iso", "numeric"}
+        ISO when the first value looks like a date (``YYYY-MM-DD...``).
+
+    Raises
+    ------
+    BadValue
+        With the index of the first value that is not a timestamp.
+    """
+    if values.size and _LOOKS_LIKE_DATE.match(str(values[0])):
+        fast = _iso_vectorized(values)
+        if fast is not None:
+            return fast, "iso"
+        uniq, inverse = np.unique(values, return_inverse=True)
+        keys = np.empty(uniq.size, dtype=np.int64)
+        bad = np.zeros(uniq.size, dtype=bool)
+        for k, text in enumerate(uniq.tolist()):
+            try:
+                keys[k] = _iso_micros(text)
+            except ValueError:
+                bad[k] = True
+        if bad.any():
+            i = int(np.flatnonzero(bad[inverse])[0])
+            raise BadValue(i, f"cannot parse timestamp {str(values[i])!r} as an ISO-8601 date")
+        return keys[inverse.reshape(-1)], "iso"
+    for dtype in (np.int64, np.float64):
+        try:
+            keys = values.astype(dtype)
+        except (ValueError, OverflowError):
+            continue
+        if dtype is np.int64 or np.isfinite(keys).all():
+            return keys, "numeric"
+    i = next((i for i, v in enumerate(values.tolist()) if not _is_finite_number(v)), 0)
+    raise BadValue(i, f"cannot parse timestamp {str(values[i])!r} as a number or an "
+                      "ISO-8601 date")
+
+
+def _iso_vectorized(values: np.ndarray) -> np.ndarray | None:
+    """Microseconds since the epoch, parsed by NumPy; None unless every value parses.
+
+    A trailing ``Z`` or ``+HH:MM``/``-HH:MM`` offset is cut off (NumPy reads
+    no offsets) and subtracted; what remains must be a date-time NumPy reads.
+    """
+    text = np.char.strip(values)
+    n, width = text.size, text.dtype.itemsize // 4
+    if width == 0:
+        return None
+    codes = np.ascontiguousarray(text).view(np.uint32).reshape(n, width).copy()
+    length = np.char.str_len(text).astype(np.int64)
+    rows = np.arange(n)
+
+    def back(k: int) -> np.ndarray:  # code point k places before the end (0 if none)
+        return np.where(length >= k, codes[rows, np.clip(length - k, 0, width - 1)], 0)
+
+    digit = [(back(k) >= ord("0")) & (back(k) <= ord("9")) for k in (5, 4, 2, 1)]
+    sign = back(6)
+    offset = (length >= 22) & np.isin(sign, (ord("+"), ord("-"))) & (back(3) == ord(":")) \
+        & np.logical_and.reduce(digit)
+    zulu = np.isin(back(1), (ord("Z"), ord("z")))
+    hours = (back(5) - ord("0")) * 10 + back(4) - ord("0")
+    minutes = (back(2) - ord("0")) * 10 + back(1) - ord("0")
+    shift = np.where(offset, np.where(sign == ord("-"), -1, 1) * (hours * 60 + minutes), 0)
+    cut = np.where(zulu, length - 1, np.where(offset, length - 6, length))
+    codes[np.arange(width) >= cut[:, None]] = 0
+    bare = codes.view(f"U{width}").reshape(n)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            stamps = bare.astype("datetime64[us]")
+    except (ValueError, Warning):
+        return None
+    if np.isnat(stamps).any():
+        return None
+    return stamps.astype(np.int64) - shift.astype(np.int64) * 60_000_000
+
+
+def _is_finite_number(text: str) -> bool:
+    try:
+        return np.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def _iso_micros(text: str) -> int:
+    """Microseconds since the epoch of an ISO-8601 date-time (naive = UTC)."""
+    text = text.strip()
+    try:
+        stamp = datetime.fromisoformat(text)
+    except ValueError:  # forms older Pythons reject: Z, +HHMM, 1..9 fraction digits
+        text = _FRACTION.sub(lambda m: f"{m[1]}.{(m[2] + '000000')[:6]}", text)
+        text = _OFFSET.sub(lambda m: f"{m[1]}:{m[2]}" if m[1] else "+00:00", text)
+        stamp = datetime.fromisoformat(text)
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=timezone.utc)
+    delta = stamp - _EPOCH
+    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+# ------------------------------------------------------------------ grouping
+def assemble(path: Any, where: Callable[[int], str], columns: dict[str, str | None],
+             cases: np.ndarray, activities: np.ndarray, keys: np.ndarray | None,
+             users: np.ndarray | None) -> tuple[SequenceDB, dict]:
+    """Group events (one array entry per event, in file order) into sequences.
+
+    Parameters
+    ----------
+    path : path-like
+        For messages.
+    where : callable
+        ``where(i)`` locates event ``i`` for messages (``"line 12"``).
+    columns : dict
+        Column names, for messages.
+    cases, activities : array of str
+    keys : array of numbers or None
+        Timestamp sort keys; None keeps file order.
+    users : array of str or None
+
+    Returns
+    -------
+    db : SequenceDB
+        Without ``source``.
+    extra : dict
+        ``cases`` and (with users) ``user_labels`` for ``source``.
+    """
+    for role, values in (("case", cases), ("activity", activities), ("user", users)):
+        if values is not None:
+            check_nonempty(path, where, f"{role} (column {columns[role]!r})", values)
+    case_names, case_first, seq = _first_seen(cases)
+    n = case_names.size
+    order = np.argsort(seq, kind="stable") if keys is None else np.lexsort((keys, seq))
+    ids, vocab = encode_labels(activities)
+    items = ids[order]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(seq, minlength=n), out=offsets[1:])
+    extra: dict[str, Any] = {"cases": case_names.tolist()}
+    user_ids = None
+    if users is not None:
+        user_labels, _, uid = _first_seen(users)
+        user_ids = uid[case_first]
+        clash = np.flatnonzero(uid != user_ids[seq])
+        if clash.size:
+            i = int(clash[0])
+            first = users[case_first[seq[i]]]
+            raise InputError(f"{path}: {where(i)}: case {str(cases[i])!r} has events of two "
+                             f"users ({str(first)!r} and {str(users[i])!r}); a case must "
+                             "belong to one user")
+        extra["user_labels"] = user_labels.tolist()
+    db = SequenceDB(items, offsets, vocab, users=user_ids)
+    return db, extra
+
+
+def encode_labels(labels: np.ndarray) -> tuple[np.ndarray, Vocabulary]:
+    """Item ids (int32) of ``labels`` over their vocabulary, sorted with :func:`sort_labels`."""
+    uniq, inverse = np.unique(labels, return_inverse=True)
+    sorted_labels = sort_labels(uniq.tolist())
+    position = {label: i for i, label in enumerate(sorted_labels)}
+    remap = np.array([position[x] for x in uniq.tolist()], dtype=np.int32)
+    return remap[inverse.reshape(-1)], Vocabulary(sorted_labels)
+
+
+def check_nonempty(path: Any, where: Callable[[int], str], what: str,
+                   values: np.ndarray) -> None:
+    """InputError locating the first value of ``values`` that is empty or blank."""
+    empty = np.flatnonzero(np.char.str_len(np.char.strip(values)) == 0)
+    if empty.size:
+        raise InputError(f"{path}: {where(int(empty[0]))}: empty {what}")
+
+
+def _first_seen(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct values in order of first appearance, their first indices, and each entry's rank."""
+    uniq, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    return uniq[order], first[order], rank[inverse.reshape(-1)]
+
+
+# ----------------------------------------------------------------------- CSV
+def read_csv_log(path: Any, data: bytes, *, case: str | None = None,
+                 activity: str | None = None, timestamp: str | None = None,
+                 user: str | None = None, delimiter: str | None = None) -> SequenceDB:
+    """Read a CSV event log (a header row, then one row per event).
+
+    Parameters
+    ----------
+    path : path-like
+        The file (for messages and ``source``).
+    data : bytes
+        Its contents (already decompressed, see :func:`dpgpu.data.io.read_bytes`).
+    case, activity, timestamp : str, optional
+        Column names.  When not given, picked from common names
+        (:data:`CANDIDATES`, e.g. ``case:concept:name``, ``case_id``,
+        ``session``; ``concept:name``, ``activity``, ``event``;
+        ``time:timestamp``, ``timestamp``, ``time``).  Without a timestamp
+        column, events keep file order.
+    user : str, optional
+        Column of user ids, for user-level data (several cases per user);
+        sets :attr:`SequenceDB.users`.  Never picked automatically.
+    delimiter : str, optional
+        One character; by default the most frequent of ``, TAB ; |`` in the
+        header row.
+
+    Returns
+    -------
+    SequenceDB
+        One sequence per case (see the module docstring for order and ``source``).
+
+    Raises
+    ------
+    InputError
+        Missing column (the message lists the columns and names the option),
+        a row with the wrong number of fields, an empty case or activity, an
+        unparsable timestamp, a case with two users.  Messages name the line.
+    InvalidParameter
+        An option that is not a column name, or a delimiter that is not one character.
+    """
+    options = {role: check_option(value, role) for role, value in
+               (("case", case), ("activity", activity), ("timestamp", timestamp),
+                ("user", user))}
+    if delimiter is not None and not (isinstance(delimiter, str) and len(delimiter) == 1):
+        raise InvalidParameter(f"delimiter: expected one character, got {delimiter!r}")
+    text = decode_text(path, data)
+    text = text[1:] if text.startswith("\ufeff") else text
+    header_line = text.split("\n", 1)[0]
+    if not header_line.strip():
+        raise InputError(f"{path}: line 1: no header row (an event log starts with its "
+                         "column names)")
+    delimiter = delimiter or _sniff_delimiter(header_line)
+    try:
+        reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+        header = [h.strip() for h in next(reader)]
+        rows = [row for row in reader if row]
+    except csv.Error as exc:
+        raise InputError(f"{path}: line {reader.line_num}: malformed CSV ({exc})") from None
+    if len(header) < 2:
+        raise InputError(f"{path}: line 1: the header has one column; an event log needs "
+                         "case and activity columns (wrong --delimiter?)")
+    columns = {"case": pick_column(path, header, "case", options["case"]),
+               "activity": pick_column(path, header, "activity", options["activity"]),
+               "timestamp": pick_column(path, header, "timestamp", options["timestamp"],
+                                        required=False),
+               "user": pick_column(path, header, "user", options["user"], required=False)}
+
+    def where(i: int) -> str:
+        return f"line {_csv_line(text, delimiter, i)}"
+
+    widths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    ragged = np.flatnonzero(widths != len(header))
+    if ragged.size:
+        i = int(ragged[0])
+        raise InputError(f"{path}: {where(i)}: {widths[i]} fields, but the header has "
+                         f"{len(header)}")
+    used = [c for c in columns.values() if c is not None]
+    table = np.array(list(map(itemgetter(*[header.index(c) for c in used]), rows)),
+                     dtype=str).reshape(len(rows), len(used))
+    values = {role: table[:, used.index(c)] if c is not None else None
+              for role, c in columns.items()}
+    keys, kind = _time_keys(path, where, columns, values["timestamp"])
+    db, extra = assemble(path, where, columns, values["case"], values["activity"], keys,
+                         values["user"])
+    db.source = {"path": str(path), "format": "csv", "columns": columns,
+                 "timestamp_kind": kind, "delimiter": delimiter, **extra}
+    return db
+
+
+def _time_keys(path: Any, where: Callable[[int], str], columns: dict,
+          stamps: np.ndarray | None) -> tuple[np.ndarray | None, str | None]:
+    if stamps is None:
+        log.info("%s: no timestamp column; events keep file order", path)
+        return None, None
+    try:
+        return parse_times(stamps)
+    except BadValue as bad:
+        raise InputError(f"{path}: {where(bad.index)}: column {columns['timestamp']!r}: "
+                         f"{bad}") from None
+
+
+def _sniff_delimiter(header_line: str) -> str:
+    counts = [header_line.count(d) for d in _DELIMITERS]
+    return _DELIMITERS[int(np.argmax(counts))]
+
+
+def _csv_line(text: str, delimiter: str, index: int) -> int:
+    """Line on which data row ``index`` (from 0, blank lines skipped) starts."""
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    next(reader)
+    seen = -1
+    while True:
+        start = reader.line_num + 1
+        if next(reader):
+            seen += 1
+            if seen == index:
+                return start
+
+
+def looks_like_csv_log(head: bytes) -> bool:
+    """Whether ``head`` (the first bytes of a file) starts like a CSV event log.
+
+    True when the first line is a header of at least two non-empty, non-numeric
+    column names split by ``, TAB ; |``, among which a case or an activity
+    column of a common name (:data:`CANDIDATES`).
+    """
+    try:
+        line = head.split(b"\n", 1)[0].decode("utf-8").lstrip("\ufeff").strip()
+    except UnicodeDecodeError:
+        return False
+    if not line or "\x00" in line:
+        return False
+    names = [h.strip() for h in next(csv.reader([line], delimiter=_sniff_delimiter(line)))]
+    if len(names) < 2 or not all(names) or any(_is_finite_number(h) for h in names):
+        return False
+    normal = {_normal(h) for h in names}
+    return bool(normal & (set(CANDIDATES["case"]) | set(CANDIDATES["activity"])))
+
+
+# ------------------------------------------------------------------- Parquet
+def read_parquet_log(path: Any, data: bytes | None = None, *, case: str | None = None,
+                     activity: str | None = None, timestamp: str | None = None,
+                     user: str | None = None) -> SequenceDB:
+    """Read a Parquet event log (one row per event); needs pyarrow.
+
+    Parameters
+    ----------
+    path : path-like
+    data : bytes, optional
+        The file's contents; read from ``path`` (gzip transparent) when not given.
+    case, activity, timestamp, user : str, optional
+        Column names, as for :func:`read_csv_log`.  Typed timestamp and date
+        columns, numeric columns and ISO-8601 string columns all order events.
+
+    Returns
+    -------
+    SequenceDB
+
+    Raises
+    ------
+    InputError
+        pyarrow is missing, the file is not Parquet, a column is missing or
+        has nulls, empties or bad timestamps (the message names the row).
+    InvalidParameter
+        An option that is not a column name.
+    """
+    options = {role: check_option(value, role) for role, value in
+               (("case", case), ("activity", activity), ("timestamp", timestamp),
+                ("user", user))}
+    pa, pq = _pyarrow()
+    if pa is None:
+        raise InputError(f"{path}: reading Parquet needs pyarrow: {PARQUET_HINT}")
+    data = read_bytes(path) if data is None else data
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
+    header = table.column_names
+    columns = {"case": pick_column(path, header, "case", options["case"]),
+               "activity": pick_column(path, header, "activity", options["activity"]),
+               "timestamp": pick_column(path, header, "timestamp", options["timestamp"],
+                                        required=False),
+               "user": pick_column(path, header, "user", options["user"], required=False)}
+
+    def where(i: int) -> str:
+        return f"row {i + 1}"
+
+    values: dict[str, Any] = {}
+    for role, name in columns.items():
+        if name is None:
+            values[role] = None
+            continue
+        col = table.column(name)
+        if col.null_count:
+            i = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+            raise InputError(f"{path}: {where(i)}: empty {role} (column {name!r})")
+        values[role] = col if role == "timestamp" else _strings(pa, col)
+    keys, kind = None, None
+    if values["timestamp"] is not None:
+        keys, kind = _parquet_keys(pa, path, where, columns, values["timestamp"])
+    db, extra = assemble(path, where, columns, values["case"], values["activity"], keys,
+                         values["user"])
+    db.source = {"path": str(path), "format": "parquet", "columns": columns,
+                 "timestamp_kind": kind, **extra}
+    return db
+
+
+def _pyarrow() -> tuple[Any, Any]:
+    """``(pyarrow, pyarrow.parquet)``, or ``(None, None)`` when not installed."""
+    try:
+        import pyarrow  # noqa: PLC0415 - optional dependency
+        import pyarrow.parquet  # noqa: PLC0415
+    except ImportError:
+        return None, None
+    return pyarrow, pyarrow.parquet
+
+
+def _strings(pa: Any, col: Any) -> np.ndarray:
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    return np.array(col.cast(pa.string()).to_numpy(zero_copy_only=False), dtype=str)
+
+
+def _parquet_keys(pa: Any, path: Any, where: Callable[[int], str], columns: dict,
+                  col: Any) -> tuple[np.ndarray, str]:
+    kind = col.type
+    if pa.types.is_timestamp(kind) or pa.types.is_date64(kind):
+        return col.cast(pa.int64()).to_numpy(), "datetime"
+    if pa.types.is_date32(kind):
+        return col.cast(pa.int32()).to_numpy().astype(np.int64), "datetime"
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind):
+        keys = col.to_numpy()
+        bad = np.flatnonzero(~np.isfinite(keys))
+        if bad.size:
+            raise InputError(f"{path}: {where(int(bad[0]))}: column {columns['timestamp']!r}: "
+                             f"timestamp {keys[bad[0]]} is not finite")
+        return keys, "numeric"
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind) \
+            or pa.types.is_dictionary(kind):
+        return _time_keys(path, where, columns, _strings(pa, col))
+    raise InputError(f"{path}: column {columns['timestamp']!r} has type {kind}; a "
+                     "timestamp must be a date, time, number or ISO-8601 string")
+
+
+# ------------------------------------------------------------------- writing
+def output_columns(db: SequenceDB) -> tuple[dict[str, str | None], str | None]:
+    """Column names and timestamp kind for writing ``db`` as a CSV/Parquet log.
+
+    The input's names when it was a CSV or Parquet log, else
+    ``case:concept:name``, ``concept:name``, ``time:timestamp`` (and ``user``
+    for user-level data).  The timestamp column is left out when the input
+    had none.
+    """
+    source = db.source
+    columns = {k: DEFAULT_COLUMNS[k] for k in ("case", "activity", "timestamp")}
+    kind = "iso"
+    if source.get("format") in ("csv", "parquet"):
+        columns.update(source.get("columns", {}))
+        kind = source.get("timestamp_kind", kind)
+    columns["user"] = None if db.users is None else columns.get("user") or DEFAULT_COLUMNS["user"]
+    return columns, kind
+
+
+def case_names(db: SequenceDB) -> list[str]:
+    """One distinct name per sequence: ``source["cases"]`` if it fits, else ``case-1``, ..."""
+    names = db.source.get("cases")
+    if names is not None and len(names) == len(db) and None not in names \
+            and len(set(names)) == len(names):
+        return [str(x) for x in names]
+    return [f"case-{i + 1}" for i in range(len(db))]
+
+
+def user_names(db: SequenceDB) -> list[str]:
+    """Label of each sequence's user: ``source["user_labels"]`` if it fits, else the id."""
+    labels = db.source.get("user_labels")
+    ids = db.users.tolist()
+    if labels is not None and (not ids or max(ids) < len(labels)):
+        return [str(labels[u]) for u in ids]
+    return [str(u) for u in ids]
+
+
+def synthetic_times(n: int, *, millis: bool = False) -> list[str]:
+    """ISO-8601 times of events ``0 .. n-1`` of a case: one second apart from 2000-01-01 UTC."""
+    spec = "milliseconds" if millis else "seconds"
+    return [(SYNTHETIC_START + timedelta(seconds=j)).isoformat(timespec=spec)
+            for j in range(n)]
+
+
+def event_positions(db: SequenceDB) -> np.ndarray:
+    """Index of every event within its sequence (0, 1, ...), flat like ``db.items``."""
+    starts = np.repeat(db.offsets[:-1], db.lengths)
+    return np.arange(db.n_events, dtype=np.int64) - starts
+
+
+def _event_table(db: SequenceDB) -> tuple[dict[str, str | None], str | None, dict[str, list]]:
+    """Per-event column values (lists, flat like ``db.items``) for the tabular writers."""
+    columns, kind = output_columns(db)
+    empty = int(np.count_nonzero(db.lengths == 0))
+    if empty:
+        log.warning("%d empty sequences have no events and are not written to the event log",
+                    empty)
+    labels = np.array(db.vocab.labels, dtype=object)
+    values: dict[str, list] = {
+        "case": np.repeat(np.array(case_names(db), dtype=object), db.lengths).tolist(),
+        "activity": labels[db.items].tolist(),
+    }
+    if columns["timestamp"] is not None:
+        values["timestamp"] = event_positions(db)
+    if columns["user"] is not None:
+        values["user"] = np.repeat(np.array(user_names(db), dtype=object),
+                                   db.lengths).tolist()
+    return columns, kind, values
+
+
+def write_csv_log(db: SequenceDB, stream: TextIO) -> None:
+    """Write ``db`` as a CSV event log, one row per event.
+
+    Columns: case, activity, timestamp (synthetic, see the module docstring)
+    and, for user-level data, user; named and delimited as in the input when
+    it was a CSV log (``source``).  Empty sequences have no rows.
+
+    Parameters
+    ----------
+    db : SequenceDB
+    stream : text stream
+        For instance from :func:`dpgpu.data.io.atomic_output`.
+    """
+    columns, kind, values = _event_table(db)
+    if "timestamp" in values:
+        pos = values["timestamp"]
+        values["timestamp"] = pos.tolist() if kind == "numeric" else \
+            np.array(synthetic_times(db.max_length), dtype=object)[pos].tolist()
+    roles = [r for r in ("case", "activity", "timestamp", "user") if r in values]
+    delimiter = db.source.get("delimiter", ",") if db.source.get("format") == "csv" else ","
+    writer = csv.writer(stream, delimiter=delimiter, lineterminator="\n")
+    writer.writerow([columns[r] for r in roles])
+    writer.writerows(zip(*(values[r] for r in roles)))
+
+
+def write_parquet_log(db: SequenceDB, target: Any) -> None:
+    """Write ``db`` as a Parquet event log, one row per event; needs pyarrow.
+
+    Columns as for :func:`write_csv_log`; the synthetic timestamps are a
+    ``timestamp[us, UTC]`` column (int64 when the input's were numbers).
+
+    Parameters
+    ----------
+    db : SequenceDB
+    target : path-like or binary stream
+        A path, or a binary stream such as
+        ``atomic_output(path, binary=True)`` yields.
+
+    Raises
+    ------
+    InvalidParameter
+        pyarrow is not installed (``format``: Parquet cannot be written).
+    """
+    pa, pq = _pyarrow()
+    if pa is None:
+        raise InvalidParameter(f"format: writing Parquet needs pyarrow: {PARQUET_HINT}")
+    columns, kind, values = _event_table(db)
+    arrays = {columns["case"]: pa.array(values["case"], type=pa.string()),
+              columns["activity"]: pa.array(values["activity"], type=pa.string())}
+    if "timestamp" in values:
+        pos = values["timestamp"]
+        start = int((SYNTHETIC_START - _EPOCH).total_seconds()) * 1_000_000
+        arrays[columns["timestamp"]] = pa.array(pos, type=pa.int64()) if kind == "numeric" \
+            else pa.array(start + pos * 1_000_000, type=pa.timestamp("us", tz="UTC"))
+    if "user" in values:
+        arrays[columns["user"]] = pa.array(values["user"], type=pa.string())
+    pq.write_table(pa.table(arrays), os.fspath(target) if isinstance(target, os.PathLike)
+                   else target)
+
+
+_XES_NAMES = ("looks_like_xes", "read_xes", "write_xes")
+
+
+def __getattr__(name: str) -> Any:
+    """Re-export the XES functions of :mod:`dpgpu.data.xes` (imported on first use)."""
+    if name in _XES_NAMES:
+        from . import xes  # noqa: PLC0415 - xes imports this module
+
+        return getattr(xes, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["read_csv_log", "read_parquet_log", "read_xes", "write_csv_log",
+           "write_parquet_log", "write_xes", "looks_like_csv_log", "looks_like_xes"]
