@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 run: venv
-	$(VENV)/bin/dpgpu demo
+	$(VENV)/bin/dpgpu demo --out demo-release --force
 
 test: venv
 	$(PY) -m pytest -q

@@ -52,3 +52,10 @@ def check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise InvalidParameter(f"{name}: must be one of {', '.join(choices)}, got {value!r}")
     return value
+
+
+def check_positive_reals(values: Any, name: str) -> list[float]:
+    """Return ``values`` as floats if it is a non-empty sequence of finite numbers ``> 0``."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__") or not len(values):
+        raise InvalidParameter(f"{name}: expected a non-empty sequence of numbers, got {values!r}")
+    return [check_positive_real(v, name) for v in values]

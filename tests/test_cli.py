@@ -92,11 +92,18 @@ def test_demo_rejects_bad_lengths(capsys, value):
     assert status == 2 and "l_max" in err
 
 
-def test_demo_runs_on_the_bundled_data(capsys):
-    status, out, _ = run(capsys, "demo", "--n-max", "2", "--backend", "numpy")
-    assert status == 0
-    assert "989,818 sequences over 17 page categories" in out
-    assert "1-grams:      17 distinct" in out and "2-grams:     289 distinct" in out
+def test_demo_runs_on_the_bundled_data(capsys, tmp_path):
+    out = tmp_path / "demo"
+    status, text, err = run(capsys, "demo", "--n-max", "3", "--backend", "numpy", "--out",
+                            str(out))
+    assert status == 0, err
+    assert "989,818 sequences over 17 page categories" in text
+    assert "top-K frequent patterns" in text and "K=100:" in text
+    report = json.loads((out / "report.json").read_text())
+    assert report["mechanism"] == "ngram" and report["parameters"]["n_max"] == 3
+    assert (out / "synthetic.seq").exists()
+    status, _, err = run(capsys, "demo", "--out", str(out))
+    assert status == 2 and "already exists" in err
 
 
 def test_python_m_dpgpu_and_lazy_imports():

@@ -73,6 +73,13 @@ def check_not_binary(path: Any, data: bytes) -> None:
     decode_text(path, data)
 
 
+def current_umask() -> int:
+    """The process umask (temporary files are created 0600; renamed ones get the usual mode)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_output(path: Any, *, force: bool = False, binary: bool = False) -> Iterator[BinaryIO]:
     """Open a temporary file that replaces ``path`` only if the block succeeds.
@@ -111,6 +118,7 @@ def atomic_output(path: Any, *, force: bool = False, binary: bool = False) -> It
                     yield text
                     text.flush()
                     text.detach()
+        os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):

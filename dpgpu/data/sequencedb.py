@@ -134,7 +134,7 @@ class SequenceDB:
         """A database of the sequences picked by ``index`` (ints or a mask), same vocabulary."""
         rows = np.arange(len(self))[np.asarray(index)]
         starts, lens = self.offsets[rows], self.lengths[rows].astype(np.int64)
-        gather = _ranges(starts, lens)
+        gather = concat_ranges(starts, lens)
         offsets = np.concatenate([[0], np.cumsum(lens)])
         users = None if self.users is None else self.users[rows]
         source = dict(self.source)
@@ -152,12 +152,12 @@ class SequenceDB:
         cut = int(np.count_nonzero(self.lengths > l_max))
         log.info("truncating to l_max=%d: %d of %d sequences are cut", l_max, cut, len(self))
         lens = np.minimum(self.lengths, l_max).astype(np.int64)
-        gather = _ranges(self.offsets[:-1], lens)
+        gather = concat_ranges(self.offsets[:-1], lens)
         offsets = np.concatenate([[0], np.cumsum(lens)])
         return SequenceDB(self.items[gather], offsets, self.vocab, users=self.users,
                           source=self.source)
 
-    def padded(self, l_max: int, *, backend: Any = None, end: bool = False,
+    def padded(self, l_max: int, *, backend: Any = None, end: "bool | str" = False,
                start: bool = False, rows: Any = None):
         """A padded ``(N, W)`` int32 tensor of the sequences cut to ``l_max`` items.
 
@@ -167,9 +167,11 @@ class SequenceDB:
             Truncation length (items per sequence, markers excluded).
         backend : str or Backend, optional
             Where the tensor lives (see :func:`dpgpu.backend.get_backend`).
-        end : bool
-            Append the end marker ``&`` (``vocab.end_id``) to every sequence
-            that was *not* cut (a cut sequence did not end there).
+        end : bool or {"uncut", "all"}
+            Append the end marker ``&`` (``vocab.end_id``): ``True`` or
+            ``"uncut"`` to every sequence that was *not* cut (a cut sequence
+            did not end there); ``"all"`` to every sequence, cut or not (the
+            truncated database, whose sequences all end after ``l_max``).
         start : bool
             Prepend the start marker ``$`` (``vocab.start_id``) to every sequence.
         rows : array of int, optional
@@ -191,7 +193,7 @@ class SequenceDB:
         kept = np.minimum(full, l_max)
         width = max(int(kept.max()) if kept.size else 0, 1)
         col = np.arange(width)
-        tokens = np.full((kept.size, width + int(start) + int(end)), PAD, dtype=np.int32)
+        tokens = np.full((kept.size, width + int(start) + int(bool(end))), PAD, dtype=np.int32)
         if self.items.size:
             itype = np.int32 if self.items.size < 2 ** 31 else np.int64
             gather = starts.astype(itype)[:, None] + col.astype(itype)[None, :]
@@ -202,7 +204,8 @@ class SequenceDB:
             tokens[:, 0] = self.vocab.start_id
             lengths += 1
         if end:
-            ends = np.flatnonzero(full <= l_max)
+            ends = np.flatnonzero(full <= l_max) if end in (True, "uncut") else \
+                np.arange(kept.size)
             tokens[ends, lengths[ends]] = self.vocab.end_id
             lengths[ends] += 1
         return be.asarray(tokens), be.asarray(lengths)
@@ -282,7 +285,7 @@ def sort_labels(labels: Iterable[str]) -> list[str]:
         return sorted(labels)
 
 
-def _ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+def concat_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
     """Concatenation of ``arange(s, s + l)`` for each pair, vectorized."""
     lens = np.asarray(lens, dtype=np.int64)
     total = int(lens.sum())

@@ -45,8 +45,9 @@ class GramEngine:
         Keep only each sequence's first ``l_max`` items.  ``None`` keeps all.
     start : bool
         Prepend the start marker ``$`` to every sequence.
-    end : bool
-        Append the end marker ``&`` to every sequence that was not cut.
+    end : bool or {"uncut", "all"}
+        Append the end marker ``&``: to every sequence that was not cut
+        (``True``, ``"uncut"``), or to every sequence (``"all"``).
     backend : str or Backend, optional
     max_block_cells : int
         Bound on the padded cells of one block (memory per block).
@@ -60,7 +61,7 @@ class GramEngine:
     """
 
     def __init__(self, db: Any, l_max: int | None = None, *, start: bool = False,
-                 end: bool = False, backend: Any = None,
+                 end: "bool | str" = False, backend: Any = None,
                  max_block_cells: int = MAX_BLOCK_CELLS):
         self.backend = get_backend(backend)
         self.xp = self.backend.xp

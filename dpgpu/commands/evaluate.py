@@ -1,0 +1,92 @@
+"""``dpgpu evaluate --original DATA --release DIR``: judge a release against its original.
+
+Reads the release directory, picks the metrics its files allow (synthetic
+data: count queries, top-K patterns, length distribution; ngrams.tsv: errors
+of the released counts; frequent.tsv: precision/recall/F-score and relative
+error of supports; kgrams.tsv: K-anonymity coverage), prints a table and
+writes ``evaluation.json`` into the release directory.  The evaluation uses
+the exact original data: it is a diagnostic, not a private release.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import InvalidParameter
+from .common import add_backend_argument, add_data_arguments, load_from_args, print_json
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return values
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``evaluate`` subcommand."""
+    from ..eval.evaluate import COVERAGE_KS, K_VALUES, TASKS
+    from ..eval.metrics import QUERY_SIZES
+
+    p = sub.add_parser("evaluate", help="compare a release with its original data (exact "
+                       "diagnostic, not private)", description=__doc__)
+    add_data_arguments(p, "--original")
+    for action in p._actions:  # the dataset is an option here, and it is required
+        if action.dest == "original":
+            action.required = True
+            action.help = "the original dataset the release was made from"
+    p.add_argument("--release", required=True, metavar="DIR", help="release directory")
+    p.add_argument("--task", action="append", choices=TASKS,
+                   help="metric group to compute (repeatable; default: all that the release "
+                        "files allow)")
+    p.add_argument("--json", action="store_true", help="print the evaluation as JSON")
+    p.add_argument("--plot", metavar="FILE.png", help="draw a figure (needs dpgpu[plot])")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the random count-query workload (default 0)")
+    p.add_argument("--queries", type=int, default=10_000,
+                   help="random count queries per maximal size (default 10000)")
+    p.add_argument("--query-sizes", type=_int_list, default=list(QUERY_SIZES),
+                   help="maximal query sizes (default 4,8,12,16,20)")
+    p.add_argument("--k", dest="k_values", type=_int_list, default=list(K_VALUES),
+                   help="K values of the top-K comparisons (default 20,40,60,80,100)")
+    p.add_argument("--min-length", type=int, default=2,
+                   help="shortest pattern in top-K lists (default 2: single items excluded)")
+    p.add_argument("--threshold", type=float,
+                   help="relative support threshold for frequent subsequences "
+                        "(default: from report.json parameters)")
+    p.add_argument("--coverage-k", dest="coverage_ks", type=_int_list, default=list(COVERAGE_KS),
+                   help="user-count thresholds K of the k-gram coverage (default 1,10,100,1000)")
+    add_backend_argument(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Evaluate, print, write evaluation.json (and the figure)."""
+    from ..eval.evaluate import (evaluate_release, format_table, plot_evaluation,
+                                 require_matplotlib, write_evaluation)
+
+    if args.plot:
+        require_matplotlib()
+        if not str(args.plot).lower().endswith(".png"):
+            raise InvalidParameter(f"--plot: expected a .png file name, got {args.plot!r}")
+    original = load_from_args(args, "original")
+    options = {k: getattr(args, k) for k in ("tokens", "case", "activity", "timestamp", "user",
+                                             "delimiter") if getattr(args, k, None) is not None}
+    result = evaluate_release(original, args.release, tasks=args.task, seed=args.seed,
+                              n_queries=args.queries, query_sizes=args.query_sizes,
+                              k_values=args.k_values, min_length=args.min_length,
+                              threshold=args.threshold, coverage_ks=args.coverage_ks,
+                              backend=args.backend, reader_options=options,
+                              original_name=str(args.original))
+    path = write_evaluation(args.release, result)
+    if args.plot:
+        plot_evaluation(result, args.plot)
+    if args.json:
+        print_json(result)
+    else:
+        print(format_table(result))
+        print(f"(written to {path}{'; figure ' + str(args.plot) if args.plot else ''})")
+    return 0

@@ -1,0 +1,760 @@
+"""Judge a release directory against its original data (``dpgpu evaluate``).
+
+The metrics that apply follow from the files a release holds:
+
+==================  ===========================================================
+release file        tasks
+==================  ===========================================================
+``synthetic.*``     ``count-queries`` (N-gram 6.2.1 random queries),
+                    ``top-k`` (top-k frequent strings and subsequences: true
+                    positive ratio / precision and utility loss), ``lengths``
+                    (total variation distance of length distributions),
+                    ``frequent`` when a support threshold is known
+``ngrams.tsv``      ``ngrams`` (relative error of the released counts)
+``frequent.tsv``    ``frequent`` (precision, recall, F-score, relative error
+                    of supports; per pattern length)
+``kgrams.tsv``      ``coverage`` (K-anonymity coverage per k, spurious share)
+==================  ===========================================================
+
+The result is a diagnostic built from the *exact* original data: it is not
+differentially private.  :func:`write_evaluation` stores it as
+``evaluation.json`` in the release directory (atomically, touching no other
+file) with ``"private": false`` in its header.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from .. import __version__
+from ..errors import InputError, InvalidParameter
+from ..release import REPORT, read_report, vocabulary_fingerprint
+from ..validation import check_positive_int, check_positive_real
+from . import metrics as M
+from . import truth as T
+
+log = logging.getLogger("dpgpu")
+
+EVALUATION = "evaluation.json"
+TASKS = ("count-queries", "top-k", "lengths", "ngrams", "frequent", "coverage")
+K_VALUES = (20, 40, 60, 80, 100)
+COVERAGE_KS = (1, 10, 100, 1000)
+WARNING = ("diagnostic computed from the exact original data; NOT differentially private: "
+           "never publish it with the release")
+#: Keys of report["parameters"] read as a relative / absolute support threshold.
+_RELATIVE_KEYS = ("threshold", "relative_threshold", "theta")
+_ABSOLUTE_KEYS = ("min_support",)
+
+
+# ------------------------------------------------------------------ release
+def release_files(release_dir: Any) -> dict[str, Path]:
+    """The release files present: ``{"synthetic"|"ngrams"|"frequent"|"kgrams": path}``.
+
+    Raises
+    ------
+    InputError
+        When several ``synthetic.*`` files are present.
+    """
+    d = Path(release_dir)
+    found: dict[str, Path] = {}
+    for name in ("ngrams", "frequent", "kgrams"):
+        if (d / f"{name}.tsv").is_file():
+            found[name] = d / f"{name}.tsv"
+    syn = sorted(p for p in d.glob("synthetic.*") if p.is_file())
+    if len(syn) > 1:
+        raise InputError(f"{d}: several synthetic datasets ({', '.join(p.name for p in syn)}); "
+                         "a release holds one")
+    if syn:
+        found["synthetic"] = syn[0]
+    return found
+
+
+def check_vocabulary(report: dict, original: Any, release_dir: Any, original_name: str) -> None:
+    """Refuse a release whose vocabulary fingerprint differs from the original's.
+
+    Raises
+    ------
+    InputError
+        When ``report.json`` has no ``vocabulary.sha256`` or it does not
+        match :func:`dpgpu.release.vocabulary_fingerprint` of the original.
+    """
+    voc = report.get("vocabulary")
+    sha = voc.get("sha256") if isinstance(voc, dict) else None
+    if not isinstance(sha, str):
+        raise InputError(f"{Path(release_dir) / REPORT}: no vocabulary fingerprint "
+                         "(vocabulary.sha256); cannot check that the release belongs to "
+                         f"{original_name}")
+    mine = vocabulary_fingerprint(original.vocab)
+    if sha != mine:
+        size = voc.get("size", "?")
+        raise InputError(f"{release_dir}: vocabulary mismatch: the release was made from a "
+                         f"dataset with {size} items (sha256 {sha[:12]}...), {original_name} "
+                         f"has {original.vocab.size} items (sha256 {mine[:12]}...); "
+                         "was it made from another dataset?")
+
+
+def applicable_tasks(files: dict[str, Path], has_threshold: bool) -> list[str]:
+    """Tasks that the release files allow, in :data:`TASKS` order."""
+    out = []
+    if "synthetic" in files:
+        out += ["count-queries", "top-k", "lengths"]
+    if "ngrams" in files:
+        out.append("ngrams")
+    if "frequent" in files or ("synthetic" in files and has_threshold):
+        out.append("frequent")
+    if "kgrams" in files:
+        out.append("coverage")
+    return [t for t in TASKS if t in out]
+
+
+def read_gram_file(path: Path, vocab: Any, columns: Sequence[str]
+                   ) -> tuple[list[tuple[int, ...]], list[float]]:
+    """Read a release TSV (``gram`` plus optional value column) into ids.
+
+    Parameters
+    ----------
+    path : Path
+    vocab : Vocabulary
+        The original's vocabulary (markers ``&``/``$`` allowed).
+    columns : sequence of str
+        The expected header, e.g. ``("gram", "count")`` or ``("gram",)``.
+
+    Returns
+    -------
+    patterns : list of tuple of int
+    values : list of float
+        The second column (empty when there is none).
+
+    Raises
+    ------
+    InputError
+        Wrong header, unknown label, bad number, duplicate gram (naming the
+        file and line).
+    """
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read ({exc})") from None
+    if not lines or lines[0].rstrip("\r").split("\t") != list(columns):
+        raise InputError(f"{path}:1: expected the header {chr(9).join(columns)!r}")
+    pats: list[tuple[int, ...]] = []
+    vals: list[float] = []
+    seen: set[tuple[int, ...]] = set()
+    for no, line in enumerate(lines[1:], start=2):
+        line = line.rstrip("\r")
+        if not line:
+            continue
+        parts = line.split("\t")
+        if len(parts) != len(columns):
+            raise InputError(f"{path}:{no}: expected {len(columns)} tab-separated columns")
+        ids = T.parse_gram(parts[0], vocab) if parts[0] else None
+        if ids is None:
+            raise InputError(f"{path}:{no}: {parts[0]!r} is not a sequence of labels of the "
+                             "original's vocabulary")
+        if ids in seen:
+            raise InputError(f"{path}:{no}: duplicate gram {parts[0]!r}")
+        seen.add(ids)
+        pats.append(ids)
+        if len(columns) > 1:
+            try:
+                v = float(parts[1])
+            except ValueError:
+                v = math.nan
+            if not math.isfinite(v):
+                raise InputError(f"{path}:{no}: {columns[1]} {parts[1]!r} is not a finite number")
+            vals.append(v)
+    return pats, vals
+
+
+def release_threshold(report: dict, n_sequences: int, threshold: float | None) -> int | None:
+    """Absolute support threshold: ``threshold`` (relative), else the report's parameters."""
+    if threshold is not None:
+        return T.support_threshold(_check_theta(threshold, "threshold"), n_sequences)
+    params = report.get("parameters") or {}
+    for key in _ABSOLUTE_KEYS:
+        v = params.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 1:
+            return int(math.ceil(v))
+    for key in _RELATIVE_KEYS:
+        v = params.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1:
+            return T.support_threshold(float(v), n_sequences)
+    return None
+
+
+def _check_theta(theta: Any, name: str) -> float:
+    x = check_positive_real(theta, name)
+    if x > 1:
+        raise InvalidParameter(f"{name}: a relative threshold must lie in (0, 1], got {theta!r}")
+    return x
+
+
+# ---------------------------------------------------------------- evaluation
+def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | None = None,
+                     seed: int = 0, n_queries: int = 10_000,
+                     query_sizes: Sequence[int] = M.QUERY_SIZES,
+                     k_values: Sequence[int] = K_VALUES, min_length: int = 2,
+                     threshold: float | None = None,
+                     coverage_ks: Sequence[int] = COVERAGE_KS, backend: Any = None,
+                     reader_options: dict | None = None,
+                     original_name: str | None = None) -> dict:
+    """Compare a release directory with the original dataset it was made from.
+
+    Parameters
+    ----------
+    original : SequenceDB
+        The original (exact) data.
+    release_dir : str or path-like
+        A directory with ``report.json`` and release files.
+    tasks : iterable of str, optional
+        Subset of :data:`TASKS`; default all that the files allow.
+    seed : int
+        Seed of the random query workload (evaluation only).
+    n_queries : int
+        Random count queries per maximal query size.
+    query_sizes : sequence of int
+        Maximal query sizes (N-gram paper: 4, 8, 12, 16, 20).
+    k_values : sequence of int
+        K of the top-K comparisons.
+    min_length : int
+        Shortest pattern in top-K lists (2: size-1 patterns excluded, as in
+        the N-gram paper).
+    threshold : float, optional
+        Relative support threshold for ``frequent`` (default: from the
+        report's parameters ``threshold``/``theta``/``min_support``).
+    coverage_ks : sequence of int
+        User-count thresholds K of the DPNE coverage.
+    backend : str or Backend, optional
+        Where contiguous counts are computed.
+    reader_options : dict, optional
+        Reader options used for the original, reused for a synthetic file
+        of the same format.
+    original_name : str, optional
+        How to name the original in messages (default its source path).
+
+    Returns
+    -------
+    dict
+        The evaluation (see :func:`write_evaluation`).
+    """
+    rdir = Path(release_dir)
+    if not rdir.is_dir():
+        raise InputError(f"{rdir}: no such release directory")
+    report = read_report(rdir)
+    oname = original_name or str(original.source.get("path", "the original"))
+    check_vocabulary(report, original, rdir, oname)
+    files = release_files(rdir)
+    min_support = release_threshold(report, len(original), threshold)
+    allowed = applicable_tasks(files, min_support is not None)
+    if tasks is None:
+        chosen = allowed
+        if not chosen:
+            raise InputError(f"{rdir}: no release file to evaluate (expected synthetic.*, "
+                             "ngrams.tsv, frequent.tsv or kgrams.tsv)")
+    else:
+        chosen = []
+        for t in tasks:
+            if t not in TASKS:
+                raise InvalidParameter(f"task: unknown task {t!r}; choose from {', '.join(TASKS)}")
+            if t not in allowed:
+                raise InvalidParameter(f"task: {t!r} does not apply to {rdir} ({_needs(t)})")
+            if t not in chosen:
+                chosen.append(t)
+    n_queries = check_positive_int(n_queries, "n_queries")
+    query_sizes = [check_positive_int(m, "query_sizes") for m in query_sizes]
+    k_values = sorted({check_positive_int(k, "k_values") for k in k_values})
+    min_length = check_positive_int(min_length, "min_length")
+    coverage_ks = sorted({check_positive_int(k, "coverage_ks") for k in coverage_ks})
+    seed = check_positive_int(seed, "seed", minimum=0)
+
+    ctx = _Context(original, backend)
+    syn = None
+    if "synthetic" in files and set(chosen) & {"count-queries", "top-k", "lengths", "frequent"}:
+        syn = _load_synthetic(files["synthetic"], report, original, reader_options or {})
+    results: dict[str, Any] = {}
+    timings: dict[str, float] = {}
+    for task in chosen:
+        t0 = time.perf_counter()
+        log.info("evaluate: %s", task)
+        if task == "count-queries":
+            results[task] = _count_queries(ctx, syn, query_sizes, n_queries, seed)
+        elif task == "top-k":
+            results[task] = _top_k(ctx, syn, k_values, min_length)
+        elif task == "lengths":
+            results[task] = _lengths(ctx, syn)
+        elif task == "ngrams":
+            results[task] = _ngrams(ctx, files["ngrams"])
+        elif task == "frequent":
+            results[task] = _frequent(ctx, files.get("frequent"), syn, min_support)
+        elif task == "coverage":
+            results[task] = _coverage(ctx, files["kgrams"], coverage_ks)
+        timings[task] = round(time.perf_counter() - t0, 3)
+    return {
+        "private": False,
+        "warning": WARNING,
+        "dpgpu": __version__,
+        "release": {"path": str(rdir), "mechanism": report.get("mechanism"),
+                    "epsilon": report.get("epsilon"), "delta": report.get("delta"),
+                    "files": sorted(p.name for p in files.values())},
+        "original": {"path": oname, "format": original.source.get("format"),
+                     "sequences": len(original), "items": original.vocab.size},
+        "settings": {"tasks": chosen, "seed": seed, "n_queries": n_queries,
+                     "query_sizes": query_sizes, "k_values": k_values,
+                     "min_length": min_length, "min_support": min_support,
+                     "coverage_ks": coverage_ks},
+        "tasks": results,
+        "timings_s": timings,
+    }
+
+
+def _needs(task: str) -> str:
+    return {"count-queries": "needs a synthetic dataset", "top-k": "needs a synthetic dataset",
+            "lengths": "needs a synthetic dataset", "ngrams": "needs ngrams.tsv",
+            "frequent": "needs frequent.tsv, or a synthetic dataset and --threshold",
+            "coverage": "needs kgrams.tsv"}[task]
+
+
+class _Context:
+    """The original data and the exact answers shared by several tasks."""
+
+    def __init__(self, db: Any, backend: Any):
+        self.db = db
+        self.backend = backend
+        self._engine = None
+        self.labels = db.vocab.labels
+
+    @property
+    def engine(self):
+        if self._engine is None:
+            from ..ops.grams import GramEngine
+
+            self._engine = GramEngine(self.db, start=True, end=True, backend=self.backend)
+        return self._engine
+
+    def counts(self, patterns: list[tuple[int, ...]]) -> np.ndarray:
+        return T.pattern_counts(self.db, patterns, engine=self.engine)
+
+    def label(self, pattern: Iterable[int]) -> str:
+        return T.decode_pattern(self.db.vocab, pattern)
+
+
+def _load_synthetic(path: Path, report: dict, original: Any, options: dict) -> Any:
+    from ..data.load import FORMATS, load
+
+    fmt = (report.get("input") or {}).get("format")
+    fmt = fmt if fmt in FORMATS else None
+    opts = options if fmt is not None and fmt == original.source.get("format") else {}
+    db = load(path, format=fmt, **opts)
+    log.info("evaluate: synthetic dataset %s: %d sequences", path.name, len(db))
+    return db
+
+
+def _to_vocab(patterns: Sequence[Sequence[str]], vocab: Any) -> tuple[list, np.ndarray]:
+    """Encode label patterns in ``vocab``; returns encoded list and the mask of encodable ones."""
+    enc, ok = [], np.zeros(len(patterns), dtype=bool)
+    for i, p in enumerate(patterns):
+        try:
+            enc.append(tuple(vocab.id_of(x) for x in p))
+            ok[i] = True
+        except KeyError:
+            pass
+    return enc, ok
+
+
+def _labels(db: Any, patterns: Iterable[Iterable[int]]) -> list[tuple[str, ...]]:
+    return [db.vocab.decode(p) for p in patterns]
+
+
+def _count_queries(ctx: _Context, syn: Any, sizes: Sequence[int], n_queries: int,
+                   seed: int) -> dict:
+    db = ctx.db
+    bound = M.sanity_bound(len(db))
+    rng = np.random.default_rng(seed)
+    subsets = [[tuple(int(x) for x in q)
+                for q in M.random_count_queries(db.vocab.size, m, n_queries, seed=rng)]
+               for m in sizes]
+    qs = [q for sub in subsets for q in sub]  # one level-wise pass for all subsets
+    true = ctx.counts(qs)
+    enc, ok = _to_vocab(_labels(db, qs), syn.vocab)
+    est = np.zeros(len(qs), dtype=np.int64)
+    if enc and len(syn):
+        est[ok] = T.pattern_counts(syn, enc, backend=ctx.backend)
+    err = M.relative_errors(est, true, bound)
+    by_size = {}
+    for i, m in enumerate(sizes):
+        part = slice(i * n_queries, (i + 1) * n_queries)
+        by_size[str(m)] = {**M.summarize(err[part]),
+                           "nonzero_true": int(np.count_nonzero(true[part]))}
+    return {"sanity_bound": bound, "n_queries": n_queries, "seed": seed,
+            "query_items": "uniform with replacement over the item universe",
+            "synthetic_sequences": len(syn), "by_max_size": by_size}
+
+
+def _top_k(ctx: _Context, syn: Any, k_values: Sequence[int], min_length: int) -> dict:
+    kmax = max(k_values)
+    out = {"min_length": min_length}
+    for kind, fn in (("strings", T.top_k_strings), ("subsequences", T.top_k_subsequences)):
+        kw = {"backend": ctx.backend} if kind == "strings" else {}
+        tp, tc = fn(ctx.db, kmax, min_length=min_length, **kw)
+        sp, sc = fn(syn, kmax, min_length=min_length, **kw) if len(syn) else ([], np.zeros(0))
+        tl, sl = _labels(ctx.db, tp), _labels(syn, sp)
+        rows = {}
+        for k in k_values:
+            true_k = dict(zip(tl[:k], tc[:k].tolist()))
+            syn_k = dict(zip(sl[:k], sc[:k].tolist()))
+            rows[str(k)] = {"true_positive_ratio": M.true_positive_ratio(true_k, syn_k, k),
+                            "utility_loss": M.utility_loss(true_k, syn_k),
+                            "available": len(true_k)}
+        out[kind] = {"frequency": "occurrences" if kind == "strings" else "supporting sequences",
+                     "by_k": rows,
+                     "top": [[" ".join(p), int(c)] for p, c in zip(tl[:10], tc[:10].tolist())]}
+    return out
+
+
+def _lengths(ctx: _Context, syn: Any) -> dict:
+    p = T.length_distribution(ctx.db)
+    q = T.length_distribution(syn) if len(syn) else np.zeros(1, dtype=np.int64)
+    tvd = M.total_variation_distance(p, q) if q.sum() > 0 else 1.0
+    return {"total_variation_distance": tvd,
+            "original": {"sequences": len(ctx.db), "mean": float(ctx.db.lengths.mean()),
+                         "max": ctx.db.max_length},
+            "synthetic": {"sequences": len(syn),
+                          "mean": float(syn.lengths.mean()) if len(syn) else 0.0,
+                          "max": syn.max_length},
+            "histogram_original": _head(p), "histogram_synthetic": _head(q)}
+
+
+def _head(hist: np.ndarray, n: int = 50) -> list[int]:
+    """The first ``n`` bins; everything longer is summed into the last one."""
+    h = hist.tolist()
+    if len(h) <= n:
+        return h
+    return h[:n - 1] + [int(sum(h[n - 1:]))]
+
+
+def _ngrams(ctx: _Context, path: Path) -> dict:
+    pats, vals = read_gram_file(path, ctx.db.vocab, ("gram", "count"))
+    bound = M.sanity_bound(len(ctx.db))
+    true = ctx.counts(pats)
+    err = M.relative_errors(np.array(vals, dtype=np.float64), true, bound)
+    lens = np.array([len(p) for p in pats], dtype=np.int64)
+    by_len = {str(n): {**M.summarize(err[lens == n]),
+                       "absent_from_original": int(np.count_nonzero(true[lens == n] == 0))}
+              for n in sorted(set(lens.tolist()))}
+    worst = np.argsort(-err, kind="stable")[:5]
+    return {"sanity_bound": bound, "released_grams": len(pats), "overall": M.summarize(err),
+            "absent_from_original": int(np.count_nonzero(true == 0)), "by_length": by_len,
+            "worst": [[ctx.label(pats[i]), vals[i], int(true[i])] for i in worst.tolist()]}
+
+
+def _prf_block(true_set: dict, released: dict, true_support: dict) -> dict:
+    p, r, f = M.precision_recall_fscore(true_set, released)
+    re = M.support_relative_errors(released, true_support)
+    lengths = sorted({len(x) for x in true_set} | {len(x) for x in released})
+    by_len = {}
+    for n in lengths:
+        tn = {x for x in true_set if len(x) == n}
+        rn = {x: v for x, v in released.items() if len(x) == n}
+        pn, rcn, fn = M.precision_recall_fscore(tn, rn)
+        by_len[str(n)] = {"precision": pn, "recall": rcn, "f_score": fn,
+                          "true": len(tn), "released": len(rn)}
+    return {"precision": p, "recall": r, "f_score": f, "true_frequent": len(true_set),
+            "released": len(released),
+            "relative_error": {"median": M.summarize(re)["median"],
+                               "mean": M.summarize(re)["mean"]},
+            "by_length": by_len}
+
+
+def _frequent(ctx: _Context, path: Path | None, syn: Any, min_support: int | None) -> dict:
+    db = ctx.db
+    out: dict[str, Any] = {"min_support": min_support,
+                           "relative_threshold": (min_support / len(db)
+                                                  if min_support and len(db) else None)}
+    true_set: dict | None = None
+    if min_support is not None:
+        tp, ts = T.frequent_subsequences(db, min_support)
+        true_set = dict(zip(tp, ts.tolist()))
+    if path is not None:
+        pats, vals = read_gram_file(path, db.vocab, ("pattern", "support"))
+        bad = [p for p in pats if max(p) >= db.vocab.size]
+        if bad:
+            raise InputError(f"{path}: pattern {ctx.label(bad[0])!r} holds a marker; frequent "
+                             "subsequences are made of items")
+        released = dict(zip(pats, vals))
+        tsup = dict(zip(pats, T.subsequence_supports(db, pats).tolist()))
+        if true_set is None:
+            re = M.support_relative_errors(released, tsup)
+            out["release"] = {"released": len(released),
+                              "relative_error": {"median": M.summarize(re)["median"],
+                                                 "mean": M.summarize(re)["mean"]},
+                              "note": "no support threshold (report parameters or "
+                                      "--threshold): precision/recall not computed"}
+        else:
+            out["release"] = _prf_block(true_set, released, {**true_set, **tsup})
+    if syn is not None and min_support is not None:
+        sp, ss = T.frequent_subsequences(syn, min_support) if len(syn) else ([], np.zeros(0))
+        enc, ok = _to_vocab(_labels(syn, sp), db.vocab)
+        released = {p: v for p, v, good in zip(enc, ss.tolist(), ok.tolist()) if good}
+        tsup = dict(zip(released, T.subsequence_supports(db, list(released)).tolist())) \
+            if released else {}
+        out["synthetic"] = _prf_block(true_set or {}, released, tsup)
+    return out
+
+
+def _coverage(ctx: _Context, path: Path, coverage_ks: Sequence[int]) -> dict:
+    db = ctx.db
+    pats, _ = read_gram_file(path, db.vocab, ("gram",))
+    bad = [p for p in pats if max(p) >= db.vocab.size]
+    if bad:
+        raise InputError(f"{path}: gram {ctx.label(bad[0])!r} holds a marker; k-grams are made "
+                         "of items")
+    by_k: dict[int, set] = {}
+    for p in pats:
+        by_k.setdefault(len(p), set()).add(p)
+    holders_all: dict[tuple[int, ...], int] = {}
+    rows = {}
+    for n in sorted(by_k):
+        grams, holders = T.gram_user_counts(db, n)
+        hk = {tuple(g): int(h) for g, h in zip(grams.tolist(), holders.tolist())}
+        holders_all.update(hk)
+        rows[str(n)] = {"released": len(by_k[n]),
+                        "spurious_fraction": M.spurious_fraction(by_k[n], hk),
+                        "coverage": {str(K): M.kanonymity_coverage(by_k[n], hk, K)
+                                     for K in coverage_ks},
+                        "eligible": {str(K): sum(1 for v in hk.values() if v >= K)
+                                     for K in coverage_ks}}
+    released = set(pats)
+    return {"count_by": "distinct users" if db.users is not None else "distinct sequences",
+            "released": len(released), "by_k": rows,
+            "spurious_fraction": M.spurious_fraction(released, holders_all),
+            "coverage": {str(K): M.kanonymity_coverage(released, holders_all, K)
+                         for K in coverage_ks},
+            "note": "coverage over the lengths present in the release"}
+
+
+# -------------------------------------------------------------------- output
+def write_evaluation(release_dir: Any, result: dict) -> Path:
+    """Write ``evaluation.json`` into the release directory, atomically.
+
+    The file goes to a temporary name in the same directory and is renamed
+    into place; no other file of the release is touched.
+    """
+    d = Path(release_dir)
+    fd, tmp = tempfile.mkstemp(prefix=f".{EVALUATION}.", suffix=".part", dir=d)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(result, f, indent=2, default=_jsonable)
+            f.write("\n")
+        os.replace(tmp, d / EVALUATION)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return d / EVALUATION
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    return str(obj)
+
+
+def format_table(result: dict) -> str:
+    """A plain-text table of an evaluation."""
+    rel, orig, tasks = result["release"], result["original"], result["tasks"]
+    lines = [f"release {rel['path']} (mechanism {rel.get('mechanism')}, epsilon "
+             f"{rel.get('epsilon')}) vs {orig['path']} ({orig['sequences']} sequences)"]
+    if "count-queries" in tasks:
+        t = tasks["count-queries"]
+        lines += ["", f"count queries on the synthetic data ({t['n_queries']} random queries per "
+                  f"max size, sanity bound {t['sanity_bound']:g})",
+                  f"  {'max size':>8}  {'mean RE':>9}  {'median RE':>9}  {'true > 0':>8}"]
+        for m, r in t["by_max_size"].items():
+            lines.append(f"  {m:>8}  {r['mean']:9.4f}  {r['median']:9.4f}  {r['nonzero_true']:8d}")
+    if "top-k" in tasks:
+        t = tasks["top-k"]
+        for kind in ("strings", "subsequences"):
+            lines += ["", f"top-K frequent {kind} (length >= {t['min_length']}, by "
+                      f"{t[kind]['frequency']})",
+                      f"  {'K':>5}  {'TP ratio':>8}  {'utility loss':>12}"]
+            for k, r in t[kind]["by_k"].items():
+                lines.append(f"  {k:>5}  {r['true_positive_ratio']:8.3f}  "
+                             f"{r['utility_loss']:12.4f}")
+    if "lengths" in tasks:
+        t = tasks["lengths"]
+        lines += ["", f"length distribution: total variation distance "
+                  f"{t['total_variation_distance']:.4f} (mean length original "
+                  f"{t['original']['mean']:.2f}, synthetic {t['synthetic']['mean']:.2f})"]
+    if "ngrams" in tasks:
+        t = tasks["ngrams"]
+        lines += ["", f"released n-gram counts ({t['released_grams']} grams, sanity bound "
+                  f"{t['sanity_bound']:g}; {t['absent_from_original']} absent from the original)",
+                  f"  {'n':>3}  {'grams':>7}  {'mean RE':>9}  {'median RE':>9}"]
+        for n, r in t["by_length"].items():
+            lines.append(f"  {n:>3}  {r['n']:7d}  {r['mean']:9.4f}  {r['median']:9.4f}")
+        o = t["overall"]
+        lines.append(f"  {'all':>3}  {o['n']:7d}  {o['mean']:9.4f}  {o['median']:9.4f}")
+    if "frequent" in tasks:
+        t = tasks["frequent"]
+        lines += ["", f"frequent subsequences (min support {t['min_support']})"]
+        for src in ("release", "synthetic"):
+            if src not in t:
+                continue
+            r = t[src]
+            if "precision" in r:
+                lines.append(f"  {src}: precision {r['precision']:.3f}  recall {r['recall']:.3f}  "
+                             f"F-score {r['f_score']:.3f}  RE (median) "
+                             f"{r['relative_error']['median']:.4f}  ({r['released']} released, "
+                             f"{r['true_frequent']} truly frequent)")
+            else:
+                lines.append(f"  {src}: RE (median) {r['relative_error']['median']:.4f}  "
+                             f"({r['released']} released; {r['note']})")
+    if "coverage" in tasks:
+        t = tasks["coverage"]
+        ks = list(t["coverage"])
+        lines += ["", f"k-gram coverage (grams held by >= K {t['count_by']})",
+                  f"  {'k':>3}  {'released':>8}  {'spurious':>8}  "
+                  + "  ".join(f"{'K=' + K:>8}" for K in ks)]
+        for n, r in t["by_k"].items():
+            lines.append(f"  {n:>3}  {r['released']:8d}  {r['spurious_fraction']:8.4f}  "
+                         + "  ".join(f"{r['coverage'][K]:8.3f}" for K in ks))
+        lines.append(f"  {'all':>3}  {t['released']:8d}  {t['spurious_fraction']:8.4f}  "
+                     + "  ".join(f"{t['coverage'][K]:8.3f}" for K in ks))
+    lines += ["", f"({WARNING})"]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- plot
+def require_matplotlib():
+    """Import matplotlib with the headless ``Agg`` backend.
+
+    Raises
+    ------
+    InvalidParameter
+        When matplotlib is not installed (names ``pip install dpgpu[plot]``).
+    """
+    try:
+        import matplotlib  # noqa: PLC0415 - optional dependency
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # noqa: PLC0415
+    except ImportError:
+        raise InvalidParameter("--plot: matplotlib is not installed; "
+                               "pip install dpgpu[plot]") from None
+    return plt
+
+
+def plot_evaluation(result: dict, path: Any) -> Path:
+    """Draw the evaluation as one PNG figure (a panel per task)."""
+    plt = require_matplotlib()
+    tasks = result["tasks"]
+    panels = []
+    if "count-queries" in tasks:
+        panels.append(("count-queries", _plot_counts))
+    if "top-k" in tasks:
+        panels.append(("top-k", _plot_topk))
+    if "lengths" in tasks:
+        panels.append(("lengths", _plot_lengths))
+    if "ngrams" in tasks:
+        panels.append(("ngrams", _plot_ngrams))
+    if "frequent" in tasks:
+        panels.append(("frequent", _plot_frequent))
+    if "coverage" in tasks:
+        panels.append(("coverage", _plot_coverage))
+    ncols = 2 if len(panels) > 1 else 1
+    nrows = max(1, math.ceil(len(panels) / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(6 * ncols, 4 * nrows), squeeze=False)
+    for ax, (name, fn) in zip(axes.ravel(), panels):
+        fn(ax, tasks[name])
+    for ax in axes.ravel()[len(panels):]:
+        ax.axis("off")
+    rel = result["release"]
+    fig.suptitle(f"{rel.get('mechanism')} (epsilon {rel.get('epsilon')}) - not a private "
+                 "release: exact diagnostic", fontsize=10)
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out
+
+
+def _plot_counts(ax, t):
+    sizes = list(t["by_max_size"])
+    ax.bar(range(len(sizes)), [t["by_max_size"][m]["mean"] for m in sizes], color="tab:blue",
+           tick_label=sizes)
+    ax.set_xlabel("maximal query size")
+    ax.set_ylabel("average relative error")
+    ax.set_title("count queries")
+
+
+def _plot_topk(ax, t):
+    for kind, style in (("strings", "o-"), ("subsequences", "s--")):
+        ks = list(t[kind]["by_k"])
+        ax.plot([int(k) for k in ks], [t[kind]["by_k"][k]["true_positive_ratio"] for k in ks],
+                style, label=f"{kind}: TP ratio")
+        ax.plot([int(k) for k in ks], [t[kind]["by_k"][k]["utility_loss"] for k in ks],
+                style, alpha=0.5, label=f"{kind}: utility loss")
+    ax.set_xlabel("K")
+    ax.set_ylim(0, 1.05)
+    ax.legend(fontsize=7)
+    ax.set_title("top-K frequent patterns")
+
+
+def _plot_lengths(ax, t):
+    for key, label in (("histogram_original", "original"), ("histogram_synthetic", "synthetic")):
+        h = np.asarray(t[key], dtype=np.float64)
+        if h.sum() > 0:
+            ax.plot(np.arange(h.size), h / h.sum(), label=label)
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length")
+    ax.set_ylabel("share of sequences")
+    ax.set_title(f"lengths (TVD {t['total_variation_distance']:.3f})")
+    ax.legend(fontsize=7)
+
+
+def _plot_ngrams(ax, t):
+    ns = list(t["by_length"])
+    ax.bar(range(len(ns)), [t["by_length"][n]["mean"] for n in ns], color="tab:orange",
+           tick_label=ns)
+    ax.set_xlabel("gram length")
+    ax.set_ylabel("average relative error")
+    ax.set_title("released n-gram counts")
+
+
+def _plot_frequent(ax, t):
+    for src, style in (("release", "o-"), ("synthetic", "s--")):
+        r = t.get(src)
+        if not r or "by_length" not in r:
+            continue
+        ns = list(r["by_length"])
+        ax.plot([int(n) for n in ns], [r["by_length"][n]["f_score"] for n in ns], style,
+                label=f"{src}: F-score")
+    ax.set_xlabel("pattern length")
+    ax.set_ylim(0, 1.05)
+    ax.legend(fontsize=7)
+    ax.set_title(f"frequent subsequences (min support {t['min_support']})")
+
+
+def _plot_coverage(ax, t):
+    for n, r in t["by_k"].items():
+        Ks = list(r["coverage"])
+        ax.plot([int(K) for K in Ks], [r["coverage"][K] for K in Ks], "o-", label=f"k={n}")
+    ax.set_xscale("log")
+    ax.set_xlabel("K (users holding the gram)")
+    ax.set_ylabel("coverage")
+    ax.set_ylim(0, 1.05)
+    ax.legend(fontsize=7)
+    ax.set_title("k-gram coverage")

@@ -1,0 +1,385 @@
+"""The papers' utility metrics (computed from exact values; not private).
+
+Where a paper leaves a choice open, the choice made here is stated in the
+function's docstring.  Summary of definitions:
+
+* **relative error with sanity bound** (N-gram Section 6.2.1; PrivTree
+  Section 6.1): ``|est - true| / max(true, s)`` with ``s = 0.1 % of |D|``.
+* **random count-query protocol** (N-gram Section 6.2.1): for a maximal
+  query size ``m``, 10,000 queries whose sizes are uniform on
+  ``{1, .., m}`` and whose items are drawn independently and uniformly from
+  the item universe ``I`` (with replacement; the end marker is not an item).
+* **true positive ratio / top-k precision** (N-gram Section 6.2.2, PrivTree
+  Section 6.2): ``|F_K(D) & F_K(D~)| / K``.
+* **utility loss** (N-gram Section 6.2.2, after Chen et al. KDD'11):
+  ``(1/K) * sum_{F in F_K(D)} |sup(F, D) - sup(F, D~)| / sup(F, D)``,
+  where ``sup(F, D~)`` is ``F``'s support in the sanitized top-K list and 0
+  when ``F`` is not in it.
+* **precision / recall / F-score** of a released frequent-pattern set
+  against the true one (PFS^2 Section VII-A).
+* **relative error of supports** (PFS^2 Section VII-A, after PrivBasis):
+  the median over the released patterns of ``|noisy - true| / true``.
+* **total variation distance** of two length distributions (PrivTree
+  Section 6.2): half the L1 distance of the normalised histograms.
+* **K-anonymity coverage** (DPNE Section 3.1.2, Figure 4): the fraction of
+  the k-grams held by at least ``K`` users that the release contains.
+* **range-count query sets** (PrivTree Section 6.1): boxes covering
+  ``[0.01 %, 0.1 %)``, ``[0.1 %, 1 %)``, ``[1 %, 10 %)`` of the domain.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import InvalidParameter
+from ..validation import check_positive_int, check_positive_real
+
+#: Sanity bound / smoothing factor as a fraction of the dataset size.
+SANITY_FRACTION = 0.001
+#: Maximal query sizes of the N-gram paper's five query subsets.
+QUERY_SIZES = (4, 8, 12, 16, 20)
+#: Area fractions of PrivTree's small / medium / large range-query sets.
+RANGE_SETS = {"small": (1e-4, 1e-3), "medium": (1e-3, 1e-2), "large": (1e-2, 1e-1)}
+
+
+# ------------------------------------------------------------ relative error
+def sanity_bound(n_records: int, fraction: float = SANITY_FRACTION) -> float:
+    """The sanity bound ``s = fraction * |D|`` (0.1 % of the records by default).
+
+    Parameters
+    ----------
+    n_records : int
+        ``|D|``: sequences (count queries) or points (range queries) of the
+        *original* dataset.
+    fraction : float
+    """
+    fraction = check_positive_real(fraction, "fraction")
+    return float(fraction) * int(n_records)
+
+
+def relative_errors(estimates: Any, truth: Any, bound: float) -> np.ndarray:
+    """Per-query relative errors ``|est - true| / max(true, bound)``.
+
+    Parameters
+    ----------
+    estimates, truth : array of float
+        Answers on the release and on the original data.
+    bound : float
+        The sanity bound (:func:`sanity_bound`); must be > 0.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+    """
+    bound = check_positive_real(bound, "bound")
+    est = np.asarray(estimates, dtype=np.float64)
+    tru = np.asarray(truth, dtype=np.float64)
+    if est.shape != tru.shape:
+        raise InvalidParameter("estimates: must have the shape of truth")
+    return np.abs(est - tru) / np.maximum(tru, bound)
+
+
+def random_count_queries(n_items: int, max_size: int, n_queries: int = 10_000, *,
+                         seed: Any = 0) -> list[np.ndarray]:
+    """Random count queries of the N-gram paper (Section 6.2.1).
+
+    "For each subset, we generate 10,000 random queries of sizes that are
+    uniformly distributed at random between 1 and its maximal size.  Each
+    item in a query is uniformly selected at random from the item universe."
+
+    The reading used here: the size of each query is drawn uniformly from
+    ``{1, .., max_size}``; its items are drawn independently (with
+    replacement, so repeats are allowed) and uniformly from the ``n_items``
+    items; the end marker is not an item.  A query is a contiguous string;
+    its answer is its number of occurrences (:func:`dpgpu.eval.truth.pattern_counts`).
+
+    Parameters
+    ----------
+    n_items : int
+        ``|I|``.
+    max_size : int
+        The subset's maximal query size (4, 8, 12, 16 or 20 in the paper).
+    n_queries : int
+    seed : int or numpy.random.Generator
+        Evaluation randomness (not a privacy mechanism): a fixed seed makes
+        the query workload reproducible, so different releases of the same
+        data are judged on the same queries.
+
+    Returns
+    -------
+    list of numpy.ndarray of int32
+        Item ids.
+    """
+    n_items = check_positive_int(n_items, "n_items")
+    max_size = check_positive_int(max_size, "max_size")
+    n_queries = check_positive_int(n_queries, "n_queries")
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    sizes = rng.integers(1, max_size + 1, size=n_queries)
+    flat = rng.integers(0, n_items, size=int(sizes.sum())).astype(np.int32)
+    return np.split(flat, np.cumsum(sizes)[:-1])
+
+
+def summarize(errors: Any) -> dict[str, float]:
+    """Mean, median, 90th percentile and max of a vector of errors (0 for none)."""
+    e = np.asarray(errors, dtype=np.float64)
+    if e.size == 0:
+        return {"mean": 0.0, "median": 0.0, "p90": 0.0, "max": 0.0, "n": 0}
+    return {"mean": float(e.mean()), "median": float(np.median(e)),
+            "p90": float(np.percentile(e, 90)), "max": float(e.max()), "n": int(e.size)}
+
+
+# --------------------------------------------------------------------- top-k
+def true_positive_ratio(true_top: Iterable[Any], released_top: Iterable[Any],
+                        k: int | None = None) -> float:
+    """``|F_K(D) & F_K(D~)| / K`` (N-gram Tables 5-6; PrivTree "precision").
+
+    Parameters
+    ----------
+    true_top : iterable of hashable patterns
+        ``F_K(D)``, the exact top-K.
+    released_top : iterable of hashable patterns
+        ``F_K(D~)``, the top-K found on (or returned by) the release.
+    k : int, optional
+        ``K``; default ``len(true_top)``.  When the data has fewer than K
+        patterns the ratio is taken over those that exist.
+
+    Returns
+    -------
+    float in [0, 1]
+    """
+    t, r = set(true_top), set(released_top)
+    k = len(t) if k is None else check_positive_int(k, "k")
+    if k == 0:
+        return 1.0
+    return len(t & r) / k
+
+
+topk_precision = true_positive_ratio
+
+
+def utility_loss(true_top: Mapping[Any, float], released_top: Mapping[Any, float]) -> float:
+    """Utility loss of the N-gram paper (Section 6.2.2, after Chen et al. KDD'11).
+
+    ``(1/K) sum_{F in F_K(D)} |sup(F, F_K(D)) - sup(F, F_K(D~))| / sup(F, F_K(D))``
+    with ``sup(F, F_K(D~)) = 0`` when ``F`` is not in ``F_K(D~)``.  The
+    extracted formula prints ``F_K(D)`` twice in the numerator; the text
+    ("the accuracy of the supports of patterns in F_K(D~)") fixes it.
+    0 means identical lists and supports; 1 means disjoint lists.
+
+    Parameters
+    ----------
+    true_top : mapping pattern -> support
+        ``F_K(D)`` with supports on the original (``K = len(true_top)``).
+    released_top : mapping pattern -> support
+        ``F_K(D~)`` with supports on the release (not rescaled).
+
+    Returns
+    -------
+    float
+    """
+    if not true_top:
+        return 0.0
+    total = 0.0
+    for f, s in true_top.items():
+        s = float(s)
+        if s <= 0:
+            raise InvalidParameter("true_top: supports must be > 0")
+        total += abs(s - float(released_top.get(f, 0.0))) / s
+    return total / len(true_top)
+
+
+# ----------------------------------------------------------- frequent patterns
+def precision_recall_fscore(true_set: Iterable[Any], released_set: Iterable[Any]
+                            ) -> tuple[float, float, float]:
+    """Precision, recall and F-score of a released pattern set.
+
+    ``precision = |T & R| / |R|``, ``recall = |T & R| / |T|``,
+    ``F = 2 p r / (p + r)``.  Conventions for empty sets: precision is 1
+    when nothing is released (no false positive), recall is 1 when nothing
+    is truly frequent; F is 0 when ``p + r = 0``.
+
+    Returns
+    -------
+    (float, float, float)
+    """
+    t, r = set(true_set), set(released_set)
+    hit = len(t & r)
+    p = hit / len(r) if r else 1.0
+    rc = hit / len(t) if t else 1.0
+    f = 2 * p * rc / (p + rc) if p + rc > 0 else 0.0
+    return p, rc, f
+
+
+def support_relative_errors(released: Mapping[Any, float], true_support: Mapping[Any, float]
+                            ) -> np.ndarray:
+    """Per-pattern relative errors of released supports: ``|noisy - true| / true``.
+
+    Over *all* released patterns (false positives included, with their true
+    support); a released pattern that occurs nowhere (true support 0) is
+    divided by 1 instead of 0.  PFS^2 reports RE after PrivBasis, which
+    takes the **median** of these values (``summarize(...)["median"]``).
+
+    Parameters
+    ----------
+    released : mapping pattern -> released (noisy) support
+    true_support : mapping pattern -> exact support (must cover ``released``)
+    """
+    vals = []
+    for f, s in released.items():
+        t = float(true_support[f])
+        vals.append(abs(float(s) - t) / max(t, 1.0))
+    return np.array(vals, dtype=np.float64)
+
+
+# ------------------------------------------------------------------- lengths
+def total_variation_distance(p: Any, q: Any) -> float:
+    """Total variation distance ``0.5 * sum |P - Q|`` of two distributions.
+
+    Parameters
+    ----------
+    p, q : array of float
+        Histograms (e.g. sequences per length); each is normalised to sum 1
+        and the shorter is padded with zeros.  An all-zero histogram is an
+        error.
+
+    Returns
+    -------
+    float in [0, 1]
+    """
+    a = np.asarray(p, dtype=np.float64).ravel()
+    b = np.asarray(q, dtype=np.float64).ravel()
+    if a.sum() <= 0 or b.sum() <= 0 or (a < 0).any() or (b < 0).any():
+        raise InvalidParameter("p, q: histograms must be non-negative with a positive total")
+    n = max(a.size, b.size)
+    a = np.pad(a, (0, n - a.size)) / a.sum()
+    b = np.pad(b, (0, n - b.size)) / b.sum()
+    return float(0.5 * np.abs(a - b).sum())
+
+
+# ---------------------------------------------------------------------- DPNE
+def kanonymity_coverage(released: Iterable[Any], holders: Mapping[Any, int], K: int) -> float:
+    """Fraction of the grams held by at least ``K`` users that the release contains.
+
+    DPNE Section 3.1.2 / Figure 4: "what fraction of n-grams whose count is
+    at least K is extracted".  The count of a gram is the number of distinct
+    users whose text contains it (the paper's "used by at least 100 users").
+
+    Parameters
+    ----------
+    released : iterable of patterns
+        The extracted grams (all lengths, or one length for a per-k curve).
+    holders : mapping pattern -> number of users
+        Exact, from :func:`dpgpu.eval.truth.gram_user_counts`.
+    K : int
+
+    Returns
+    -------
+    float in [0, 1]; 1.0 when no gram reaches K (nothing to cover).
+    """
+    K = check_positive_int(K, "K")
+    r = set(released)
+    eligible = [g for g, c in holders.items() if c >= K]
+    if not eligible:
+        return 1.0
+    return sum(1 for g in eligible if g in r) / len(eligible)
+
+
+def spurious_fraction(released: Iterable[Any], present: Iterable[Any] | Mapping) -> float:
+    """Fraction of released grams that occur in no user's text (DPNE's eta check)."""
+    r = set(released)
+    if not r:
+        return 0.0
+    p = present if isinstance(present, (set, frozenset, Mapping)) else set(present)
+    return sum(1 for g in r if g not in p) / len(r)
+
+
+# --------------------------------------------------------------- spatial data
+def random_range_queries(domain: Sequence[float], n_queries: int = 10_000,
+                         size: str | tuple[float, float] = "small", *, seed: Any = 0,
+                         max_aspect: float = 4.0) -> np.ndarray:
+    """Random range-count query boxes in the style of PrivTree Section 6.1.
+
+    Each box covers a fraction ``a`` of the domain's area, ``a`` drawn
+    log-uniformly from ``[lo, hi)`` (small ``[0.01 %, 0.1 %)``, medium
+    ``[0.1 %, 1 %)``, large ``[1 %, 10 %)``).  The paper does not say how
+    shapes are drawn; here the aspect ratio ``r`` (width over height, in
+    domain-relative units) is log-uniform on ``[1/max_aspect, max_aspect]``,
+    the box's relative sides are ``sqrt(a r)`` and ``sqrt(a / r)`` (clipped
+    to 1), and its position is uniform among those that keep it inside the
+    domain.
+
+    Parameters
+    ----------
+    domain : (x0, y0, x1, y1)
+    n_queries : int
+    size : {"small", "medium", "large"} or (lo, hi)
+    seed : int or numpy.random.Generator
+    max_aspect : float
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n_queries, 4)
+        Rows ``(x0, y0, x1, y1)``.
+    """
+    n_queries = check_positive_int(n_queries, "n_queries")
+    if isinstance(size, str):
+        if size not in RANGE_SETS:
+            raise InvalidParameter(f"size: must be one of {', '.join(RANGE_SETS)}, got {size!r}")
+        lo, hi = RANGE_SETS[size]
+    else:
+        lo, hi = (check_positive_real(v, "size") for v in size)
+        if not lo < hi <= 1:
+            raise InvalidParameter("size: need 0 < lo < hi <= 1")
+    max_aspect = check_positive_real(max_aspect, "max_aspect")
+    x0, y0, x1, y1 = (float(v) for v in domain)
+    if not (math.isfinite(x0 + y0 + x1 + y1) and x1 > x0 and y1 > y0):
+        raise InvalidParameter("domain: need finite x0 < x1 and y0 < y1")
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    a = np.exp(rng.uniform(math.log(lo), math.log(hi), n_queries))
+    r = np.exp(rng.uniform(-math.log(max(max_aspect, 1.0)), math.log(max(max_aspect, 1.0)),
+                           n_queries))
+    w = np.minimum(np.sqrt(a * r), 1.0)
+    h = np.minimum(a / w, 1.0)
+    w = a / h
+    fx = rng.uniform(0.0, 1.0, n_queries) * (1.0 - w)
+    fy = rng.uniform(0.0, 1.0, n_queries) * (1.0 - h)
+    dx, dy = x1 - x0, y1 - y0
+    return np.column_stack([x0 + fx * dx, y0 + fy * dy, x0 + (fx + w) * dx, y0 + (fy + h) * dy])
+
+
+def histogram_range_estimates(leaf_boxes: Any, leaf_counts: Any, query_boxes: Any) -> np.ndarray:
+    """Answers of range-count queries from a spatial histogram (uniformity assumption).
+
+    Each leaf ``(x0, y0, x1, y1)`` with (noisy) count ``c`` contributes
+    ``c * area(leaf & query) / area(leaf)``, the standard way a private
+    decomposition answers a range query.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (Q,)
+    """
+    L = np.asarray(leaf_boxes, dtype=np.float64).reshape(-1, 4)
+    c = np.asarray(leaf_counts, dtype=np.float64).ravel()
+    Q = np.asarray(query_boxes, dtype=np.float64).reshape(-1, 4)
+    if c.size != L.shape[0]:
+        raise InvalidParameter("leaf_counts: one count per leaf box is needed")
+    area = np.maximum((L[:, 2] - L[:, 0]) * (L[:, 3] - L[:, 1]), 1e-300)
+    out = np.zeros(Q.shape[0], dtype=np.float64)
+    step = max(1, 2 ** 22 // max(L.shape[0], 1))
+    for s in range(0, Q.shape[0], step):
+        q = Q[s:s + step]
+        wx = np.clip(np.minimum(q[:, None, 2], L[None, :, 2])
+                     - np.maximum(q[:, None, 0], L[None, :, 0]), 0, None)
+        wy = np.clip(np.minimum(q[:, None, 3], L[None, :, 3])
+                     - np.maximum(q[:, None, 1], L[None, :, 1]), 0, None)
+        out[s:s + step] = (wx * wy / area[None, :]) @ c
+    return out
+
+
+def range_relative_errors(estimates: Any, truth: Any, n_points: int,
+                          fraction: float = SANITY_FRACTION) -> np.ndarray:
+    """PrivTree's RE: ``|est - true| / max(true, Delta)`` with ``Delta = 0.1 % of n``."""
+    return relative_errors(estimates, truth, sanity_bound(n_points, fraction))

@@ -1,0 +1,747 @@
+"""Exact ground truth for evaluating releases (not private).
+
+Every function here reads the original data and returns *exact* statistics.
+They are what the papers compare a private release against; they must never
+be published as part of a release.
+
+Patterns are given as sequences of symbol ids of the database's vocabulary
+(items ``0 .. |I|-1``; the end marker ``&`` is ``vocab.end_id`` and the
+start marker ``$`` is ``vocab.start_id`` where a function allows markers).
+:func:`encode_pattern` and :func:`parse_gram` turn label strings into ids.
+
+Two notions of frequency are used by the papers:
+
+* **occurrence count** of a *contiguous* pattern (a string, an n-gram): the
+  number of positions where it occurs, summed over all sequences (N-gram
+  paper Section 6.2.1, PrivTree Section 6.2) -- :func:`pattern_counts`,
+  :func:`top_k_strings`;
+* **support** of a *subsequence* pattern (items in order, gaps allowed): the
+  number of sequences that contain it at least once (PFS^2 Section III-B)
+  -- :func:`subsequence_supports`, :func:`frequent_subsequences`,
+  :func:`top_k_subsequences`;
+
+plus the DPNE notion of how many *users* hold a contiguous k-gram
+(:func:`gram_user_counts`).
+
+Top-k lists are ranked by frequency (descending), ties broken by pattern
+length (shorter first) and then by the ids in lexicographic order, so they
+are deterministic.
+
+Numba is imported lazily, inside the functions that need it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ..backend import to_numpy
+from ..errors import InvalidParameter
+from ..validation import check_positive_int
+
+
+#: Bound on ``contexts x symbols`` cells of one next-symbol histogram call.
+_HIST_CELLS = 2 ** 24
+
+
+# --------------------------------------------------------------------- labels
+def encode_pattern(vocab: Any, pattern: Any) -> tuple[int, ...]:
+    """Symbol ids of a pattern given by labels.
+
+    Parameters
+    ----------
+    vocab : Vocabulary
+    pattern : str or sequence of str
+        A string is read like a release file's gram column (labels joined by
+        single spaces, ``&`` for the end marker; see :func:`parse_gram`).
+
+    Returns
+    -------
+    tuple of int
+
+    Raises
+    ------
+    KeyError
+        When a label is not in the vocabulary.
+    """
+    if isinstance(pattern, str):
+        ids = parse_gram(pattern, vocab)
+        if ids is None:
+            raise KeyError(pattern)
+        return ids
+    return tuple(vocab.id_of(str(x)) for x in pattern)
+
+
+def parse_gram(text: str, vocab: Any) -> tuple[int, ...] | None:
+    """Read a gram written as labels joined by single spaces.
+
+    Labels may themselves contain spaces (event-log activities): when a
+    space-separated token is not a label, the tokens are segmented into
+    labels, trying the longest label first at each position.
+
+    Parameters
+    ----------
+    text : str
+    vocab : Vocabulary
+
+    Returns
+    -------
+    tuple of int or None
+        The ids, or ``None`` when the text is not a sequence of labels.
+    """
+    tokens = text.split(" ")
+    try:
+        return tuple(vocab.id_of(t) for t in tokens)
+    except KeyError:
+        pass
+    n = len(tokens)
+    memo: dict[int, tuple[int, ...] | None] = {n: ()}
+
+    def seg(i: int) -> tuple[int, ...] | None:  # longest label first, with backtracking
+        if i in memo:
+            return memo[i]
+        memo[i] = None
+        for j in range(n, i, -1):
+            try:
+                first = vocab.id_of(" ".join(tokens[i:j]))
+            except KeyError:
+                continue
+            rest = seg(j)
+            if rest is not None:
+                memo[i] = (first,) + rest
+                break
+        return memo[i]
+
+    return seg(0)
+
+
+def decode_pattern(vocab: Any, pattern: Iterable[int]) -> str:
+    """A pattern of ids written as release files write grams (labels joined by spaces)."""
+    return " ".join(vocab.decode(pattern))
+
+
+def _as_patterns(patterns: Iterable[Any], n_symbols: int, name: str = "patterns"
+                 ) -> list[tuple[int, ...]]:
+    out = []
+    for p in patterns:
+        t = tuple(int(x) for x in np.asarray(p).ravel())
+        if not t:
+            raise InvalidParameter(f"{name}: empty pattern")
+        if min(t) < 0 or max(t) >= n_symbols:
+            raise InvalidParameter(f"{name}: symbol id out of range 0..{n_symbols - 1} in {t}")
+        out.append(t)
+    return out
+
+
+def _padded_matrix(pats: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
+    lens = np.array([len(p) for p in pats], dtype=np.int64)
+    mat = np.full((len(pats), int(lens.max()) if pats else 0), -1, dtype=np.int32)
+    for i, p in enumerate(pats):
+        mat[i, :len(p)] = p
+    return mat, lens
+
+
+# ---------------------------------------------------------- contiguous counts
+def pattern_counts(db: Any, patterns: Iterable[Any], *, l_max: int | None = None,
+                   backend: Any = None, engine: Any = None) -> np.ndarray:
+    """Occurrence counts of contiguous patterns (query strings).
+
+    The count of a pattern is the number of (sequence, position) pairs where
+    it occurs as a contiguous string -- the "number of occurrences of Q in a
+    database" of the N-gram paper (Section 6.2.1).  Patterns may use the
+    markers: ``&`` matches the end of a sequence (of one that was not cut
+    by ``l_max``), ``$`` its start.
+
+    Parameters
+    ----------
+    db : SequenceDB
+    patterns : iterable of sequences of int
+        Symbol ids, any lengths >= 1, duplicates allowed.
+    l_max : int, optional
+        Count within each sequence's first ``l_max`` items only.
+    backend : str or Backend, optional
+    engine : GramEngine, optional
+        Reuse an engine built with ``start=True, end=True`` on ``db``.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        One exact count per pattern, in input order.
+
+    Notes
+    -----
+    Level by level on the :class:`~dpgpu.ops.grams.GramEngine`: the counts
+    of the length-``n`` prefixes of all patterns come from one
+    next-symbol histogram of their distinct ``(n-1)``-prefixes; a pattern
+    whose prefix does not occur is dropped (its count is 0), so random long
+    queries cost only as many levels as some prefix survives.
+    """
+    from ..ops.grams import GramEngine
+
+    vocab = db.vocab
+    pats = _as_patterns(patterns, vocab.size + 2)
+    out = np.zeros(len(pats), dtype=np.int64)
+    if not pats or len(db) == 0:
+        return out
+    eng = engine or GramEngine(db, l_max, start=True, end=True, backend=backend)
+    xp = eng.xp
+    mat, lens = _padded_matrix(pats)
+    grams, counts = eng.count(1)
+    dense = np.zeros(eng.n_symbols, dtype=np.int64)
+    dense[to_numpy(grams)[:, 0]] = to_numpy(counts)
+    cur = dense[mat[:, 0]]
+    out[lens == 1] = cur[lens == 1]
+    for n in range(2, mat.shape[1] + 1):
+        active = np.flatnonzero((lens >= n) & (cur > 0))
+        cur[(lens >= n) & (cur <= 0)] = 0
+        if active.size == 0:
+            break
+        ctx, inverse = np.unique(mat[active, :n - 1], axis=0, return_inverse=True)
+        inverse = inverse.ravel()
+        step = max(1, _HIST_CELLS // eng.n_symbols)
+        found = np.empty(active.size, dtype=np.int64)
+        for s in range(0, ctx.shape[0], step):
+            hist = to_numpy(eng.next_symbol_histogram(xp.asarray(ctx[s:s + step])))
+            sel = np.flatnonzero((inverse >= s) & (inverse < s + step))
+            found[sel] = hist[inverse[sel] - s, mat[active[sel], n - 1]]
+        cur[active] = found
+        done = lens == n
+        out[done] = cur[done]
+    return out
+
+
+def top_k_strings(db: Any, k: int, *, min_length: int = 1, max_length: int | None = None,
+                  l_max: int | None = None, backend: Any = None
+                  ) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """The ``k`` most frequent contiguous strings (by occurrence count).
+
+    Parameters
+    ----------
+    db : SequenceDB
+    k : int
+    min_length : int
+        Shortest string considered (``2`` excludes single items, as the
+        N-gram paper does in Section 6.2.2).
+    max_length : int, optional
+        Longest string considered (default: no bound).
+    l_max : int, optional
+        Count within each sequence's first ``l_max`` items (the *Truncate*
+        baseline of PrivTree Section 6.2).
+    backend : str or Backend, optional
+
+    Returns
+    -------
+    patterns : list of tuple of int
+        At most ``k`` strings of items (no markers), ranked as described in
+        the module docstring.
+    counts : numpy.ndarray of int64
+
+    Notes
+    -----
+    Level-wise: all ``n``-grams are counted for ``n = 1, 2, ...`` and the
+    search stops at the first level whose largest count is below the
+    current ``k``-th largest count among kept strings (a longer string
+    never occurs more often than its prefix).
+    """
+    from ..ops.grams import GramEngine
+
+    k = check_positive_int(k, "k")
+    min_length = check_positive_int(min_length, "min_length")
+    if max_length is not None:
+        max_length = check_positive_int(max_length, "max_length")
+    eng = GramEngine(db, l_max, backend=backend)
+    kept_p: list[tuple[int, ...]] = []
+    kept_c: list[int] = []
+    longest = db.max_length if l_max is None else min(db.max_length, l_max)
+    n = 0
+    while n < longest and (max_length is None or n < max_length):
+        n += 1
+        grams, counts = eng.count(n)
+        grams, counts = to_numpy(grams), to_numpy(counts)
+        if counts.size == 0:
+            break
+        thr = _kth(kept_c, k)
+        if counts.max() < thr:
+            break
+        if n >= min_length:
+            keep = counts >= thr
+            if int(keep.sum()) > k:  # only the k best of this level can enter
+                idx = _rank(grams[keep], counts[keep])[:k]
+                g, c = grams[keep][idx], counts[keep][idx]
+            else:
+                g, c = grams[keep], counts[keep]
+            kept_p.extend(tuple(int(x) for x in row) for row in g)
+            kept_c.extend(int(x) for x in c)
+            order = _rank_tuples(kept_p, kept_c)[:k]
+            kept_p = [kept_p[i] for i in order]
+            kept_c = [kept_c[i] for i in order]
+    return kept_p, np.array(kept_c, dtype=np.int64)
+
+
+def _kth(counts: Sequence[int], k: int) -> int:
+    """The k-th largest value, or 1 when fewer than k values are known."""
+    if len(counts) < k:
+        return 1
+    return int(np.partition(np.asarray(counts), len(counts) - k)[len(counts) - k])
+
+
+def _rank(grams: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Order of rows by (-count, ids lexicographically) for equal-length grams."""
+    keys = [grams[:, j] for j in range(grams.shape[1] - 1, -1, -1)] + [-counts]
+    return np.lexsort(keys)
+
+
+def _rank_tuples(patterns: Sequence[tuple[int, ...]], counts: Sequence[int]) -> list[int]:
+    return sorted(range(len(patterns)), key=lambda i: (-counts[i], len(patterns[i]), patterns[i]))
+
+
+# --------------------------------------------------------- subsequence support
+_KERNEL: list[Any] = []
+
+
+def _support_kernel():
+    """The Numba kernel (compiled on first use; importing dpgpu never imports numba)."""
+    if _KERNEL:
+        return _KERNEL[0]
+    import numba  # noqa: PLC0415 - lazy on purpose
+
+    @numba.njit(parallel=True, nogil=True, cache=True)
+    def kernel(items, offsets, weights, pre_flat, pre_off, grp_off, ext_item, n_sym, n_chunks):
+        n_seq = offsets.size - 1
+        n_grp = pre_off.size - 1
+        partial = np.zeros((n_chunks, ext_item.size), dtype=np.int64)
+        for c in numba.prange(n_chunks):
+            lo = n_seq * c // n_chunks
+            hi = n_seq * (c + 1) // n_chunks
+            last = np.full(n_sym, -1, dtype=np.int64)
+            row = partial[c]
+            for s in range(lo, hi):
+                a = offsets[s]
+                b = offsets[s + 1]
+                if a == b:
+                    continue
+                w = weights[s]
+                for p in range(a, b):
+                    last[items[p]] = p
+                for g in range(n_grp):
+                    p0 = pre_off[g]
+                    p1 = pre_off[g + 1]
+                    if p1 - p0 >= b - a:
+                        continue
+                    pos = a - 1
+                    ok = True
+                    for j in range(p0, p1):
+                        x = pre_flat[j]
+                        if last[x] <= pos:  # x does not occur after pos
+                            ok = False
+                            break
+                        pos += 1
+                        while items[pos] != x:
+                            pos += 1
+                    if ok:
+                        for e in range(grp_off[g], grp_off[g + 1]):
+                            if last[ext_item[e]] > pos:
+                                row[e] += w
+                for p in range(a, b):
+                    last[items[p]] = -1
+        return partial.sum(axis=0)
+
+    _KERNEL.append(kernel)
+    return kernel
+
+
+def subsequence_supports(db: Any, patterns: Iterable[Any], *, l_max: int | None = None,
+                         weights: Any = None) -> np.ndarray:
+    """Supports of subsequence patterns: how many sequences contain each one.
+
+    A sequence ``T`` contains ``S = s_1 .. s_m`` when there are positions
+    ``w_1 < .. < w_m`` with ``T[w_i] = s_i`` (gaps allowed; PFS^2 Section
+    III-B).  A sequence counts once however often it contains ``S``.
+
+    Parameters
+    ----------
+    db : SequenceDB
+    patterns : iterable of sequences of int
+        Item ids (no markers), any lengths >= 1, duplicates allowed.
+    l_max : int, optional
+        Look only at each sequence's first ``l_max`` items.
+    weights : array of int, optional
+        A weight per sequence (default 1): the support is the sum of the
+        weights of the containing sequences.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        One support per pattern, in input order.
+
+    Notes
+    -----
+    A Numba kernel, parallel over chunks of sequences.  Patterns are grouped
+    by their prefix (all items but the last): per sequence, each distinct
+    prefix is matched greedily once (leftmost match, which ends earliest),
+    and each pattern of the group is then contained iff its last item occurs
+    after that end -- one table lookup with the sequence's last-occurrence
+    table.  The same table rejects a prefix at its first absent item.
+    """
+    pats = _as_patterns(patterns, db.vocab.size)
+    if not pats:
+        return np.zeros(0, dtype=np.int64)
+    src = db if l_max is None else db.truncate(l_max)
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, p in enumerate(pats):
+        groups.setdefault(p[:-1], []).append(i)
+    prefixes = list(groups)
+    pre_off = np.zeros(len(prefixes) + 1, dtype=np.int64)
+    pre_off[1:] = np.cumsum([len(p) for p in prefixes])
+    pre_flat = np.array([x for p in prefixes for x in p], dtype=np.int32)
+    members = [i for p in prefixes for i in groups[p]]
+    grp_off = np.zeros(len(prefixes) + 1, dtype=np.int64)
+    grp_off[1:] = np.cumsum([len(groups[p]) for p in prefixes])
+    ext_item = np.array([pats[i][-1] for i in members], dtype=np.int32)
+    if weights is None:
+        w = np.ones(len(src), dtype=np.int64)
+    else:
+        w = np.ascontiguousarray(weights, dtype=np.int64)
+        if w.shape != (len(src),):
+            raise InvalidParameter("weights: one weight per sequence is needed")
+    import numba  # noqa: PLC0415 - lazy on purpose
+
+    n_chunks = max(1, min(len(src), 4 * numba.get_num_threads()))
+    counts = _support_kernel()(src.items, src.offsets, w, pre_flat, pre_off, grp_off,
+                               ext_item, db.vocab.size, n_chunks)
+    out = np.empty(len(pats), dtype=np.int64)
+    out[np.array(members, dtype=np.int64)] = counts
+    return out
+
+
+def _candidates(level: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """Candidate (n+1)-subsequences from the frequent n-subsequences (GSP join + prune).
+
+    ``p + (q[-1],)`` for every pair with ``p[1:] == q[:-1]``, kept only when
+    every subsequence obtained by deleting one item is in ``level``
+    (supports are anti-monotone under taking subsequences).
+    """
+    have = set(level)
+    by_prefix: dict[tuple[int, ...], list[int]] = {}
+    for q in level:
+        by_prefix.setdefault(q[:-1], []).append(q[-1])
+    out = []
+    for p in level:
+        for x in by_prefix.get(p[1:], ()):
+            c = p + (x,)
+            if all(c[:i] + c[i + 1:] in have for i in range(1, len(c) - 1)):
+                out.append(c)
+    return out
+
+
+def frequent_subsequences(db: Any, min_support: int, *, max_length: int | None = None,
+                          min_length: int = 1, l_max: int | None = None
+                          ) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """All subsequence patterns with support >= ``min_support`` (exact).
+
+    Parameters
+    ----------
+    db : SequenceDB
+    min_support : int
+        Absolute threshold (a number of sequences; ``ceil(theta * |D|)``
+        for a relative threshold ``theta``, see :func:`support_threshold`).
+    max_length : int, optional
+        Longest pattern (default: no bound).
+    min_length : int
+        Shortest pattern reported (shorter ones are still mined).
+    l_max : int, optional
+        Look only at each sequence's first ``l_max`` items.
+
+    Returns
+    -------
+    patterns : list of tuple of int
+        Ranked by support (ties: shorter, then lexicographic).
+    supports : numpy.ndarray of int64
+
+    Notes
+    -----
+    Level-wise (Apriori/GSP) candidate generation with exact supports from
+    :func:`subsequence_supports`.
+    """
+    min_support = check_positive_int(min_support, "min_support")
+    return _mine(db, min_support, None, max_length, min_length, l_max)
+
+
+def top_k_subsequences(db: Any, k: int, *, max_length: int | None = None, min_length: int = 1,
+                       l_max: int | None = None) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """The ``k`` subsequence patterns of largest support (exact).
+
+    Parameters
+    ----------
+    db : SequenceDB
+    k : int
+    max_length : int, optional
+        Longest pattern (``k_max``); default no bound.
+    min_length : int
+        Shortest pattern considered (``2`` excludes single items).
+    l_max : int, optional
+
+    Returns
+    -------
+    patterns : list of tuple of int
+    supports : numpy.ndarray of int64
+
+    Notes
+    -----
+    Level-wise mining whose threshold rises to the current ``k``-th largest
+    support among kept patterns: a pattern can only reach the final top-k if
+    all its subsequences have at least that support.
+    """
+    k = check_positive_int(k, "k")
+    return _mine(db, 1, k, max_length, min_length, l_max)
+
+
+def _mine(db, min_support, k, max_length, min_length, l_max):
+    min_length = check_positive_int(min_length, "min_length")
+    if max_length is not None:
+        max_length = check_positive_int(max_length, "max_length")
+    src = db if l_max is None else db.truncate(l_max)
+    src, weights = _dedupe(src)
+    kept_p: list[tuple[int, ...]] = []
+    kept_c: list[int] = []
+    cands = [(i,) for i in range(db.vocab.size)]
+    n = 1
+    while cands:
+        sup = subsequence_supports(src, cands, weights=weights)
+        thr = min_support if k is None else max(min_support, _kth(kept_c, k))
+        if n >= min_length:
+            for c, s in zip(cands, sup.tolist()):
+                if s >= thr:
+                    kept_p.append(c)
+                    kept_c.append(s)
+            if k is not None:
+                order = _rank_tuples(kept_p, kept_c)[:k]
+                kept_p = [kept_p[i] for i in order]
+                kept_c = [kept_c[i] for i in order]
+                thr = max(min_support, _kth(kept_c, k))
+        level = [c for c, s in zip(cands, sup.tolist()) if s >= thr]
+        if max_length is not None and n >= max_length:
+            break
+        cands = _candidates(level)
+        n += 1
+    order = _rank_tuples(kept_p, kept_c)
+    return [kept_p[i] for i in order], np.array([kept_c[i] for i in order], dtype=np.int64)
+
+
+def _dedupe(db: Any) -> tuple[Any, np.ndarray]:
+    """Distinct sequences and their multiplicities (supports are sums of weights)."""
+    from ..data.sequencedb import SequenceDB
+
+    if len(db) == 0:
+        return db, np.zeros(0, dtype=np.int64)
+    lens = db.lengths.astype(np.int64)
+    # exact grouping: sort by (length, content) with a polynomial hash, then verify
+    h = _sequence_hashes(db)
+    order = np.lexsort((h, lens))
+    hs, ls = h[order], lens[order]
+    new = np.ones(order.size, dtype=bool)
+    new[1:] = (hs[1:] != hs[:-1]) | (ls[1:] != ls[:-1])
+    rep = order[np.maximum.accumulate(np.where(new, np.arange(order.size), 0))]
+    # verify that each sequence equals its group representative
+    same = _equal_rows(db, order, rep)
+    if not same.all():  # a hash collision: do not merge at all (exactness first)
+        return db, np.ones(len(db), dtype=np.int64)
+    starts = np.flatnonzero(new)
+    counts = np.diff(np.append(starts, order.size))
+    uniq = db.select(order[starts])
+    return SequenceDB(uniq.items, uniq.offsets, db.vocab), counts.astype(np.int64)
+
+
+def _sequence_hashes(db: Any) -> np.ndarray:
+    """A 64-bit order-dependent hash of each sequence (vectorized)."""
+    from ..ops.keys import _splitmix
+
+    if db.items.size == 0:
+        return np.zeros(len(db), dtype=np.uint64)
+    seq = np.repeat(np.arange(len(db)), db.lengths)
+    pos = np.arange(db.items.size, dtype=np.int64) - db.offsets[seq]
+    with np.errstate(over="ignore"):
+        v = _splitmix((db.items.astype(np.uint64) + np.uint64(1)) * np.uint64(0x100000001B3)
+                      + pos.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15), np)
+        out = np.zeros(len(db), dtype=np.uint64)
+        nonempty = db.lengths > 0
+        out[nonempty] = np.add.reduceat(v, db.offsets[:-1][nonempty])
+    return out
+
+
+def _equal_rows(db: Any, order: np.ndarray, rep: np.ndarray) -> np.ndarray:
+    """For sequences ``order[i]``: equal to sequence ``rep[i]`` (same length assumed)?"""
+    lens = db.lengths[order].astype(np.int64)
+    a = db.items[_concat_ranges(db.offsets[order], lens)]
+    b = db.items[_concat_ranges(db.offsets[rep], lens)]
+    bad = a != b
+    if not bad.any():
+        return np.ones(order.size, dtype=bool)
+    owner = np.repeat(np.arange(order.size), lens)
+    ok = np.ones(order.size, dtype=bool)
+    ok[owner[bad]] = False
+    return ok
+
+
+def _concat_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(s, s + l)`` for each pair, vectorized."""
+    lens = np.asarray(lens, dtype=np.int64)
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    ends = np.cumsum(lens)
+    base = np.repeat(np.asarray(starts, dtype=np.int64) - (ends - lens), lens)
+    return base + np.arange(total, dtype=np.int64)
+
+
+def support_threshold(theta: float, n_sequences: int) -> int:
+    """Absolute support threshold of a relative threshold ``theta``: ``ceil(theta * |D|)``.
+
+    A pattern is frequent when its support is no less than ``theta * |D|``
+    (PFS^2 Section III-B); supports are integers, hence the ceiling (with a
+    relative tolerance of 1e-12 against floating-point noise).
+    """
+    return max(1, int(math.ceil(theta * n_sequences * (1 - 1e-12))))
+
+
+# ------------------------------------------------------------------- lengths
+def length_distribution(db: Any, *, l_max: int | None = None) -> np.ndarray:
+    """Number of sequences of each length: ``out[L]`` = sequences with ``L`` items.
+
+    Parameters
+    ----------
+    db : SequenceDB
+    l_max : int, optional
+        Cut lengths at ``l_max`` first (the truncated database).
+    """
+    lens = db.lengths if l_max is None else np.minimum(db.lengths, l_max)
+    return np.bincount(lens.astype(np.int64), minlength=1).astype(np.int64)
+
+
+# ------------------------------------------------------------------ DPNE
+def gram_user_counts(db: Any, n: int, *, by: str = "user"
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Every contiguous ``n``-gram of items with the number of users holding it.
+
+    Parameters
+    ----------
+    db : SequenceDB
+    n : int
+    by : {"user", "sequence"}
+        Count distinct users (``db.users``; each sequence is its own user
+        when the data has no users) or distinct sequences.
+
+    Returns
+    -------
+    grams : numpy.ndarray of int32, shape (U, n)
+        Distinct n-grams, in lexicographic order.
+    holders : numpy.ndarray of int64, shape (U,)
+        How many distinct users (sequences) have the gram in their text.
+    """
+    n = check_positive_int(n, "n")
+    if by not in ("user", "sequence"):
+        raise InvalidParameter(f"by: must be 'user' or 'sequence', got {by!r}")
+    n_win = np.maximum(db.lengths.astype(np.int64) - n + 1, 0)
+    pos = _concat_ranges(db.offsets[:-1], n_win)
+    if pos.size == 0:
+        return np.zeros((0, n), dtype=np.int32), np.zeros(0, dtype=np.int64)
+    row = np.repeat(np.arange(len(db), dtype=np.int64), n_win)
+    owner = db.users[row].astype(np.int64) if (by == "user" and db.users is not None) else row
+    win = db.items[pos[:, None] + np.arange(n)[None, :]]
+    radix = db.vocab.size + 1
+    if radix ** n < 2 ** 62:
+        key = np.zeros(pos.size, dtype=np.int64)
+        for j in range(n):
+            key = key * radix + (win[:, j].astype(np.int64) + 1)
+        order = np.lexsort((owner, key))
+        ks, os_ = key[order], owner[order]
+        first_pair = np.ones(order.size, dtype=bool)
+        first_pair[1:] = (ks[1:] != ks[:-1]) | (os_[1:] != os_[:-1])
+        ks, ws = ks[first_pair], order[first_pair]
+        new = np.ones(ks.size, dtype=bool)
+        new[1:] = ks[1:] != ks[:-1]
+        starts = np.flatnonzero(new)
+        holders = np.diff(np.append(starts, ks.size))
+        return win[ws[starts]].astype(np.int32), holders.astype(np.int64)
+    pairs = np.unique(np.column_stack([win.astype(np.int64), owner]), axis=0)
+    grams, holders = np.unique(pairs[:, :n], axis=0, return_counts=True)
+    return grams.astype(np.int32), holders.astype(np.int64)
+
+
+# --------------------------------------------------------------- spatial data
+_RANGE_KERNEL: list[Any] = []
+
+
+def range_counts(points: Any, boxes: Any) -> np.ndarray:
+    """Exact number of points in each axis-aligned box ``[x0, x1) x [y0, y1)``.
+
+    Parameters
+    ----------
+    points : array of float, shape (n, 2)
+    boxes : array of float, shape (Q, 4)
+        Rows ``(x0, y0, x1, y1)``; half-open on the upper sides (a box with
+        ``x1 <= x0`` or ``y1 <= y0`` is empty).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (Q,)
+
+    Notes
+    -----
+    Offline dominance counting: ``F(X, Y) = #{x < X, y < Y}`` at the four
+    corners of every box, by one sweep over the points sorted by ``x`` with a
+    Fenwick tree over ``y`` ranks (Numba); ``O((n + Q) log n)``.
+    """
+    pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    bx = np.asarray(boxes, dtype=np.float64).reshape(-1, 4).copy()
+    bx[:, 2] = np.maximum(bx[:, 2], bx[:, 0])  # an inverted box is empty
+    bx[:, 3] = np.maximum(bx[:, 3], bx[:, 1])
+    if bx.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    if pts.shape[0] == 0:
+        return np.zeros(bx.shape[0], dtype=np.int64)
+    ys = np.unique(pts[:, 1])
+    prank = np.searchsorted(ys, pts[:, 1]).astype(np.int64)  # 0-based rank
+    porder = np.argsort(pts[:, 0], kind="stable")
+    px = pts[porder, 0]
+    prank = prank[porder]
+    cx = np.concatenate([bx[:, 0], bx[:, 2], bx[:, 0], bx[:, 2]])
+    cy = np.concatenate([bx[:, 1], bx[:, 1], bx[:, 3], bx[:, 3]])
+    cyr = np.searchsorted(ys, cy, side="left").astype(np.int64)  # ranks < cyr have y < Y
+    corder = np.argsort(cx, kind="stable")
+    f = np.empty(cx.size, dtype=np.int64)
+    f[corder] = _range_kernel()(px, prank, cx[corder], cyr[corder], ys.size)
+    q = bx.shape[0]
+    return f[3 * q:] - f[2 * q:3 * q] - f[q:2 * q] + f[:q]
+
+
+def _range_kernel():
+    if _RANGE_KERNEL:
+        return _RANGE_KERNEL[0]
+    import numba  # noqa: PLC0415 - lazy on purpose
+
+    @numba.njit(nogil=True, cache=True)
+    def kernel(px, prank, cx, cyr, n_ranks):
+        tree = np.zeros(n_ranks + 1, dtype=np.int64)
+        out = np.empty(cx.size, dtype=np.int64)
+        p = 0
+        for i in range(cx.size):
+            while p < px.size and px[p] < cx[i]:
+                j = prank[p] + 1
+                while j <= n_ranks:
+                    tree[j] += 1
+                    j += j & (-j)
+                p += 1
+            s = 0
+            j = cyr[i]
+            while j > 0:
+                s += tree[j]
+                j -= j & (-j)
+            out[i] = s
+        return out
+
+    _RANGE_KERNEL.append(kernel)
+    return kernel
+

@@ -1,0 +1,1 @@
+"""Differentially private mechanisms: host control logic over the array engine."""

@@ -1,0 +1,310 @@
+"""N-gram: variable-length n-grams and synthetic sequences (Chen, Ács, Castelluccia, CCS'12).
+
+Algorithm 1 of the paper: truncate every sequence to its first ``l_max``
+items and end it with ``&`` (the truncated database: a cut sequence ends
+after its ``l_max``-th item, so every n-gram is followed by an item or by
+``&`` and the children of a node account for all of its count), build an exploration tree of noisy n-gram counts level by level
+(``n <= n_max``), make it consistent and turn it into a synthetic database.
+
+Privacy argument (Theorem 5.1)
+------------------------------
+Neighbouring databases differ in one sequence.  After truncation a sequence
+holds at most ``l_max`` items followed by the end marker ``&``.  A root-to-leaf path of the tree starts at an item (the root's
+children are the items; ``&`` is never a root child), so one sequence
+touches at most ``l_max`` paths, and the count of a node changes by the
+number of touched paths through it.  Every node's count gets discrete
+Laplace noise of scale ``l_max / eps_v`` (``P[k] ~ exp(-eps_v |k| / l_max)``,
+the integer analogue of the paper's Laplace mechanism), and the budgets of
+the nodes on any path add up to at most ``epsilon``: level 1 uses
+``epsilon / n_max``; a node expanded with remaining path budget ``r`` and
+predicted subtree height ``h_v`` gives its children ``r / h_v`` (adaptive),
+or every level gets ``epsilon / n_max`` (uniform).  The paper's proof then
+bounds the likelihood ratio of the whole tree by
+``exp(sum over touched paths of (path budget) / l_max) <= exp(epsilon)``.
+Every decision (which nodes to expand, ``eps_v``, thresholds) uses noisy
+counts and public parameters only; consistency (4.3.4) and synthesis (4.3.5)
+are post-processing.
+
+The samplers are within a total-variation distance ``tv`` of exact discrete
+Laplace per draw (:mod:`dpgpu.privacy.samplers`); the ledger charges
+``(1 + e^epsilon) * max_draws * tv`` as sampling delta, with ``max_draws``
+(a public cap on the number of noisy counts; the frontier with the largest
+noisy counts is expanded first when the cap binds) fixed before any data is
+read.
+
+Noise identities: each count's noise is drawn from the run's keyed ChaCha20
+stream at the identity of its gram (packed symbol ids; a 64-bit hash where
+they do not fit), so the same key gives the same release on NumPy and CuPy,
+in any order.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from functools import lru_cache
+from typing import Any, Callable, Sequence
+from urllib.parse import quote
+
+import numpy as np
+
+from ...backend import get_backend
+from ...data.sequencedb import SequenceDB, check_db
+from ...ops import keys as K
+from ...ops.grams import GramEngine
+from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta
+from ...privacy.samplers import LAPLACE_TV_BOUND, MAX_LAPLACE_SCALE
+from ...release import ReleaseWriter, vocabulary_fingerprint
+from ...validation import check_choice, check_positive_int, check_positive_real
+from .consistency import enforce_consistency
+from .synthesis import ModelLevel, decompose, extend, model_level
+from .tree import Level, build_tree
+
+log = logging.getLogger("dpgpu")
+
+VARIANTS = ("adaptive", "uniform", "no-approx", "baseline")
+#: Default public cap on the number of noisy counts one release draws.
+MAX_DRAWS = 10_000_000
+#: Keys of SequenceDB.source a synthetic file may keep (format options, no identifiers).
+_FORMAT_KEYS = ("format", "columns", "delimiter", "timestamp_kind", "stripped", "tokens", "names")
+
+
+class NGramRelease:
+    """The output of :func:`ngram`: tree, n-gram model, synthetic data and report.
+
+    Attributes
+    ----------
+    levels : list of Level
+        The exploration tree (noisy counts ``noisy``, consistent ``count``).
+    model : list of ModelLevel
+        Grams of length 1, 2, ... with estimated counts (tree levels, then
+        the levels added by joins).
+    synthetic : SequenceDB or None
+        The synthetic database, in the input's vocabulary and format.
+    report : dict
+        Public parameters, budget, ledger steps, backend, timings.
+    """
+
+    def __init__(self, levels: list[Level], model: list[ModelLevel],
+                 synthetic: SequenceDB | None, report: dict, vocab: Any):
+        self.levels, self.model, self.synthetic = levels, model, synthetic
+        self.report, self.vocab = report, vocab
+
+    def ngrams(self) -> list[tuple[tuple[str, ...], int, float]]:
+        """Every tree node as ``(labels, noisy count, consistent count)``."""
+        out = []
+        for lvl in self.levels:
+            for g, a, c in zip(lvl.grams.tolist(), lvl.noisy.tolist(), lvl.count.tolist()):
+                out.append((self.vocab.decode(g), a, c))
+        return out
+
+    def estimate(self, labels: Sequence[str]) -> float:
+        """Estimated number of occurrences of an item string (``&`` may end it).
+
+        The count of the string's node when the model has it, else the
+        estimate of its prefix times the conditional probability of its last
+        symbol given the longest context the model knows (Markov chaining).
+        """
+        ids = [self.vocab.id_of(x) for x in labels]
+        if not ids:
+            raise ValueError("labels: empty string")
+        est = self._count(ids[:1])
+        for j in range(2, len(ids) + 1):
+            direct = self._count(ids[:j])
+            if direct is not None:
+                est = direct
+                continue
+            est = (est or 0.0) * self._conditional(ids[:j])
+        return float(est or 0.0)
+
+    def _count(self, ids: list[int]) -> float | None:
+        if len(ids) > len(self.model):
+            return None
+        lvl = self.model[len(ids) - 1]
+        i = int(lvl.index.find(np.asarray([ids], dtype=np.int32))[0])
+        return float(lvl.count[i]) if i >= 0 else None
+
+    def _conditional(self, ids: list[int]) -> float:
+        for start in range(1, len(ids) - 1):
+            joint, context = self._count(ids[start:]), self._count(ids[start:-1])
+            if joint is not None and context:
+                return joint / context
+        return 0.0
+
+    def top_k(self, k: int, *, min_length: int = 2) -> list[tuple[tuple[str, ...], float]]:
+        """The ``k`` item strings of length >= ``min_length`` with the largest estimated counts."""
+        k = check_positive_int(k, "k")
+        rows = []
+        for lvl in self.model[min_length - 1:]:
+            items_only = np.all(lvl.grams != self.vocab.end_id, axis=1)
+            rows += list(zip(lvl.grams[items_only].tolist(), lvl.count[items_only].tolist()))
+        rows.sort(key=lambda r: (-r[1], r[0]))
+        return [(self.vocab.decode(g), c) for g, c in rows[:k]]
+
+    def save(self, out_dir: Any, *, force: bool = False) -> Any:
+        """Write the release directory: report.json, ngrams.tsv, synthetic.<ext>."""
+        with ReleaseWriter(out_dir, force=force) as rel:
+            rel.write_tsv("ngrams.tsv", ["gram", "noisy_count", "count"],
+                          ((encode_gram(g), a, f"{c:.3f}") for g, a, c in self.ngrams()))
+            report = dict(self.report)
+            if self.synthetic is not None:
+                fmt = self.synthetic.source.get("format", "lines")
+                name = f"synthetic.{_EXTENSIONS.get(fmt, fmt)}"
+                self.synthetic.save(rel.path(name), format=fmt, force=True)
+                report["synthetic_file"] = name
+            return rel.finish(report)
+
+
+_EXTENSIONS = {"lines": "txt", "spmf": "txt"}
+
+
+def encode_gram(labels: Sequence[str]) -> str:
+    """Labels joined by single spaces; a label with white space or ``%`` is %-encoded."""
+    return " ".join(quote(x, safe="!\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~") for x in labels)
+
+
+def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
+          variant: str = "adaptive", seed: int | None = None, backend: Any = None,
+          synthetic: bool = True, max_draws: int = MAX_DRAWS,
+          progress: Callable[[str], None] | None = None) -> NGramRelease:
+    """Release noisy variable-length n-grams and a synthetic database (N-gram, CCS'12).
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The sequences (one per individual).
+    epsilon : float
+        Privacy budget (epsilon-DP with respect to adding or removing one
+        sequence; see the module docstring).
+    l_max : int
+        Items kept per sequence (sets the sensitivity).  Default 20.
+    n_max : int
+        Longest n-gram counted.  Default 5.
+    variant : {"adaptive", "uniform", "no-approx", "baseline"}
+        ``adaptive``: the paper's method.  ``uniform``: ``epsilon / n_max``
+        per level.  ``no-approx``: missing children get count 0 instead of
+        the Markov estimate.  ``baseline``: exact n-gram counts, **not
+        private**, for measuring the n-gram model's approximation error.
+    seed : int, optional
+        Makes the release reproducible (recorded as ``"seeded": true``).
+        Default: a fresh 256-bit key.
+    backend : str or Backend, optional
+        ``"numpy"`` or ``"cupy"`` (default: ``DPGPU_BACKEND`` or auto).
+    synthetic : bool
+        Also generate the synthetic database.
+    max_draws : int
+        Public cap on the number of noisy counts (see the module docstring).
+    progress : callable, optional
+        Receives one line per finished stage.
+
+    Returns
+    -------
+    NGramRelease
+    """
+    check_db(db, "db")
+    epsilon = check_positive_real(epsilon, "epsilon")
+    l_max = check_positive_int(l_max, "l_max")
+    n_max = check_positive_int(n_max, "n_max")
+    variant = check_choice(variant, "variant", VARIANTS)
+    max_draws = check_positive_int(max_draws, "max_draws")
+    progress = progress or (lambda msg: log.info("ngram: %s", msg))
+    be = get_backend(backend)
+    private = variant != "baseline"
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+
+    ledger = PrivacyLedger(epsilon, max_sampling_delta=1e-6, seed=seed)
+    n_items = db.vocab.size
+    draws = min(max_draws, _possible_nodes(n_items, n_max))
+    if private:
+        step = ledger.charge("ngram: exploration tree counts", epsilon,
+                             sampling_delta=sampling_delta(LAPLACE_TV_BOUND, draws, epsilon))
+        noise = _laplace_noise(step.key, db.vocab.size + 2, draws)
+    else:
+        noise = _no_noise
+    engine = GramEngine(db, l_max, end="all", backend=be)
+    timings["prepare_s"] = time.perf_counter() - t0
+    t = time.perf_counter()
+    levels = build_tree(engine, epsilon=epsilon, l_max=l_max, n_max=n_max,
+                        allocation="adaptive" if variant in ("adaptive", "no-approx") else "uniform",
+                        thresholds=private,
+                        noise=noise, sensitivity=_sensitivity(l_max), max_draws=draws,
+                        progress=progress,
+                        min_eps=l_max / MAX_LAPLACE_SCALE)
+    timings["tree_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    enforce_consistency(levels, approximate=variant != "no-approx")
+    model = [model_level(lvl.grams, lvl.count, engine.n_symbols) for lvl in levels]
+    timings["consistency_s"] = time.perf_counter() - t
+    synth = None
+    if synthetic:
+        t = time.perf_counter()
+        model = extend(model, l_max, db.vocab.end_id, engine.n_symbols, progress)
+        items, lengths = decompose(model, db.vocab.end_id)
+        source = {k: v for k, v in db.source.items() if k in _FORMAT_KEYS}
+        synth = SequenceDB(items, np.concatenate([[0], np.cumsum(lengths)]), db.vocab,
+                           source=source)
+        timings["synthetic_s"] = time.perf_counter() - t
+        progress(f"synthetic database: {len(synth)} sequences")
+    timings["total_s"] = time.perf_counter() - t0
+    report = {
+        "mechanism": "ngram",
+        "paper": "Chen, Acs, Castelluccia: Differentially private sequential data "
+                 "publication via variable-length n-grams (CCS 2012)",
+        "private": private,
+        "parameters": {"epsilon": epsilon, "l_max": l_max, "n_max": n_max, "variant": variant,
+                       "max_draws": max_draws},
+        "epsilon": ledger.spent_epsilon if private else math.inf,
+        "delta": ledger.spent_delta if private else 1.0,
+        "ledger": ledger.to_dict(),
+        "seeded": ledger.seeded,
+        "backend": be.name, "device": be.device_name(),
+        "vocabulary": {"size": n_items, "sha256": vocabulary_fingerprint(db.vocab)},
+        "input": {"format": db.source.get("format")},
+        "tree": {"levels": [int(lvl.grams.shape[0]) for lvl in levels]},
+        "model": {"levels": [int(m.grams.shape[0]) for m in model]},
+        "timings": {k: round(v, 4) for k, v in timings.items()},
+    }
+    if not private:
+        report["warning"] = "baseline: exact n-gram counts; this output is NOT private"
+    return NGramRelease(levels, model, synth, report, db.vocab)
+
+
+def _sensitivity(l_max: int) -> int:
+    """Root-to-leaf paths one sequence can touch: its at most ``l_max`` items."""
+    return l_max
+
+
+def _possible_nodes(n_items: int, n_max: int) -> int:
+    """Nodes a full exploration tree could have: |I| * sum_{i<n_max} (|I|+1)^i."""
+    return n_items * sum((n_items + 1) ** i for i in range(n_max))
+
+
+def _no_noise(grams: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    return np.zeros(grams.shape[0], dtype=np.int64)
+
+
+def _laplace_noise(key: Any, n_symbols: int, max_draws: int):
+    """noise(grams, scales): discrete Laplace keyed by gram identity, one tag per length."""
+    drawn = [0]
+
+    def noise(grams: np.ndarray, scales: np.ndarray) -> np.ndarray:
+        drawn[0] += grams.shape[0]
+        if drawn[0] > max_draws:  # the tree builder keeps to the cap; this guards it
+            raise RuntimeError("ngram drew more noisy counts than its public cap")
+        n = grams.shape[1]
+        ids = K.rows_keys(np.ascontiguousarray(grams), n_symbols + 1, K.fits_exact(n, n_symbols))
+        out = np.empty(grams.shape[0], dtype=np.int64)
+        for scale in np.unique(scales):
+            rows = np.flatnonzero(scales == scale)
+            out[rows] = _laplace(float(scale)).sample(key, ids[rows], tag=n, backend="numpy")
+        return out
+
+    return noise
+
+
+@lru_cache(maxsize=256)
+def _laplace(scale: float) -> DiscreteLaplace:
+    """The sampler of one scale (its exact tables are built once)."""
+    return DiscreteLaplace(scale)

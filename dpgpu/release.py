@@ -1,0 +1,139 @@
+"""Release directories: staged, then renamed into place whole.
+
+A mechanism run writes one directory: ``report.json`` (mechanism, public
+parameters, epsilon/delta, ledger steps, backend, device, version, seeded or
+not, timings), its release files (``ngrams.tsv``, ``pst.json``,
+``frequent.tsv``, ...) and, where it makes one, the synthetic dataset.  Files
+are written into a hidden staging directory beside the target, which is
+renamed to the target only when the whole release is complete, so a failed
+run leaves nothing half-written.  An existing target is replaced only with
+``force``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from . import __version__
+from .data.io import current_umask
+from .errors import InputError
+
+REPORT = "report.json"
+
+
+def vocabulary_fingerprint(vocab: Any) -> str:
+    """SHA-256 of the vocabulary's labels in id order (identifies the item universe)."""
+    h = hashlib.sha256()
+    for label in vocab.labels:
+        h.update(label.encode("utf-8") + b"\x00")
+    return h.hexdigest()
+
+
+class ReleaseWriter:
+    """Collects the files of one release and publishes them atomically.
+
+    Parameters
+    ----------
+    out_dir : str or path-like
+        The release directory to create.
+    force : bool
+        Replace an existing directory.
+
+    Examples
+    --------
+    >>> with ReleaseWriter(out) as rel:            # doctest: +SKIP
+    ...     rel.write_tsv("ngrams.tsv", ["gram", "count"], rows)
+    ...     rel.finish({"mechanism": "ngram", ...})
+    """
+
+    def __init__(self, out_dir: Any, *, force: bool = False):
+        self.target = Path(out_dir)
+        if self.target.exists() and not force:
+            raise InputError(f"{self.target}: already exists (use --force / force=True to "
+                             "replace it)")
+        if not self.target.parent.is_dir():
+            raise InputError(f"{self.target}: folder {self.target.parent} does not exist")
+        self.force = force
+        self.staging = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.",
+                                             suffix=".part", dir=self.target.parent))
+        os.chmod(self.staging, 0o777 & ~current_umask())
+        self.files: list[str] = []
+        self.done = False
+
+    def __enter__(self) -> "ReleaseWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if not self.done:
+            shutil.rmtree(self.staging, ignore_errors=True)
+
+    def path(self, name: str) -> Path:
+        """Path of release file ``name`` inside the staging directory."""
+        if "/" in name or name in ("", ".", "..", REPORT):
+            raise ValueError(f"bad release file name {name!r}")
+        self.files.append(name)
+        return self.staging / name
+
+    def write_tsv(self, name: str, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        """Write a tab-separated file with a header line."""
+        with open(self.path(name), "w", encoding="utf-8", newline="\n") as f:
+            f.write("\t".join(header) + "\n")
+            for row in rows:
+                f.write("\t".join(str(x) for x in row) + "\n")
+
+    def write_json(self, name: str, obj: Any) -> None:
+        """Write ``obj`` as indented JSON."""
+        with open(self.path(name), "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=2, default=_jsonable)
+            f.write("\n")
+
+    def finish(self, report: dict) -> Path:
+        """Write ``report.json`` and move the release into place.
+
+        The report gets ``dpgpu`` (version) and ``files`` added.
+        """
+        report = {**report, "dpgpu": __version__, "files": sorted(self.files)}
+        with open(self.staging / REPORT, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=2, default=_jsonable)
+            f.write("\n")
+        old = None
+        if self.target.exists():
+            old = self.target.with_name(f".{self.target.name}.old-{os.getpid()}")
+            os.replace(self.target, old)
+        os.replace(self.staging, self.target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        self.done = True
+        return self.target
+
+
+def read_report(release_dir: Any) -> dict:
+    """The ``report.json`` of a release directory.
+
+    Raises
+    ------
+    InputError
+        When the directory or its report is missing or not valid JSON.
+    """
+    p = Path(release_dir) / REPORT
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file (is {release_dir} a dpgpu release "
+                         "directory?)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{p}: not valid JSON ({exc})") from None
+
+
+def _jsonable(obj: Any) -> Any:
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"cannot write {type(obj).__name__} to JSON")

@@ -1,0 +1,231 @@
+"""``dpgpu evaluate`` on hand-made release directories (expected values by hand)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+import dpgpu
+from dpgpu.cli import main
+from dpgpu.release import vocabulary_fingerprint
+
+# The original: s1 = a b c a b, s2 = a c b, s3 = b a, s4 = c   (|D| = 4)
+ORIGINAL = "a b c a b\na c b\nb a\nc\n"
+
+
+def run(capsys, *argv):
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.fixture
+def original(tmp_path):
+    p = tmp_path / "orig.txt"
+    p.write_text(ORIGINAL)
+    return p
+
+
+def make_release(tmp_path, original, files: dict[str, str], *, name="rel", sha=None,
+                 parameters=None, vocabulary=True):
+    """A release directory written by hand: report.json plus the given files."""
+    d = tmp_path / name
+    d.mkdir()
+    db = dpgpu.load(original)
+    report = {"mechanism": "handmade", "parameters": parameters or {}, "epsilon": 1.0,
+              "delta": 0.0, "ledger": [], "backend": "numpy", "seeded": True,
+              "input": {"path": str(original), "format": "lines"}, "files": sorted(files)}
+    if vocabulary:
+        report["vocabulary"] = {"size": db.vocab.size,
+                                "sha256": sha or vocabulary_fingerprint(db.vocab)}
+    (d / "report.json").write_text(json.dumps(report))
+    for fname, text in files.items():
+        (d / fname).write_text(text)
+    return d
+
+
+def evaluate(capsys, original, rel, *extra):
+    status, out, err = run(capsys, "evaluate", "--original", str(original), "--release",
+                           str(rel), "--json", *extra)
+    assert status == 0, err
+    result = json.loads(out)
+    assert result == json.loads((rel / "evaluation.json").read_text())
+    return result
+
+
+def test_identical_synthetic_scores_perfectly(tmp_path, original, capsys):
+    rel = make_release(tmp_path, original, {"synthetic.txt": ORIGINAL})
+    r = evaluate(capsys, original, rel, "--queries", "300", "--k", "1,3")
+    assert r["private"] is False and "not differentially private" in r["warning"].lower()
+    assert r["settings"]["tasks"] == ["count-queries", "top-k", "lengths"]
+    cq = r["tasks"]["count-queries"]
+    assert cq["sanity_bound"] == pytest.approx(0.004)
+    assert all(v["mean"] == 0.0 for v in cq["by_max_size"].values())
+    for kind in ("strings", "subsequences"):
+        for row in r["tasks"]["top-k"][kind]["by_k"].values():
+            assert row["true_positive_ratio"] == 1.0 and row["utility_loss"] == 0.0
+    assert r["tasks"]["lengths"]["total_variation_distance"] == 0.0
+
+
+def test_synthetic_metrics_by_hand(tmp_path, original, capsys):
+    # synthetic: a b / a b / c (its vocabulary is a, b, c again)
+    rel = make_release(tmp_path, original, {"synthetic.txt": "a b\na b\nc\n"})
+    r = evaluate(capsys, original, rel, "--task", "top-k", "--task", "lengths", "--k", "1,3")
+    # lengths: P = (0, 1/4, 1/4, 1/4, 0, 1/4), Q = (0, 1/3, 2/3):
+    # TVD = (1/12 + 5/12 + 1/4 + 0 + 1/4) / 2 = 1/2
+    assert r["tasks"]["lengths"]["total_variation_distance"] == pytest.approx(0.5)
+    strings = r["tasks"]["top-k"]["strings"]["by_k"]
+    # original top-3 strings (length >= 2): ab 2, ac 1, ba 1; synthetic: ab 2 only
+    assert strings["1"] == {"true_positive_ratio": 1.0, "utility_loss": 0.0, "available": 1}
+    assert strings["3"]["true_positive_ratio"] == pytest.approx(1 / 3)
+    assert strings["3"]["utility_loss"] == pytest.approx((0 + 1 + 1) / 3)
+    subseq = r["tasks"]["top-k"]["subsequences"]["by_k"]
+    # original top-3 subsequences: ab, ac, ba (support 2); synthetic: ab (support 2)
+    assert subseq["3"]["true_positive_ratio"] == pytest.approx(1 / 3)
+    assert subseq["3"]["utility_loss"] == pytest.approx(2 / 3)
+
+
+def test_synthetic_with_fewer_labels(tmp_path, original, capsys):
+    # the synthetic file's own vocabulary is only {a, b}; labels are matched, not ids
+    rel = make_release(tmp_path, original, {"synthetic.txt": "a b\nb a\n"})
+    r = evaluate(capsys, original, rel, "--queries", "200", "--k", "2")
+    # strings: original top-2 ab (2), ac (1); synthetic ab (1), ba (1)
+    row = r["tasks"]["top-k"]["strings"]["by_k"]["2"]
+    assert row["true_positive_ratio"] == 0.5
+    assert row["utility_loss"] == pytest.approx((1 / 2 + 1) / 2)
+
+
+def test_ngrams_relative_errors_by_hand(tmp_path, original, capsys):
+    # true counts: a b -> 2, b & -> 2 (s1, s2 end with b), c -> 3; sanity bound 0.004
+    rel = make_release(tmp_path, original,
+                       {"ngrams.tsv": "gram\tcount\na b\t3\nb &\t2\nc\t10\n"})
+    r = evaluate(capsys, original, rel)
+    t = r["tasks"]["ngrams"]
+    assert t["released_grams"] == 3 and t["absent_from_original"] == 0
+    assert t["overall"]["mean"] == pytest.approx((1 / 2 + 0 + 7 / 3) / 3)
+    assert t["by_length"]["1"]["mean"] == pytest.approx(7 / 3)
+    assert t["by_length"]["2"]["mean"] == pytest.approx(1 / 4)
+
+
+def test_frequent_by_hand(tmp_path, original, capsys):
+    # threshold 0.5 of 4 sequences -> support >= 2: a, b, c, ab, ac, ba, cb, acb (8 patterns)
+    rel = make_release(tmp_path, original,
+                       {"frequent.tsv": "pattern\tsupport\na b\t2\na c b\t3\nb b\t1\n"},
+                       parameters={"threshold": 0.5})
+    r = evaluate(capsys, original, rel)
+    t = r["tasks"]["frequent"]
+    assert t["min_support"] == 2
+    rr = t["release"]
+    # p = 2/3 (ab, acb of 3), r = 2/8, F = 2 (2/3)(1/4) / (2/3 + 1/4) = 4/11
+    assert (rr["precision"], rr["recall"], rr["f_score"]) == pytest.approx((2 / 3, 1 / 4, 4 / 11))
+    # RE: ab |2-2|/2 = 0, acb |3-2|/2 = 0.5, bb |1-1|/1 = 0 -> median 0, mean 1/6
+    assert rr["relative_error"]["median"] == 0.0
+    assert rr["relative_error"]["mean"] == pytest.approx(1 / 6)
+    assert rr["by_length"]["3"] == {"precision": 1.0, "recall": 1.0, "f_score": 1.0,
+                                    "true": 1, "released": 1}
+    # --threshold overrides the report: 0.75 -> support >= 3: a, b, c
+    r = evaluate(capsys, original, rel, "--threshold", "0.75")
+    assert r["tasks"]["frequent"]["release"]["precision"] == 0.0
+
+
+def test_frequent_on_synthetic_needs_a_threshold(tmp_path, original, capsys):
+    rel = make_release(tmp_path, original, {"synthetic.txt": ORIGINAL})
+    status, _, err = run(capsys, "evaluate", "--original", str(original), "--release", str(rel),
+                         "--task", "frequent")
+    assert status == 2 and "--threshold" in err and len(err.strip().splitlines()) == 1
+    r = evaluate(capsys, original, rel, "--task", "frequent", "--threshold", "0.5")
+    syn = r["tasks"]["frequent"]["synthetic"]
+    assert (syn["precision"], syn["recall"], syn["f_score"]) == (1.0, 1.0, 1.0)
+
+
+def test_coverage_by_hand(tmp_path, original, capsys):
+    # each sequence is a user; 2-grams held: ab, bc, ca, ac, cb, ba (1 each);
+    # 3-grams: abc, bca, cab, acb (1 each)
+    rel = make_release(tmp_path, original, {"kgrams.tsv": "gram\na b\nb a\nc c\na c b\n"})
+    r = evaluate(capsys, original, rel, "--coverage-k", "1,2")
+    t = r["tasks"]["coverage"]
+    assert t["by_k"]["2"]["released"] == 3
+    assert t["by_k"]["2"]["coverage"]["1"] == pytest.approx(2 / 6)
+    assert t["by_k"]["2"]["spurious_fraction"] == pytest.approx(1 / 3)       # c c
+    assert t["by_k"]["3"]["coverage"]["1"] == pytest.approx(1 / 4)
+    assert t["coverage"]["1"] == pytest.approx(3 / 10)
+    assert t["coverage"]["2"] == 1.0                                         # nothing held by 2
+    assert t["spurious_fraction"] == pytest.approx(1 / 4)
+
+
+def test_table_output_and_release_untouched(tmp_path, original, capsys):
+    rel = make_release(tmp_path, original, {"synthetic.txt": ORIGINAL,
+                                            "ngrams.tsv": "gram\tcount\na b\t3\n"})
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in rel.iterdir()}
+    status, out, err = run(capsys, "evaluate", "--original", str(original), "--release",
+                           str(rel), "--queries", "100")
+    assert status == 0, err
+    assert "count queries" in out and "not differentially private" in out.lower()
+    after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in rel.iterdir()}
+    assert set(after) == set(before) | {"evaluation.json"}       # no temp files left
+    assert all(after[k] == v for k, v in before.items())
+    assert json.loads((rel / "evaluation.json").read_text())["private"] is False
+
+
+def test_vocabulary_mismatch_is_refused(tmp_path, original, capsys):
+    rel = make_release(tmp_path, original, {"ngrams.tsv": "gram\tcount\na b\t3\n"},
+                       sha="0" * 64)
+    status, _, err = run(capsys, "evaluate", "--original", str(original), "--release", str(rel))
+    assert status == 2 and "vocabulary mismatch" in err and len(err.strip().splitlines()) == 1
+    assert not (rel / "evaluation.json").exists()
+    rel2 = make_release(tmp_path, original, {"ngrams.tsv": "gram\tcount\na b\t3\n"},
+                        name="rel2", vocabulary=False)
+    status, _, err = run(capsys, "evaluate", "--original", str(original), "--release", str(rel2))
+    assert status == 2 and "vocabulary" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("files, message", [
+    ({"ngrams.tsv": "gram\tnoisy\na b\t3\n"}, "header"),
+    ({"ngrams.tsv": "gram\tcount\na z\t3\n"}, "ngrams.tsv:2"),
+    ({"ngrams.tsv": "gram\tcount\na b\tnan\n"}, "finite"),
+    ({"ngrams.tsv": "gram\tcount\na b\t1\na b\t2\n"}, "duplicate"),
+    ({"kgrams.tsv": "gram\na &\n"}, "marker"),
+    ({"notes.txt": "nothing to evaluate"}, "no release file"),
+])
+def test_bad_release_files(tmp_path, original, capsys, files, message):
+    rel = make_release(tmp_path, original, files)
+    status, _, err = run(capsys, "evaluate", "--original", str(original), "--release", str(rel))
+    assert status == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_usage_errors(tmp_path, original, capsys):
+    rel = make_release(tmp_path, original, {"ngrams.tsv": "gram\tcount\na b\t3\n"})
+    status, _, err = run(capsys, "evaluate", "--release", str(rel))
+    assert status == 2 and "--original" in err
+    status, _, err = run(capsys, "evaluate", "--original", str(original), "--release", str(rel),
+                         "--task", "coverage")
+    assert status == 2 and "kgrams.tsv" in err
+    status, _, err = run(capsys, "evaluate", "--original", str(original), "--release",
+                         str(tmp_path / "missing"))
+    assert status == 2 and "missing" in err
+
+
+def test_plot_without_matplotlib(tmp_path, original, capsys, monkeypatch):
+    rel = make_release(tmp_path, original, {"ngrams.tsv": "gram\tcount\na b\t3\n"})
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    status, _, err = run(capsys, "evaluate", "--original", str(original), "--release", str(rel),
+                         "--plot", str(tmp_path / "fig.png"))
+    assert status == 2 and "pip install dpgpu[plot]" in err
+    assert not (rel / "evaluation.json").exists() and not (tmp_path / "fig.png").exists()
+
+
+def test_plot(tmp_path, original, capsys):
+    pytest.importorskip("matplotlib")
+    rel = make_release(tmp_path, original, {"synthetic.txt": "a b\na b\nc\n",
+                                            "ngrams.tsv": "gram\tcount\na b\t3\n",
+                                            "kgrams.tsv": "gram\na b\n"})
+    fig = tmp_path / "fig.png"
+    status, _, err = run(capsys, "evaluate", "--original", str(original), "--release", str(rel),
+                         "--queries", "100", "--plot", str(fig))
+    assert status == 0, err
+    assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and os.path.getsize(fig) > 1000

@@ -1,0 +1,91 @@
+"""Calibration against published vectors and its own definitions."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from dpgpu.privacy import analytic_gaussian_sigma, discrete_gaussian_delta, \
+    discrete_gaussian_sigma, dpsu_gaussian, dpsu_threshold, gaussian_delta, sampling_delta, \
+    split_gaussian_sigma
+
+
+@pytest.mark.parametrize("epsilon, delta, max_items, rho", [
+    # anchors-implementations.md section 2.2: weighted-Gaussian DPSU thresholds, quoted
+    # per delta share (sigma = AGM(eps, delta), rho from (1 - delta)^(1/t)); the DPNE
+    # calibration (tol 1e-12) gives 17.380345 and 146.481934, Google's 1e-3 bisection
+    # 17.38400956867444 and 146.48399729851198.
+    (1.0, 1e-5, 3, 17.380345),
+    (0.1, 1e-5, 10, 146.481934),
+])
+def test_dpsu_threshold_published_vectors(epsilon, delta, max_items, rho):
+    sigma = analytic_gaussian_sigma(epsilon, delta)
+    assert dpsu_threshold(sigma, delta, max_items) == pytest.approx(rho, abs=2e-6)
+    # dpsu_gaussian takes the release's total delta and gives each part half of it.
+    assert dpsu_gaussian(epsilon, 2 * delta, max_items) == (sigma, pytest.approx(rho, abs=2e-6))
+    # Google's coarser bisection is conservative: slightly above ours, never below.
+    assert dpsu_threshold(sigma, delta, max_items) < rho + 4e-3
+
+
+def test_dpsu_threshold_definition():
+    sigma, delta, max_items = 2.0, 1e-6, 7
+    rho = dpsu_threshold(sigma, delta, max_items)
+    for t in range(1, max_items + 1):
+        # P[all t items of weight 1/sqrt(t) stay at or below rho] >= 1 - delta
+        assert norm.cdf((rho - 1 / math.sqrt(t)) / sigma) ** t >= 1 - delta - 1e-15
+    assert any(norm.cdf((rho - 1e-6 - 1 / math.sqrt(t)) / sigma) ** t < 1 - delta
+               for t in range(1, max_items + 1))
+
+
+@pytest.mark.parametrize("epsilon, delta, sensitivity", [
+    (1.0, 1e-5, 1.0), (0.1, 1e-10, 1.0), (8.0, 1e-3, 1.0), (0.5, 1e-6, 3.0), (3.0, 0.4, 0.25),
+])
+def test_analytic_gaussian_is_the_smallest_sigma(epsilon, delta, sensitivity):
+    sigma = analytic_gaussian_sigma(epsilon, delta, sensitivity)
+    assert gaussian_delta(sigma, epsilon, sensitivity) <= delta
+    assert gaussian_delta(sigma * (1 - 1e-9), epsilon, sensitivity) > delta
+    # The classical bound sqrt(2 ln(1.25/delta)) / eps is looser where it applies.
+    if epsilon < 1:
+        assert sigma < sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+
+
+def test_analytic_gaussian_reference_value():
+    # Balle & Wang (2018), eps = 1, delta = 1e-5: sigma = 3.7306... (also DPNE's sigma_0).
+    assert analytic_gaussian_sigma(1.0, 1e-5) == pytest.approx(3.730631634816, rel=1e-10)
+
+
+def test_discrete_gaussian_delta_matches_direct_sum():
+    sigma, epsilon = 1.7, 0.8
+    y = np.arange(-60, 61)
+    p = np.exp(-y ** 2 / (2 * sigma ** 2))
+    p /= p.sum()
+    a = epsilon * sigma ** 2 - 0.5
+    direct = p[y > a].sum() - math.exp(epsilon) * p[y > a + 1].sum()
+    assert discrete_gaussian_delta(sigma, epsilon) == pytest.approx(direct, rel=1e-9)
+    # at the analytic sigma the discrete Gaussian is within a few percent of the target
+    s = analytic_gaussian_sigma(1.0, 1e-5)
+    assert discrete_gaussian_delta(s, 1.0) == pytest.approx(1e-5, rel=0.1)
+
+
+@pytest.mark.parametrize("epsilon, delta, sensitivity", [(1.0, 1e-5, 1), (2.0, 1e-3, 3),
+                                                      (1.0, 0.3, 1)])
+def test_discrete_gaussian_sigma_is_the_smallest_sigma(epsilon, delta, sensitivity):
+    sigma = discrete_gaussian_sigma(epsilon, delta, sensitivity)
+    assert discrete_gaussian_delta(sigma, epsilon, sensitivity) <= delta
+    assert discrete_gaussian_delta(sigma * (1 - 1e-8), epsilon, sensitivity) > delta
+
+
+def test_split_gaussian_sigma_keeps_the_total():
+    sigmas = split_gaussian_sigma(3.0, [1, 10, 100])
+    assert math.fsum(s ** -2 for s in sigmas) <= 3.0 ** -2
+    assert math.fsum(s ** -2 for s in sigmas) == pytest.approx(3.0 ** -2, rel=1e-12)
+    assert sigmas[0] > sigmas[1] > sigmas[2]
+
+
+def test_sampling_delta():
+    assert sampling_delta(1e-17, 10 ** 6, 1.0) == pytest.approx((1 + math.e) * 1e-11)
+    assert sampling_delta(0.0, 10, 1.0) == 0.0
+    assert sampling_delta(1e-17, 5, 1000.0) == math.inf

@@ -1,0 +1,122 @@
+"""Regression tests for DP bugs found in real libraries (anchors-dp-libraries.md A3.3/A4).
+
+Only the classes that apply to the privacy core are here; each test names the
+issue it guards against.  Related guards elsewhere: fixed work per draw
+(divviup/libprio-rs#645, timing of rejection samplers) in
+``test_privacy_samplers.py::test_work_per_draw_depends_on_the_scale_only``;
+NaN/inf parameters (diffprivlib, dp_accounting probes) in
+``test_privacy_validation.py``; correlated noise from one seed
+(IBM/differential-privacy-library#31) in ``test_privacy_ledger.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dpgpu
+from dpgpu.errors import BudgetExceeded, InvalidParameter
+from dpgpu.privacy import DiscreteGaussian, DiscreteLaplace, NoiseKey, PrivacyLedger, \
+    analytic_gaussian_sigma, gaussian_delta, integer_threshold, laplace_scale, \
+    sample_discrete_laplace
+
+PACKAGE = Path(dpgpu.__file__).parent
+
+
+def test_no_float_noise_sources_in_the_privacy_core():
+    """Mironov 2012 / precision attacks (IBM/differential-privacy-library#19, #94,
+    opendp/smartnoise-core#242): no floating-point Laplace/Gaussian anywhere noise is made."""
+    forbidden = re.compile(r"random\.(laplace|normal|exponential|standard_normal|default_rng|"
+                           r"random|rand|randn)\b|curand|xoroshiro|philox", re.IGNORECASE)
+    for path in sorted((PACKAGE / "privacy").glob("*.py")):
+        hits = [line for line in path.read_text().splitlines() if forbidden.search(line)]
+        assert not hits, f"{path.name}: {hits}"
+
+
+def test_noisy_counts_stay_on_the_integer_lattice():
+    """Float outputs leak low-order bits; integer counts plus integer noise cannot."""
+    for sampler in (DiscreteLaplace(3.0), DiscreteGaussian(3.0)):
+        noise = sampler.sample(NoiseKey.from_seed(1), np.arange(1000), tag=0, backend="numpy")
+        assert noise.dtype == np.int64
+        released = np.int64(41) + noise
+        assert released.dtype == np.int64
+
+
+def test_laplace_scale_is_exact_and_not_truncated():
+    """opendp/opendp#314: ``d_in * (U - L) / 2`` truncated to an integer lost 0.5."""
+    assert laplace_scale(0.5, 3) == 6.0
+    assert laplace_scale(1.0, 2.5) == 2.5
+    assert laplace_scale(3.0) >= 1 / 3                    # rounded up, never down
+
+
+def test_integer_threshold_rounds_past_rho():
+    """google/differential-privacy PR#101: threshold 37.3 cast to 37 let counts of 37 through."""
+    assert integer_threshold(37.3) == 38
+    assert integer_threshold(37.0) == 38                  # "> 37" means ">= 38"
+    assert integer_threshold(-0.5) == 0
+
+
+def test_less_noise_never_costs_less():
+    """OpenMined/PySyft#6914 (less noise, less budget) and dp_accounting's NaN -> epsilon 0."""
+    sigmas = np.geomspace(0.2, 30, 40)                   # beyond ~40 delta underflows to 0
+    deltas = [gaussian_delta(s, 1.0) for s in sigmas]
+    assert all(a > b for a, b in zip(deltas, deltas[1:]))
+    for bad in (float("nan"), float("inf"), 0.0):
+        with pytest.raises(InvalidParameter):
+            gaussian_delta(bad, 1.0)
+        with pytest.raises(InvalidParameter):
+            analytic_gaussian_sigma(1.0, 1e-5, bad)
+
+
+def test_infinite_epsilon_does_not_release_the_exact_value():
+    """diffprivlib probe: ``Laplace(epsilon=inf)`` returned the true value with no noise."""
+    for call in (lambda: laplace_scale(float("inf")), lambda: DiscreteLaplace(0.0),
+                 lambda: PrivacyLedger(float("inf"))):
+        with pytest.raises(InvalidParameter):
+            call()
+
+
+def test_failed_charge_means_no_noise_is_drawn(monkeypatch):
+    """opendp/opendp#1908: the privacy map failed but the measurement still ran."""
+    drawn = []
+    monkeypatch.setattr(NoiseKey, "words", lambda self, *a, **k: drawn.append(a))
+
+    def release(ledger, counts):
+        step = ledger.charge("counts", 0.6)             # charge first ...
+        return counts + DiscreteLaplace(2.0).sample(step.key, np.arange(counts.size), tag=0)
+
+    ledger = PrivacyLedger(1.0)
+    ledger.charge("earlier", 0.5)
+    with pytest.raises(BudgetExceeded):
+        release(ledger, np.zeros(5, np.int64))
+    assert drawn == [] and len(ledger.steps()) == 1
+
+
+def test_recomputing_a_release_reproduces_it():
+    """DPNE pitfall (noise re-drawn on every Spark action) / Tumult's materialize rule:
+    evaluating the same step twice gives the same noise, never fresh noise."""
+    step = PrivacyLedger(1.0).charge("counts", 1.0)
+    ids = np.array([17, 3, 99, 3])
+    first = DiscreteLaplace(1.0).sample(step.key, ids, tag=0, backend="numpy")
+    np.testing.assert_array_equal(first, DiscreteLaplace(1.0).sample(step.key, ids, tag=0,
+                                                                      backend="numpy"))
+    assert first[1] == first[3]                          # one identity, one value
+
+
+def test_default_randomness_is_not_predictable():
+    """Reference DPSU code seeds ``np.random.seed(42)``; dpgpu's default key is fresh."""
+    a = sample_discrete_laplace(1e6, 64, backend="numpy")
+    b = sample_discrete_laplace(1e6, 64, backend="numpy")
+    assert not np.array_equal(a, b)
+    assert PrivacyLedger(1.0).to_dict()["seeded"] is False
+
+
+def test_errors_do_not_depend_on_the_data():
+    """IBM/differential-privacy-library#20, diffprivlib's empty-input ZeroDivisionError:
+    an empty batch is a valid input, not an error."""
+    key = NoiseKey.from_seed(1)
+    for sampler in (DiscreteLaplace(2.0), DiscreteGaussian(2.0)):
+        assert sampler.sample(key, np.array([], np.int64), tag=0, backend="numpy").size == 0
