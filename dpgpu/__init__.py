@@ -9,9 +9,10 @@ from .data.sequencedb import SequenceDB  # noqa: E402
 from .data.vocabulary import Vocabulary  # noqa: E402
 from .data.load import load, demo_path  # noqa: E402
 from .errors import BudgetExceeded, DPGPUError, InputError, InvalidParameter  # noqa: E402
+from .mechanisms.ngram import ngram  # noqa: E402
 
 __all__ = [
-    "SequenceDB", "Vocabulary", "load", "demo_path",
+    "SequenceDB", "Vocabulary", "load", "demo_path", "ngram",
     "DPGPUError", "InvalidParameter", "InputError", "BudgetExceeded",
     "__version__",
 ]

@@ -163,7 +163,7 @@ def test_synthetic_is_in_the_input_format_without_identifiers(tmp_path):
     text = (out / "synthetic.csv").read_text()
     assert text.startswith("case,activity,time") and "u1," not in text
     again = dpgpu.load(out / "synthetic.csv")
-    assert again.vocab == db.vocab
+    assert set(again.vocab.labels) <= set(db.vocab.labels)
     assert "cases" not in release.synthetic.source and "path" not in release.synthetic.source
 
 

@@ -574,8 +574,8 @@ def _sequence_hashes(db: Any) -> np.ndarray:
 def _equal_rows(db: Any, order: np.ndarray, rep: np.ndarray) -> np.ndarray:
     """For sequences ``order[i]``: equal to sequence ``rep[i]`` (same length assumed)?"""
     lens = db.lengths[order].astype(np.int64)
-    a = db.items[_concat_ranges(db.offsets[order], lens)]
-    b = db.items[_concat_ranges(db.offsets[rep], lens)]
+    a = db.items[concat_ranges(db.offsets[order], lens)]
+    b = db.items[concat_ranges(db.offsets[rep], lens)]
     bad = a != b
     if not bad.any():
         return np.ones(order.size, dtype=bool)
@@ -583,17 +583,6 @@ def _equal_rows(db: Any, order: np.ndarray, rep: np.ndarray) -> np.ndarray:
     ok = np.ones(order.size, dtype=bool)
     ok[owner[bad]] = False
     return ok
-
-
-def _concat_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(s, s + l)`` for each pair, vectorized."""
-    lens = np.asarray(lens, dtype=np.int64)
-    total = int(lens.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    ends = np.cumsum(lens)
-    base = np.repeat(np.asarray(starts, dtype=np.int64) - (ends - lens), lens)
-    return base + np.arange(total, dtype=np.int64)
 
 
 def support_threshold(theta: float, n_sequences: int) -> int:
@@ -644,7 +633,7 @@ def gram_user_counts(db: Any, n: int, *, by: str = "user"
     if by not in ("user", "sequence"):
         raise InvalidParameter(f"by: must be 'user' or 'sequence', got {by!r}")
     n_win = np.maximum(db.lengths.astype(np.int64) - n + 1, 0)
-    pos = _concat_ranges(db.offsets[:-1], n_win)
+    pos = concat_ranges(db.offsets[:-1], n_win)
     if pos.size == 0:
         return np.zeros((0, n), dtype=np.int32), np.zeros(0, dtype=np.int64)
     row = np.repeat(np.arange(len(db), dtype=np.int64), n_win)

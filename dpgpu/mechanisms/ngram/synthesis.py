@@ -10,24 +10,23 @@ Post-processing of the consistent noisy counts only.
    Joined grams whose estimate is below one half are dropped (they would be
    published zero times, and so would anything joined from them, since a
    join never increases a count).  Grams ending in ``&`` do not join.
-2. **Decomposition.**  From the top level down, each gram ``g`` that ends
-   in ``&`` is published ``floor(c(g))`` times (as a sequence, without its
-   ``&``), and every occurrence of each of its contiguous sub-grams has that
+2. **Decomposition.**  From the top level down, each gram ``g`` is published
+   (as a sequence, without its ``&``) as many times as its remaining count
+   allows, and every occurrence of each of its contiguous sub-grams has that
    many subtracted from its count (Theorem 4.1, Example 4.5).
 
 Where the paper is silent, and why:
 
-* Joined grams with an estimate below 1 are dropped and counts are rounded
-  down: a gram is published whole or not at all, and rounding small
-  estimates up made the synthetic data far larger than the input.
-* Only grams ending in ``&`` are published.  Every sequence of the
-  truncated database ends in ``&``, so with exact counts nothing else is
-  left over (Theorem 4.1); with noisy counts and Markov estimates, what a
-  gram without ``&`` has left is estimation error, and publishing it as a
-  sequence of its own (the paper's literal reading) roughly doubled the
-  number of items on MSNBC and lowered the top-K agreement.  The number of
-  synthetic sequences is then close to the (noisy) number of input
-  sequences.
+* Counts are rounded down and joined grams with an estimate below 1 are
+  dropped: a gram is published whole or not at all.
+* A gram is published only as often as *every* sub-gram it contains still
+  has occurrences left ("update the counts of all nodes supported by g(v)"
+  read as: counts never go negative); grams of one level that compete for a
+  sub-gram are scaled down together.  The Markov estimates of long grams are
+  not consistent with the counts of their parts; publishing them in full
+  made the synthetic MSNBC about 50 % larger than the input, while with this
+  rule the number of items equals the model's 1-gram total and no n-gram
+  count of the synthetic data exceeds the model's.
 """
 
 from __future__ import annotations
@@ -106,6 +105,13 @@ def extend(levels: list[ModelLevel], l_max: int, end_id: int, n_symbols: int,
 def decompose(levels: list[ModelLevel], end_id: int) -> tuple[np.ndarray, np.ndarray]:
     """Publish sequences top-down (step 2 of the module docstring).
 
+    Parameters
+    ----------
+    levels : list of ModelLevel
+        Grams of length 1, 2, ... with their estimated counts.
+    end_id : int
+        Id of ``&``.
+
     Returns
     -------
     items : int32 array
@@ -117,15 +123,16 @@ def decompose(levels: list[ModelLevel], end_id: int) -> tuple[np.ndarray, np.nda
     parts_items, parts_len = [], []
     for n in range(len(levels), 0, -1):
         lvl = levels[n - 1]
-        complete = lvl.grams[:, -1] == end_id
-        copies = np.where(complete, np.floor(np.maximum(remaining[n - 1], 0)), 0).astype(np.int64)
+        copies = np.floor(np.maximum(remaining[n - 1], 0))
+        subs = [(s, _sub_rows(levels[s - 1], lvl.grams, s, end_id)) for s in range(1, n)]
+        copies = _affordable(copies, subs, remaining)
         if not copies.any():
             continue
-        for s in range(1, n):
-            for o in range(n - s + 1):
-                idx = levels[s - 1].index.find(np.ascontiguousarray(lvl.grams[:, o:o + s]))
-                hit = (idx >= 0) & (copies > 0)
-                np.subtract.at(remaining[s - 1], idx[hit], copies[hit])
+        for s, idx in subs:
+            hit = (idx >= 0) & (copies[:, None] > 0)
+            np.subtract.at(remaining[s - 1], idx[hit], np.broadcast_to(copies[:, None],
+                                                                       idx.shape)[hit])
+        remaining[n - 1] -= copies
         rows = np.repeat(np.arange(lvl.grams.shape[0]), copies)
         seqs = lvl.grams[rows]
         keep = seqs != end_id
@@ -134,3 +141,52 @@ def decompose(levels: list[ModelLevel], end_id: int) -> tuple[np.ndarray, np.nda
     if not parts_items:
         return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64)
     return np.concatenate(parts_items), np.concatenate(parts_len).astype(np.int64)
+
+
+def _sub_rows(level: ModelLevel, grams: np.ndarray, s: int, end_id: int) -> np.ndarray:
+    """Row in ``level`` of every length-``s`` sub-gram of each gram, ``(M, n - s + 1)``.
+
+    -1 marks a sub-gram the model lacks; -2 the lone end marker, which is no
+    1-gram and constrains nothing.
+    """
+    n = grams.shape[1]
+    cols = [level.index.find(np.ascontiguousarray(grams[:, o:o + s])) for o in range(n - s + 1)]
+    if not cols:
+        return np.zeros((grams.shape[0], 0), dtype=np.int64)
+    idx = np.stack(cols, axis=1)
+    if s == 1:
+        idx[grams == end_id] = -2
+    return idx
+
+
+def _affordable(copies: np.ndarray, subs: list, remaining: list) -> np.ndarray:
+    """Copies of each gram that its sub-grams' remaining counts can pay for.
+
+    A gram is published at most as often as every sub-gram it contains has
+    occurrences left (a sub-gram occurring ``k`` times in it pays ``k`` per
+    copy), so no n-gram count of the synthetic data exceeds the model's.
+    Grams of one level compete for shared sub-grams: where their joint
+    demand exceeds what is left, all of them are scaled down by the same
+    factor.
+    """
+    copies = copies.astype(np.int64)
+    for s, idx in subs:
+        if idx.shape[1] == 0:
+            continue
+        mult = (idx[:, :, None] == idx[:, None, :]).sum(axis=2)
+        left = np.where(idx >= 0, remaining[s - 1][np.maximum(idx, 0)],
+                        np.where(idx == -2, np.inf, 0.0))
+        cap = np.floor(np.maximum(left, 0) / mult).min(axis=1)
+        copies = np.minimum(copies, cap.astype(np.int64))
+    for s, idx in subs:
+        if idx.shape[1] == 0 or not copies.any():
+            continue
+        demand = np.zeros(remaining[s - 1].shape[0])
+        hit = idx >= 0
+        np.add.at(demand, idx[hit], np.broadcast_to(copies[:, None], idx.shape)[hit])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            factor = np.where(demand > remaining[s - 1],
+                              np.maximum(remaining[s - 1], 0) / demand, 1.0)
+        worst = np.where(hit, factor[np.maximum(idx, 0)], 1.0).min(axis=1)
+        copies = np.floor(copies * worst).astype(np.int64)
+    return copies
