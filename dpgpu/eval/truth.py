@@ -38,6 +38,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..backend import to_numpy
+from ..data.sequencedb import concat_ranges
 from ..errors import InvalidParameter
 from ..validation import check_positive_int
 
