@@ -19,12 +19,23 @@ import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Sequence
+from urllib.parse import quote
 
 from . import __version__
 from .data.io import current_umask
 from .errors import InputError
 
 REPORT = "report.json"
+
+
+def encode_gram(labels: Sequence[str]) -> str:
+    """A gram as release files write it: labels joined by single spaces.
+
+    A label holding white space or ``%`` is %-encoded (``Send Fine`` becomes
+    ``Send%20Fine``), so the text splits back into the same labels;
+    :func:`dpgpu.eval.truth.parse_gram` reads it.
+    """
+    return " ".join(quote(x, safe="!\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~") for x in labels)
 
 
 def vocabulary_fingerprint(vocab: Any) -> str:

@@ -16,7 +16,8 @@ from dpgpu import InvalidParameter, SequenceDB
 from dpgpu.audit import audit
 from dpgpu.cli import main
 from dpgpu.mechanisms import ngram as ngram_module
-from dpgpu.mechanisms.ngram import _laplace_noise, encode_gram, ngram
+from dpgpu.mechanisms.ngram import _laplace_noise, ngram
+from dpgpu.release import encode_gram
 from dpgpu.mechanisms.ngram.consistency import enforce_consistency
 from dpgpu.mechanisms.ngram.synthesis import decompose, join_level, model_level
 from dpgpu.mechanisms.ngram.tree import Level, build_tree, children_pmax, subtree_height, threshold

@@ -126,7 +126,8 @@ def read_gram_file(path: Path, vocab: Any, columns: Sequence[str]
     vocab : Vocabulary
         The original's vocabulary (markers ``&``/``$`` allowed).
     columns : sequence of str
-        The expected header, e.g. ``("gram", "count")`` or ``("gram",)``.
+        Columns the header must name, e.g. ``("gram", "count")`` or
+        ``("gram",)``; other columns (such as ``noisy_count``) are ignored.
 
     Returns
     -------
@@ -144,8 +145,11 @@ def read_gram_file(path: Path, vocab: Any, columns: Sequence[str]
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read ({exc})") from None
-    if not lines or lines[0].rstrip("\r").split("\t") != list(columns):
-        raise InputError(f"{path}:1: expected the header {chr(9).join(columns)!r}")
+    header = lines[0].rstrip("\r").split("\t") if lines else []
+    if not set(columns) <= set(header):
+        raise InputError(f"{path}:1: expected a header with the columns "
+                         f"{chr(9).join(columns)!r}")
+    where = [header.index(c) for c in columns]
     pats: list[tuple[int, ...]] = []
     vals: list[float] = []
     seen: set[tuple[int, ...]] = set()
@@ -154,8 +158,9 @@ def read_gram_file(path: Path, vocab: Any, columns: Sequence[str]
         if not line:
             continue
         parts = line.split("\t")
-        if len(parts) != len(columns):
-            raise InputError(f"{path}:{no}: expected {len(columns)} tab-separated columns")
+        if len(parts) != len(header):
+            raise InputError(f"{path}:{no}: expected {len(header)} tab-separated columns")
+        parts = [parts[i] for i in where]
         ids = T.parse_gram(parts[0], vocab) if parts[0] else None
         if ids is None:
             raise InputError(f"{path}:{no}: {parts[0]!r} is not a sequence of labels of the "

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from typing import Any, Iterable, Sequence
+from urllib.parse import unquote
 
 import numpy as np
 
@@ -78,9 +79,10 @@ def encode_pattern(vocab: Any, pattern: Any) -> tuple[int, ...]:
 def parse_gram(text: str, vocab: Any) -> tuple[int, ...] | None:
     """Read a gram written as labels joined by single spaces.
 
-    Labels may themselves contain spaces (event-log activities): when a
-    space-separated token is not a label, the tokens are segmented into
-    labels, trying the longest label first at each position.
+    Tokens are %-decoded first (:func:`dpgpu.release.encode_gram` encodes
+    labels holding white space).  Labels written with raw spaces (event-log
+    activities) are also understood: when a token is not a label, the tokens
+    are segmented into labels, trying the longest label first at each position.
 
     Parameters
     ----------
@@ -94,7 +96,7 @@ def parse_gram(text: str, vocab: Any) -> tuple[int, ...] | None:
     """
     tokens = text.split(" ")
     try:
-        return tuple(vocab.id_of(t) for t in tokens)
+        return tuple(vocab.id_of(unquote(t)) for t in tokens)
     except KeyError:
         pass
     n = len(tokens)

@@ -45,7 +45,6 @@ import math
 import time
 from functools import lru_cache
 from typing import Any, Callable, Sequence
-from urllib.parse import quote
 
 import numpy as np
 
@@ -55,7 +54,7 @@ from ...ops import keys as K
 from ...ops.grams import GramEngine
 from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta
 from ...privacy.samplers import LAPLACE_TV_BOUND, MAX_LAPLACE_SCALE
-from ...release import ReleaseWriter, vocabulary_fingerprint
+from ...release import ReleaseWriter, encode_gram, vocabulary_fingerprint
 from ...validation import check_choice, check_positive_int, check_positive_real
 from .consistency import enforce_consistency
 from .synthesis import ModelLevel, decompose, extend, model_level
@@ -157,11 +156,6 @@ class NGramRelease:
 
 
 _EXTENSIONS = {"lines": "txt", "spmf": "txt"}
-
-
-def encode_gram(labels: Sequence[str]) -> str:
-    """Labels joined by single spaces; a label with white space or ``%`` is %-encoded."""
-    return " ".join(quote(x, safe="!\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~") for x in labels)
 
 
 def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
