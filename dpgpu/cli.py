@@ -21,7 +21,8 @@ from . import __version__
 from .errors import DPGPUError
 
 #: Modules of dpgpu.commands, in the order their subcommands are listed.
-COMMAND_MODULES = ("info", "stats", "demo", "convert", "ngram", "evaluate")
+COMMAND_MODULES = ("info", "stats", "demo", "convert", "ngram", "evaluate", "dpne", "pst",
+                   "privtree_spatial")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -68,7 +69,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("dpgpu: error: out of memory (try a smaller --l-max or fewer sequences)",
               file=sys.stderr)
         return 1
-    except Exception:  # a bug in dpgpu: show where, for the report
+    except Exception as exc:  # a bug in dpgpu: show where, for the report
+        if type(exc).__name__ == "OutOfMemoryError":  # CuPy's; CuPy is not imported here
+            print(f"dpgpu: error: out of GPU memory ({exc}); try --backend numpy, or fewer "
+                  "sequences / a smaller --l-max", file=sys.stderr)
+            return 1
         traceback.print_exc()
         print("dpgpu: internal error (the traceback above is worth reporting)", file=sys.stderr)
         return 1

@@ -156,3 +156,16 @@ def test_msnbc_all_grams_n1_to_5_equal_brute_force():
         got = {tuple(db.vocab.labels[i] for i in g): c
                for g, c in zip(grams.tolist(), counts.tolist())}
         assert got == brute_grams(rows, n), n
+
+
+def test_tiny_blocks_give_the_same_counts_and_histograms():
+    seqs = [["1", "2", "3", "1"], ["2"], ["3", "3", "3", "3", "3", "3"], [], ["1", "2"]] * 7
+    db = SequenceDB.from_sequences(seqs, vocab=vocab_of(4))
+    whole = GramEngine(db, 5, start=True, end="all")
+    tiny = GramEngine(db, 5, start=True, end="all", max_block_cells=8)
+    assert len(tiny.blocks) > len(whole.blocks)
+    for n in range(1, 5):
+        a, b = whole.count(n), tiny.count(n)
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    ctx = np.array([[1], [3], [5]], dtype=np.int32)  # '1', '3', '$'
+    assert np.array_equal(whole.next_symbol_histogram(ctx), tiny.next_symbol_histogram(ctx))

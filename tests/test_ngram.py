@@ -276,3 +276,14 @@ def test_numpy_and_cupy_give_the_same_release():
     b = ngram(db, 1.0, seed=3, backend="cupy")
     assert a.ngrams() == b.ngrams()
     assert np.array_equal(a.synthetic.items, b.synthetic.items)
+
+
+def test_chunked_engine_gives_the_same_release(monkeypatch):
+    from dpgpu.ops import grams
+
+    db = SequenceDB.from_sequences(TABLE1 * 20, vocab=VOCAB)
+    whole = ngram(db, 1.0, l_max=5, n_max=4, seed=9)
+    monkeypatch.setattr(grams, "MAX_BLOCK_CELLS", 16)  # blocks of a few sequences
+    chunked = ngram(db, 1.0, l_max=5, n_max=4, seed=9)
+    assert whole.ngrams() == chunked.ngrams()
+    assert sorted(whole.synthetic) == sorted(chunked.synthetic)

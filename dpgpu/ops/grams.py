@@ -72,6 +72,7 @@ class GramEngine:
             l_max = check_positive_int(l_max, "l_max")
         self.l_max = l_max
         self._key_cache: tuple[int, Any] = (0, None)
+        max_block_cells = min(max_block_cells, _device_cells(self.backend))
         self.blocks = [db.padded(width, backend=self.backend, start=start, end=end, rows=rows)
                        for width, rows in _length_blocks(db.lengths, l_max, max_block_cells)]
 
@@ -285,6 +286,19 @@ def scatter_add(target: Any, index: Any, values: Any) -> None:
         import cupyx  # noqa: PLC0415 - CuPy path only
 
         cupyx.scatter_add(target, index, values)
+
+
+#: Device bytes one padded cell may need at the peak of a level (tokens, cached
+#: and new int64 keys, masks and sort temporaries).
+_BYTES_PER_CELL = 48
+
+
+def _device_cells(backend: Any) -> int:
+    """Cells per block that fit a quarter of the GPU's free memory (no bound on the CPU)."""
+    if not backend.is_gpu:
+        return MAX_BLOCK_CELLS
+    free, _ = backend.xp.cuda.runtime.memGetInfo()
+    return max(1024, free // 4 // _BYTES_PER_CELL)
 
 
 def _all_digits_nonzero(keys: Any, n: int, radix: int):
