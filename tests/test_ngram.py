@@ -287,3 +287,16 @@ def test_chunked_engine_gives_the_same_release(monkeypatch):
     chunked = ngram(db, 1.0, l_max=5, n_max=4, seed=9)
     assert whole.ngrams() == chunked.ngrams()
     assert sorted(whole.synthetic) == sorted(chunked.synthetic)
+
+
+def test_dask_engine_gives_the_same_release():
+    distributed = pytest.importorskip("dask.distributed")
+    db = SequenceDB.from_sequences(TABLE1 * 25, vocab=VOCAB)
+    local = ngram(db, 1.0, l_max=5, n_max=4, seed=21)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        remote = ngram(db, 1.0, l_max=5, n_max=4, seed=21, engine="dask", client=client)
+    assert local.ngrams() == remote.ngrams()
+    assert sorted(local.synthetic) == sorted(remote.synthetic)
+    assert remote.report["engine"] == "dask"

@@ -30,14 +30,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="release directory to create")
     p.add_argument("--force", action="store_true", help="replace an existing release")
     add_backend_argument(p)
+    p.add_argument("--engine", choices=("local", "dask"), default="local",
+                   help="count here, or over Dask partitions (same release for the same key)")
+    p.add_argument("--scheduler", help="with --engine dask: scheduler address "
+                   "(default: a local cluster of two workers)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Load, release, write."""
     db = load_from_args(args)
+    client = None
+    if args.engine == "dask":
+        from ..scale.dask import connect  # noqa: PLC0415 - optional dependency
+
+        client = connect(args.scheduler)
     release = ngram(db, args.epsilon, l_max=args.l_max, n_max=args.n_max, variant=args.variant,
-                    seed=args.seed, backend=args.backend, synthetic=not args.no_synthetic)
+                    seed=args.seed, backend=args.backend, synthetic=not args.no_synthetic,
+                    engine=args.engine, client=client)
     out = release.save(args.out, force=args.force)
     r = release.report
     print(f"N-gram release written to {out}: epsilon={r['epsilon']:g}, "

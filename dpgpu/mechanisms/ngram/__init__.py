@@ -160,8 +160,8 @@ _EXTENSIONS = {"lines": "txt", "spmf": "txt"}
 
 def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
           variant: str = "adaptive", seed: int | None = None, backend: Any = None,
-          synthetic: bool = True, max_draws: int = MAX_DRAWS,
-          progress: Callable[[str], None] | None = None) -> NGramRelease:
+          synthetic: bool = True, max_draws: int = MAX_DRAWS, engine: str = "local",
+          client: Any = None, progress: Callable[[str], None] | None = None) -> NGramRelease:
     """Release noisy variable-length n-grams and a synthetic database (N-gram, CCS'12).
 
     Parameters
@@ -189,6 +189,11 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
         Also generate the synthetic database.
     max_draws : int
         Public cap on the number of noisy counts (see the module docstring).
+    engine : {"local", "dask"}
+        Count on this machine, or over Dask partitions (same release for the
+        same key; see :mod:`dpgpu.scale.dask`).
+    client : dask.distributed.Client, optional
+        With ``engine="dask"``; default: a local cluster of two workers.
     progress : callable, optional
         Receives one line per finished stage.
 
@@ -202,6 +207,7 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     n_max = check_positive_int(n_max, "n_max")
     variant = check_choice(variant, "variant", VARIANTS)
     max_draws = check_positive_int(max_draws, "max_draws")
+    engine = check_choice(engine, "engine", ("local", "dask"))
     progress = progress or (lambda msg: log.info("ngram: %s", msg))
     be = get_backend(backend)
     private = variant != "baseline"
@@ -217,10 +223,16 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
         noise = _laplace_noise(step.key, db.vocab.size + 2, draws)
     else:
         noise = _no_noise
-    engine = GramEngine(db, l_max, end="all", backend=be)
+    if engine == "dask":
+        from ...scale.dask import DaskGramEngine, connect  # noqa: PLC0415 - optional
+
+        counter = DaskGramEngine(db, l_max, end="all", backend=be.name,
+                                 client=client or connect())
+    else:
+        counter = GramEngine(db, l_max, end="all", backend=be)
     timings["prepare_s"] = time.perf_counter() - t0
     t = time.perf_counter()
-    levels = build_tree(engine, epsilon=epsilon, l_max=l_max, n_max=n_max,
+    levels = build_tree(counter, epsilon=epsilon, l_max=l_max, n_max=n_max,
                         allocation="adaptive" if variant in ("adaptive", "no-approx") else "uniform",
                         thresholds=private,
                         noise=noise, sensitivity=_sensitivity(l_max), max_draws=draws,
@@ -229,12 +241,12 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     timings["tree_s"] = time.perf_counter() - t
     t = time.perf_counter()
     enforce_consistency(levels, approximate=variant != "no-approx")
-    model = [model_level(lvl.grams, lvl.count, engine.n_symbols) for lvl in levels]
+    model = [model_level(lvl.grams, lvl.count, counter.n_symbols) for lvl in levels]
     timings["consistency_s"] = time.perf_counter() - t
     synth = None
     if synthetic:
         t = time.perf_counter()
-        model = extend(model, l_max, db.vocab.end_id, engine.n_symbols, progress)
+        model = extend(model, l_max, db.vocab.end_id, counter.n_symbols, progress)
         items, lengths = decompose(model, db.vocab.end_id)
         source = {k: v for k, v in db.source.items() if k in _FORMAT_KEYS}
         synth = SequenceDB(items, np.concatenate([[0], np.cumsum(lengths)]), db.vocab,
@@ -253,7 +265,7 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
         "delta": ledger.spent_delta if private else 1.0,
         "ledger": ledger.to_dict(),
         "seeded": ledger.seeded,
-        "backend": be.name, "device": be.device_name(),
+        "backend": be.name, "device": be.device_name(), "engine": engine,
         "vocabulary": {"size": n_items, "sha256": vocabulary_fingerprint(db.vocab)},
         "input": {"format": db.source.get("format")},
         "tree": {"levels": [int(lvl.grams.shape[0]) for lvl in levels]},

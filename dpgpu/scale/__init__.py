@@ -1,0 +1,1 @@
+"""Running the counting reductions over several processes or machines."""
