@@ -21,8 +21,7 @@ from . import __version__
 from .errors import DPGPUError
 
 #: Modules of dpgpu.commands, in the order their subcommands are listed.
-COMMAND_MODULES = ("info", "stats", "demo", "convert", "ngram", "evaluate", "dpne", "pst",
-                   "privtree_spatial")
+COMMAND_MODULES = ("info", "stats", "demo", "convert", "ngram", "dpne", "evaluate", "calibrate")
 
 
 class _Parser(argparse.ArgumentParser):

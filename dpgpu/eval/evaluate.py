@@ -59,6 +59,9 @@ _ABSOLUTE_KEYS = ("min_support",)
 def release_files(release_dir: Any) -> dict[str, Path]:
     """The release files present: ``{"synthetic"|"ngrams"|"frequent"|"kgrams": path}``.
 
+    An ``ngrams.tsv`` with just the columns ``k`` and ``gram`` (DPNE's) is a
+    set of extracted grams without counts and counts as ``kgrams``.
+
     Raises
     ------
     InputError
@@ -69,6 +72,8 @@ def release_files(release_dir: Any) -> dict[str, Path]:
     for name in ("ngrams", "frequent", "kgrams"):
         if (d / f"{name}.tsv").is_file():
             found[name] = d / f"{name}.tsv"
+    if "ngrams" in found and _header(found["ngrams"]) in (["k", "gram"], ["gram"]):
+        found["kgrams"] = found.pop("ngrams")  # a set of grams without counts (DPNE)
     syn = sorted(p for p in d.glob("synthetic.*") if p.is_file())
     if len(syn) > 1:
         raise InputError(f"{d}: several synthetic datasets ({', '.join(p.name for p in syn)}); "
@@ -76,6 +81,11 @@ def release_files(release_dir: Any) -> dict[str, Path]:
     if syn:
         found["synthetic"] = syn[0]
     return found
+
+
+def _header(path: Path) -> list[str]:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.readline().rstrip("\r\n").split("\t")
 
 
 def check_vocabulary(report: dict, original: Any, release_dir: Any, original_name: str) -> None:

@@ -1,0 +1,46 @@
+"""``dpgpu dpne DATA --epsilon E --delta D --out DIR``: DP n-gram extraction (DPNE, NeurIPS'21).
+
+Writes a release directory: ``ngrams.tsv`` (columns ``k``, ``gram``: the
+released k-grams, no counts) and ``report.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..mechanisms.dpne import RULES, SCHEDULES, dpne
+from .common import add_backend_argument, add_data_arguments, load_from_args
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``dpne`` subcommand."""
+    p = sub.add_parser("dpne", help="DPNE: user-level DP n-gram extraction",
+                       description=__doc__)
+    add_data_arguments(p)
+    p.add_argument("--epsilon", type=float, required=True, help="privacy budget")
+    p.add_argument("--delta", type=float, required=True, help="privacy delta")
+    p.add_argument("--max-n", type=int, default=9, help="longest n-gram (default 9)")
+    p.add_argument("--contribution", type=int, default=300,
+                   help="Delta_0: distinct k-grams each user contributes per level (default 300)")
+    p.add_argument("--eta", type=float, default=0.01,
+                   help="tolerated share of spurious n-grams (default 0.01)")
+    p.add_argument("--rule", choices=RULES, default="both", help="valid k-gram rule")
+    p.add_argument("--schedule", choices=SCHEDULES, default="equal", help="sigma_k schedule")
+    p.add_argument("--decay", type=float, default=1.0, help="c of sigma_k = c sigma_{k-1}")
+    p.add_argument("--seed", type=int, help="reproducible noise (recorded as seeded)")
+    p.add_argument("--out", required=True, help="release directory to create")
+    p.add_argument("--force", action="store_true", help="replace an existing release")
+    add_backend_argument(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load, release, write."""
+    db = load_from_args(args)
+    release = dpne(db, args.epsilon, args.delta, max_n=args.max_n,
+                   contribution=args.contribution, eta=args.eta, rule=args.rule,
+                   schedule=args.schedule, decay=args.decay, seed=args.seed,
+                   backend=args.backend)
+    out = release.save(args.out, force=args.force)
+    print(f"DPNE release written to {out}: k-grams per k {release.counts()}")
+    return 0

@@ -1,0 +1,124 @@
+"""Calibration of DPNE on the integer grid: ``sigma*``, per-level ``sigma_k``, thresholds.
+
+Noise is the discrete Gaussian ``N_Z(0, s**2)`` on a histogram whose weights
+are integers on a grid of ``GRID`` units per unit weight (``s = GRID *
+sigma``).  Three quantities follow:
+
+* :func:`zcdp_sigma` -- the smallest ``sigma`` such that ``1/(2 sigma**2)``-zCDP
+  implies ``(epsilon, delta)``-DP by the conversion of Canonne, Kamath &
+  Steinke (NeurIPS 2020, Corollary 13):
+  ``delta = inf_{a>1} exp((a-1)(a rho - eps)) / (a-1) * (1 - 1/a)**a``.
+  Any ``a`` gives a valid bound, so a numerically approximate minimiser is
+  safe; the bound is evaluated exactly at the ``a`` used.
+* :func:`tail_threshold` -- the least integer ``c`` with
+  ``P[N_Z(0, s**2) > c] <= q``, from the fixed-point weights of
+  :func:`dpgpu.privacy.tables.gaussian_half_weights` in exact integer
+  arithmetic (the dropped tail beyond ``10.53 s`` is added as ``2**-79``).
+* :func:`dpsu_integer_threshold` -- DPNE Theorem 2.1's ``rho_1`` on the grid:
+  ``max_t w_t + c_t`` where ``w_t = floor(GRID / sqrt(t))`` is the weight of
+  an item of a user keeping ``t`` items and ``c_t`` the least integer with
+  ``P[X > c_t] <= 1 - (1 - delta)**(1/t)``.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from functools import lru_cache
+
+from scipy.optimize import brentq, minimize_scalar
+
+from ...privacy.tables import gaussian_half_weights
+from ...validation import check_positive_int, check_positive_real, check_probability
+
+#: Grid units per unit of weight (weights ``floor(GRID / sqrt(t))``).
+GRID = 64
+_TAIL = Fraction(1, 2 ** 79)
+
+
+def zcdp_delta(sigma: float, epsilon: float) -> float:
+    """``delta`` implied at ``epsilon`` by ``1/(2 sigma**2)``-zCDP (CKS20 Cor. 13)."""
+    rho = 1 / (2 * sigma * sigma)
+
+    def log_delta(a: float) -> float:
+        return (a - 1) * (a * rho - epsilon) - math.log(a - 1) + a * math.log1p(-1 / a)
+
+    hi = max(4.0, 4 * (epsilon / rho + 1))
+    best = minimize_scalar(log_delta, bounds=(1 + 1e-9, hi), method="bounded",
+                           options={"xatol": 1e-10})
+    return math.exp(min(float(best.fun), log_delta(hi)))
+
+
+def zcdp_sigma(epsilon: float, delta: float) -> float:
+    """Smallest ``sigma`` (unit L2 sensitivity) with ``zcdp_delta(sigma, epsilon) <= delta``."""
+    epsilon = check_positive_real(epsilon, "epsilon")
+    delta = check_probability(delta, "delta")
+    lo, hi = 1e-3, 1.0
+    while zcdp_delta(hi, epsilon) > delta:
+        hi *= 2
+    s = brentq(lambda x: math.log(zcdp_delta(x, epsilon)) - math.log(delta), lo, hi,
+               xtol=1e-13, rtol=1e-14)
+    while zcdp_delta(s, epsilon) > delta:
+        s *= 1 + 1e-12
+    return s
+
+
+def unit_weights(max_items: int) -> list[int]:
+    """``w_t = floor(GRID / sqrt(t))`` for ``t = 0 .. max_items`` (``w_0 = 0``).
+
+    Exact: ``w_t = isqrt(GRID**2 // t)``, so ``t * w_t**2 <= GRID**2`` (one
+    user's integer weights have L2 norm at most ``GRID``).
+    """
+    max_items = check_positive_int(max_items, "max_items")
+    return [0] + [math.isqrt(GRID * GRID // t) for t in range(1, max_items + 1)]
+
+
+@lru_cache(maxsize=32)
+def _suffix_sums(s: float) -> tuple[list[int], int]:
+    """Fixed-point ``sum_{k>c} w_k`` for ``c = 0 .. T`` and the normaliser ``Z``."""
+    t = math.ceil(s * 10.53)
+    half = gaussian_half_weights(s, t)
+    z = 2 * sum(half) - half[0]
+    suffix = [0] * (t + 1)
+    acc = 0
+    for k in range(t, 0, -1):
+        suffix[k - 1] = acc = acc + half[k]
+    return suffix, z
+
+
+def tail_threshold(s: float, q: Fraction) -> int:
+    """Least integer ``c >= 0`` with ``P[N_Z(0, s**2) > c] <= q`` (rigorous upper tail)."""
+    s = check_positive_real(s, "s")
+    suffix, z = _suffix_sums(s)
+    lo, hi = 0, len(suffix) - 1          # P[X > T] <= 2**-79 < any q we use
+    if q <= _TAIL:
+        raise ValueError("tail probability below the sampler's resolution")
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if Fraction(suffix[mid], z) + _TAIL <= q:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def tail_probability(s: float, c: int) -> Fraction:
+    """``P[N_Z(0, s**2) > c]`` for ``c >= 0`` from the fixed-point weights (within 2**-79)."""
+    suffix, z = _suffix_sums(s)
+    return Fraction(suffix[min(c, len(suffix) - 1)], z)
+
+
+def dpsu_integer_threshold(s: float, delta: float, max_items: int) -> int:
+    """Theorem 2.1's ``rho_1`` on the grid: release iff ``H + X > threshold``.
+
+    A user alone holding its ``t`` kept items gives each weight ``w_t``; they
+    all stay at or below the threshold with probability
+    ``P[X <= c_t]**t >= 1 - delta`` (the ``(0, delta)`` part of the proof).
+    """
+    delta = check_probability(delta, "delta")
+    w = unit_weights(max_items)
+    best = 0
+    for t in range(1, max_items + 1):
+        q = -math.expm1(math.log1p(-delta) / t) * (1 - 1e-12)
+        best = max(best, w[t] + tail_threshold(s, Fraction(q)))
+    return best

@@ -1,0 +1,118 @@
+"""Level machinery of DPNE: occurrences, valid k-grams, the implicit candidate space.
+
+A released level ``S_k`` is a sorted ``(|S_k|, k)`` matrix of item ids with,
+for each gram, ``pre`` (index in ``S_{k-1}`` of ``gram[:-1]``) and ``suf``
+(index in ``S_{k-1}`` of ``gram[1:]``, both-side rule).  An occurrence of a
+k-gram at text position ``p`` is valid iff its prefix and its suffix (or,
+single-side, its last item) are released; its candidate index is
+``a * n_right + b`` with ``a, b`` those indices, so the level's histogram
+never looks at invalid k-grams and ``V_k`` is never built.  ``V_k`` itself is
+the join of ``S_{k-1}`` (grouped by ``suf``) with the right set (grouped by
+``pre``; single-side: every pair), enumerated chunk by chunk when spurious
+grams are drawn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+
+from ...ops import keys as K
+
+#: Candidates per chunk when the implicit V_k is enumerated.
+CHUNK = 1 << 20
+
+
+@dataclass
+class Level:
+    """One released level: grams ``(n, k)`` int32 and join indices ``pre``/``suf``."""
+
+    grams: np.ndarray
+    pre: np.ndarray
+    suf: np.ndarray
+
+
+@dataclass
+class Positions:
+    """Flat text positions: user of each position and items left in its sequence."""
+
+    items: np.ndarray
+    users: np.ndarray
+    remain: np.ndarray
+
+    @classmethod
+    def of(cls, db) -> "Positions":
+        """From a :class:`~dpgpu.data.sequencedb.SequenceDB` (each sequence its own user
+        when the data has no user column)."""
+        lengths = db.lengths.astype(np.int64)
+        seq = np.repeat(np.arange(lengths.size), lengths)
+        owner = db.users.astype(np.int64) if db.users is not None else np.arange(lengths.size)
+        remain = db.offsets[1:][seq] - np.arange(db.items.size)
+        return cls(db.items.astype(np.int64), owner[seq], remain.astype(np.int64))
+
+    def windows(self, k: int) -> np.ndarray:
+        """Start positions of every length-``k`` window."""
+        return np.flatnonzero(self.remain >= k)
+
+    def rows(self, k: int, starts: np.ndarray) -> np.ndarray:
+        """``(M, k)`` int32 item matrix of the windows at ``starts``."""
+        return self.items[starts[:, None] + np.arange(k)[None, :]].astype(np.int32)
+
+
+def identities(rows: np.ndarray, n_items: int) -> np.ndarray:
+    """Noise identities of grams (exact packed keys, 64-bit hashes when they do not fit)."""
+    k = rows.shape[1]
+    return K.rows_keys(np.ascontiguousarray(rows), n_items + 3, K.fits_exact(k, n_items + 2))
+
+
+def first_level(grams: np.ndarray) -> Level:
+    """``S_1`` from sorted item ids (join indices 0: the empty 0-gram)."""
+    zero = np.zeros(grams.size, dtype=np.int64)
+    return Level(grams.astype(np.int32)[:, None], zero, zero.copy())
+
+
+class Space:
+    """The candidate space of level ``k``: pairs ``(a, b)`` of left and right indices.
+
+    Parameters
+    ----------
+    left : Level
+        ``S_{k-1}``.
+    first : Level
+        ``S_1``.
+    both : bool
+        Both-side rule (right set ``S_{k-1}``, pairs joined on the overlap)
+        or single-side (right set ``S_1``, every pair).
+    """
+
+    def __init__(self, left: Level, first: Level, both: bool):
+        self.left, self.both = left, both
+        self.right = left if both else first
+        self.n_right = self.right.grams.shape[0]
+        lg = left.suf if both else np.zeros(left.grams.shape[0], dtype=np.int64)
+        rg = self.right.pre if both else np.zeros(self.n_right, dtype=np.int64)
+        groups = int(max(lg.max(initial=-1), rg.max(initial=-1))) + 1
+        self._lsort, self._rsort = np.argsort(lg, kind="stable"), np.argsort(rg, kind="stable")
+        lc, rc = np.bincount(lg, minlength=groups), np.bincount(rg, minlength=groups)
+        self._lstart, self._rstart = np.cumsum(lc) - lc, np.cumsum(rc) - rc
+        self._rcount = rc
+        block = lc * rc
+        self._bstart = np.cumsum(block) - block
+        self.size = int(block.sum())
+
+    def rows(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Item matrix of candidates ``(a, b)``: ``S_{k-1}[a]`` followed by the right's last item."""
+        return np.concatenate([self.left.grams[a], self.right.grams[b, -1:]], axis=1)
+
+    def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Every valid candidate ``(a, b)``, ``CHUNK`` at a time."""
+        for lo in range(0, self.size, CHUNK):
+            i = np.arange(lo, min(lo + CHUNK, self.size), dtype=np.int64)
+            m = np.searchsorted(self._bstart, i, side="right") - 1
+            off = i - self._bstart[m]
+            r = self._rcount[m]
+            a = self._lsort[self._lstart[m] + off // r]
+            b = self._rsort[self._rstart[m] + off % r]
+            yield a, b
