@@ -114,3 +114,16 @@ def test_python_m_dpgpu_and_lazy_imports():
     done = subprocess.run([sys.executable, "-m", "dpgpu", "--version"], capture_output=True,
                           text=True, check=True)
     assert done.stdout.startswith("dpgpu ")
+
+
+def test_every_subcommand_has_help(capsys):
+    import argparse
+
+    from dpgpu.cli import COMMAND_MODULES, build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert len(sub.choices) == len(COMMAND_MODULES)
+    for command in sub.choices:
+        status = main([command, "--help"])
+        out = capsys.readouterr().out
+        assert status == 0 and f"usage: dpgpu {command}" in out, command
