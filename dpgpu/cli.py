@@ -21,7 +21,8 @@ from . import __version__
 from .errors import DPGPUError
 
 #: Modules of dpgpu.commands, in the order their subcommands are listed.
-COMMAND_MODULES = ("info", "stats", "demo", "convert", "ngram", "dpne", "evaluate", "calibrate")
+COMMAND_MODULES = ("info", "stats", "demo", "convert", "ngram", "pst", "privtree_spatial", "dpne",
+                   "evaluate", "calibrate")
 
 
 class _Parser(argparse.ArgumentParser):

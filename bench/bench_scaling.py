@@ -1,0 +1,145 @@
+"""Scaling curves: time and peak memory against dataset size, with a fitted exponent.
+
+For generated datasets (``dpgpu.data.generate.markov_sequences``: a
+variable-order Markov chain over a Zipf alphabet of 100 items, mean length 8)
+of 1e6 .. ``--max-tokens`` items, measures
+
+* counting all n-grams n <= 5 of each sequence's first 20 items
+  (``GramEngine``), and
+* the whole N-gram release (epsilon 1, l_max 20, n_max 5),
+
+and fits ``time ~ tokens**b`` on a log-log scale (b near 1: linear).  At the
+smallest size the naive Python ``Counter`` loop runs too, for the ratio.
+Results: ``bench/results/scaling-<backend>.{json,md,png}``.
+
+Usage: ``python bench/bench_scaling.py [--max-tokens 1e8] [--backend numpy|cupy]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+import tracemalloc
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+import dpgpu
+from dpgpu.backend import get_backend
+from dpgpu.data.generate import markov_sequences
+from dpgpu.mechanisms.ngram import ngram
+from dpgpu.ops.grams import GramEngine
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def timed(fn, be):
+    """(seconds, peak traced bytes) of one call."""
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    fn()
+    be.synchronize()
+    seconds = time.perf_counter() - t0
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return seconds, peak
+
+
+def naive(db, n_max: int = 5, l_max: int = 20) -> float:
+    """Seconds of the plain-Python Counter loop over the same n-grams."""
+    rows = [db.sequence_ids(i)[:l_max].tolist() for i in range(len(db))]
+    t0 = time.perf_counter()
+    for n in range(1, n_max + 1):
+        c = Counter()
+        for row in rows:
+            for i in range(len(row) - n + 1):
+                c[tuple(row[i:i + n])] += 1
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    """Measure, fit, write."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--backend", default=None)
+    ap.add_argument("--max-tokens", type=float, default=1e8)
+    ap.add_argument("--release-max-tokens", type=float, default=3e7,
+                    help="largest size for the full N-gram release")
+    args = ap.parse_args()
+    be = get_backend(args.backend)
+    sizes = [int(s) for s in (1e6, 3e6, 1e7, 3e7, 1e8, 3e8, 1e9) if s <= args.max_tokens]
+    warm = markov_sequences(20_000, seed=0)  # compile and cache everything once
+    ngram(warm, 1.0, seed=1, backend=be)
+    rows = []
+    for size in sizes:
+        db = markov_sequences(size, seed=size)
+        count_s, count_mem = timed(lambda: [GramEngine(db, 20, backend=be).count(n)
+                                            for n in range(1, 6)], be)
+        row = {"tokens": db.n_events, "sequences": len(db), "count_s": round(count_s, 3),
+               "count_peak_mib": round(count_mem / 2 ** 20, 1)}
+        if size <= args.release_max_tokens:
+            rel_s, rel_mem = timed(lambda: ngram(db, 1.0, seed=1, backend=be), be)
+            row.update(release_s=round(rel_s, 3), release_peak_mib=round(rel_mem / 2 ** 20, 1))
+        if size == sizes[0]:
+            row["naive_count_s"] = round(naive(db), 3)
+            row["count_speedup"] = round(row["naive_count_s"] / count_s, 1)
+        print(row, flush=True)
+        rows.append(row)
+        del db
+
+    def exponent(key):
+        pts = [(r["tokens"], r[key]) for r in rows if key in r]
+        if len(pts) < 2:
+            return None
+        x, y = np.log([p[0] for p in pts]), np.log([p[1] for p in pts])
+        return round(float(np.polyfit(x, y, 1)[0]), 3)
+
+    out = {"benchmark": "scaling", "backend": be.name, "device": be.device_name(),
+           "machine": platform.machine(), "processor": platform.processor() or platform.machine(),
+           "python": platform.python_version(), "dpgpu": dpgpu.__version__,
+           "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+           "workload": "markov_sequences(n, n_items=100, max_order=3, zipf=1.1, mean_length=8)",
+           "rows": rows, "fitted_exponent": {"count": exponent("count_s"),
+                                             "release": exponent("release_s")}}
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"scaling-{be.name}.json"
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    lines = [f"# Scaling ({be.name}, {be.device_name()}, {out['processor']})\n",
+             f"Workload: {out['workload']}. Fitted exponent of time vs tokens: counting "
+             f"{out['fitted_exponent']['count']}, full N-gram release "
+             f"{out['fitted_exponent']['release']} (1 = linear).\n",
+             "| tokens | sequences | count n<=5 (s) | peak MiB | N-gram release (s) | peak MiB |",
+             "|---:|---:|---:|---:|---:|---:|"]
+    lines += [f"| {r['tokens']:,} | {r['sequences']:,} | {r['count_s']} | {r['count_peak_mib']} | "
+              f"{r.get('release_s', '-')} | {r.get('release_peak_mib', '-')} |" for r in rows]
+    first = rows[0]
+    lines.append(f"\nNaive Python Counter at {first['tokens']:,} tokens: "
+                 f"{first['naive_count_s']} s ({first['count_speedup']}x slower than dpgpu).\n")
+    path.with_suffix(".md").write_text("\n".join(lines))
+    _plot(out, path.with_suffix(".png"))
+    print(f"written to {path} (.md, .png)")
+
+
+def _plot(out: dict, path: Path) -> None:
+    import matplotlib  # noqa: PLC0415 - optional dependency (extra "plot")
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for key, label in (("count_s", "count n<=5"), ("release_s", "N-gram release")):
+        pts = [(r["tokens"], r[key]) for r in out["rows"] if key in r]
+        ax.loglog([p[0] for p in pts], [p[1] for p in pts], "o-",
+                  label=f"{label} (exponent {out['fitted_exponent'][key.split('_')[0]]})")
+    ax.set(xlabel="tokens", ylabel="seconds", title=f"dpgpu scaling ({out['backend']})")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""The PrivTree split test on an integer grid (Zhang, Xiao, Xie, SIGMOD'16, Section 3).
+
+A node ``v`` at depth ``depth(v)`` with a monotone integer score ``c(v)``
+(point count, or the PST score of Eq. 13) is split iff
+
+    b(v) + Z > theta,   b(v) = max(theta - delta, c(v) - depth(v) * delta),   (Eq. 8)
+
+with ``Z`` discrete Laplace of scale ``lambda`` (``P[Z = k] ∝ exp(-|k| / lambda)``)
+drawn from the keyed samplers at the node's identity.  ``theta = 0``.
+
+Why integer noise keeps Theorem 3.1
+-----------------------------------
+The proof of Theorem 3.1 uses two facts about the noise.  (a) Lemma 3.1:
+``rho(x) = ln P[x + Z > theta] / P[x - 1 + Z > theta]`` is at most ``1/lambda``
+for ``x < theta + 1`` and at most ``exp((theta + 1 - x) / lambda) / lambda``
+above.  For discrete Laplace and integers ``x, theta`` (``q = exp(-1/lambda)``):
+``P[Z > t] = q**(t+1) / (1 + q)`` for ``t >= 0``, so ``rho(x) = 1/lambda``
+exactly for ``x <= theta + 1``; for ``u = x - theta >= 2``,
+``rho = ln((1 + q - q**u) / (1 + q - q**(u-1))) <= q**(u-1) (1 - q) <= q**(u-1) / lambda``,
+which is the bound of Lemma 3.1.  (b) The leaf term:
+``P[Z <= t] >= q P[Z <= t + 1]`` (``P[k + 1] >= q P[k]``), i.e. ``>= -1/lambda``.
+With an integer score, integer ``theta`` and an **integer** ``delta``, the
+biased scores of neighbouring datasets are integers obeying Eq. 10 and
+Eq. 11, and the sum in the proof is at most
+``(1/lambda) (2 e**gamma - 1) / (e**gamma - 1)`` with ``gamma = delta / lambda``.
+That bound decreases in ``gamma``, so rounding ``delta = lambda ln(beta)`` **up**
+to an integer keeps Corollary 1: ``lambda = (2 beta - 1) / (beta - 1) * s / epsilon``
+gives ``epsilon``-DP when one individual changes the scores of at most ``s``
+root-to-leaf paths by one each (``s = 1`` for points; ``s = l_top`` for
+sequences, Theorem 4.1).  The clamp (``max(theta - delta, ...)``) is what
+makes Eq. 10 hold; without it every low node on the path costs ``1/lambda``.
+
+Noise identities: a node's noise is keyed by its identity (a hash of its
+path or context) and a tag (its depth), never by its position in an array.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...ops import keys as K
+from ...privacy import DiscreteLaplace
+from ...validation import check_positive_int, check_positive_real
+
+#: The split threshold (Section 3.4: theta = 0).
+THETA = 0
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@dataclass(frozen=True)
+class SplitParams:
+    """Public parameters of the split test.
+
+    Attributes
+    ----------
+    epsilon : float
+        Budget of the tree.
+    beta : int
+        Fanout.
+    sensitivity : int
+        Root-to-leaf paths one individual can move (1 per point, ``l_top`` per sequence).
+    lam : float
+        Noise scale ``(2 beta - 1) / (beta - 1) * sensitivity / epsilon`` (Corollary 1).
+    delta_exact : float
+        The paper's ``lam * ln(beta)``.
+    delta : int
+        ``ceil(delta_exact)``: the decay on the integer grid (module doc).
+    theta : int
+        Split threshold, 0.
+    """
+
+    epsilon: float
+    beta: int
+    sensitivity: int
+    lam: float
+    delta_exact: float
+    delta: int
+    theta: int = THETA
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public parameters, JSON-ready."""
+        return {"epsilon": self.epsilon, "beta": self.beta, "sensitivity": self.sensitivity,
+                "lambda": self.lam, "delta_paper": self.delta_exact, "delta": self.delta,
+                "theta": self.theta}
+
+
+def split_params(epsilon: float, beta: int, sensitivity: int = 1) -> SplitParams:
+    """Corollary 1 / Theorem 4.1 parameters for a tree of fanout ``beta``.
+
+    Parameters
+    ----------
+    epsilon : float
+        Budget of the tree (finite, > 0).
+    beta : int
+        Fanout, at least 2.
+    sensitivity : int
+        Paths one individual can touch (``l_top`` for sequences).
+
+    Returns
+    -------
+    SplitParams
+    """
+    epsilon = check_positive_real(epsilon, "epsilon")
+    beta = check_positive_int(beta, "beta", minimum=2)
+    sensitivity = check_positive_int(sensitivity, "sensitivity")
+    lam = (2 * beta - 1) / (beta - 1) * sensitivity / epsilon
+    exact = lam * math.log(beta)
+    return SplitParams(epsilon, beta, sensitivity, lam, exact, max(1, math.ceil(exact)))
+
+
+def biased_scores(scores: Any, depth: int, params: SplitParams, *, clamp: bool = True):
+    """``b(v) = max(theta - delta, c(v) - depth * delta)`` (Eq. 8), int64, same namespace."""
+    xp = K.array_module(scores)
+    b = scores.astype(xp.int64) - int(depth) * params.delta
+    return xp.maximum(b, params.theta - params.delta) if clamp else b
+
+
+def split_probability(biased: Any, params: SplitParams) -> np.ndarray:
+    """Closed form of ``P[b + Z > theta]`` for integer biased scores ``b``."""
+    t = params.theta - np.asarray(biased, dtype=np.int64)
+    q = math.exp(-1 / params.lam)
+    with np.errstate(over="ignore"):
+        upper = np.exp(-(np.maximum(t, 0) + 1) / params.lam) / (1 + q)
+        lower = 1 - np.exp(np.minimum(t, 0) / params.lam) / (1 + q)
+    return np.where(t >= 0, upper, lower)
+
+
+class SplitTest:
+    """Draws split decisions for whole levels at once.
+
+    Parameters
+    ----------
+    params : SplitParams
+    key : NoiseKey
+        The tree step's key.
+    clamp : bool
+        Apply Eq. 8's clamp (always, outside tests of the audit).
+    """
+
+    def __init__(self, params: SplitParams, key: Any, *, clamp: bool = True):
+        self.params, self.key, self.clamp = params, key, clamp
+        self.sampler = DiscreteLaplace(params.lam)
+        self.draws = 0
+
+    def decide(self, scores: Any, depth: int, identities: Any, backend: Any):
+        """Boolean split mask of a level's nodes (scores and identities in one namespace)."""
+        self.draws += int(scores.shape[0])
+        if scores.shape[0] == 0:
+            return scores.astype(bool)
+        noise = self.sampler.sample(self.key, identities, tag=depth % 2 ** 32, backend=backend)
+        return biased_scores(scores, depth, self.params, clamp=self.clamp) + noise \
+            > self.params.theta
+
+
+def mix64(x: Any):
+    """SplitMix64 finaliser of uint64 values (same bits on NumPy and CuPy)."""
+    xp = K.array_module(x)
+    x = x.astype(xp.uint64) + _GOLDEN
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def child_ids(parent_ids: Any, n_children: int):
+    """Identities ``(F * n_children,)`` of the children of each parent, in parent-major order."""
+    xp = K.array_module(parent_ids)
+    c = xp.arange(1, n_children + 1, dtype=xp.uint64)
+    return mix64(xp.repeat(parent_ids.astype(xp.uint64), n_children)
+                 ^ (xp.tile(c, parent_ids.shape[0]) * _GOLDEN))

@@ -1,0 +1,382 @@
+"""Private prediction suffix tree (PrivTree, SIGMOD'16, Section 4).
+
+Every sequence is read as ``$ x_1 ... x_l &`` and cut to its first ``l_top``
+symbols after ``$`` (``&`` included): a sequence of ``l_top`` or more items
+keeps its first ``l_top`` items and loses ``&`` (Section 4.2).  A node's
+predictor string (context) ``w`` has the histogram ``hist(w)[x]`` = number of
+occurrences of ``w x`` for ``x`` in ``I ∪ {&}``; the root has the empty
+context.  Children prepend a symbol of ``I`` or ``$``; a context starting
+with ``$`` is never split (C1).  The tree is grown level by level on the
+array engine (:func:`grow`): one ``bincount`` gives the histograms of a
+whole level.
+
+Privacy argument
+----------------
+Neighbouring databases differ in one sequence (added or removed).
+
+* **Tree (Theorem 4.1).**  The score ``c(v) = ||hist(v)||_1 - max hist(v)``
+  (Eq. 13) is monotone (Lemma 4.1).  Adding a sequence is ``l <= l_top``
+  one-symbol steps; each step increments ``hist(w)[x_i]`` for the contexts
+  ``w`` that are suffixes of ``$ x_1 .. x_{i-1}`` -- one root-to-leaf path --
+  and moves each of their scores by at most one.  The split test of
+  :mod:`.core` with ``beta = |I| + 1``, ``sensitivity = l_top`` and budget
+  ``eps_tree = epsilon / beta`` is then ``eps_tree``-DP (Theorem 4.1 with
+  integer noise: see :mod:`.core`).
+* **Leaf histograms (Theorem 4.2).**  Each symbol of the sequence is counted
+  in the histogram of exactly one leaf, so the leaf histograms have L1
+  sensitivity ``l_top``; each count gets discrete Laplace noise of scale
+  ``l_top / eps_hist`` with ``eps_hist = epsilon (beta - 1) / beta``.
+* Inner histograms are sums of leaf histograms, negatives are set to 0,
+  count queries (Eq. 12), top-k strings and synthetic sequences use the
+  released histograms only: post-processing.  Total: ``epsilon``-DP by
+  sequential composition, plus the samplers' accounted ``sampling_delta``
+  for at most ``max_nodes`` split draws and ``max_nodes * beta`` counts.
+
+``max_nodes`` is a public cap: when a level would take the tree past it,
+the tree is cut above that level (all its nodes become leaves).  The cut is
+a function of the uncapped PrivTree's output (the number of nodes per
+level), so it is post-processing.  Noise identities are the contexts
+(packed symbol ids, a 64-bit hash where they do not fit), mixed with the
+index of the tree (a single tree in a release; many in the audit).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ...backend import get_backend, to_numpy
+from ...data.sequencedb import SequenceDB, check_db, concat_ranges
+from ...ops import keys as K
+from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta, split_budget
+from ...privacy.samplers import LAPLACE_TV_BOUND
+from ...release import ReleaseWriter, vocabulary_fingerprint
+from ...validation import check_positive_int, check_positive_real
+from . import sampling
+from .core import SplitTest, mix64, split_params
+
+log = logging.getLogger("dpgpu")
+
+#: Default public cap on the number of tree nodes.
+MAX_NODES = 1_000_000
+#: Keys of SequenceDB.source a synthetic file may keep (format options, no identifiers).
+_FORMAT_KEYS = ("format", "columns", "delimiter", "timestamp_kind", "stripped", "tokens", "names")
+_EXTENSIONS = {"lines": "txt", "spmf": "txt"}
+
+
+@dataclass
+class PSTLevel:
+    """The nodes of one depth (one row per node).
+
+    Attributes
+    ----------
+    contexts : (F, depth) int32
+        Predictor strings, oldest symbol first (``$`` is ``|I| + 1``).
+    tree : (F,) int64
+        Which tree of a forest the node belongs to (0 in a release).
+    leaf : (F,) bool
+    child_start : (F,) int64
+        Row of the first of the ``beta`` children in the next level, -1 for leaves.
+    hist : (F, beta) int64
+        Noisy histogram over ``I ∪ {&}`` (leaves: noisy counts; inner: sums of
+        leaves; then negatives set to 0).
+    """
+
+    contexts: np.ndarray
+    tree: np.ndarray
+    leaf: np.ndarray
+    child_start: np.ndarray
+    hist: np.ndarray = None
+
+
+def pst_symbols(db: SequenceDB, l_top: int) -> tuple[np.ndarray, np.ndarray]:
+    """The database as ``$ x_1 .. x_l &`` cut to ``l_top`` symbols after ``$`` (module doc).
+
+    Returns
+    -------
+    flat : int32 array
+        All sequences' symbols, concatenated (``$`` is ``|I| + 1``, ``&`` is ``|I|``).
+    events : int64 array
+        Position in ``flat`` of every predicted symbol (every symbol but ``$``).
+    """
+    kept = np.minimum(db.lengths, l_top).astype(np.int64)
+    ends = db.lengths < l_top
+    size = 1 + kept + ends
+    starts = np.concatenate([[0], np.cumsum(size)[:-1]])
+    flat = np.full(int(size.sum()), db.vocab.end_id, dtype=np.int32)
+    flat[starts] = db.vocab.start_id
+    flat[concat_ranges(starts + 1, kept)] = db.items[concat_ranges(db.offsets[:-1], kept)]
+    events = np.flatnonzero(flat != db.vocab.start_id)
+    return flat, events
+
+
+def _sensitivity(l_top: int) -> int:
+    """Root-to-leaf paths (and leaf counts) one sequence can move: its ``l_top`` symbols."""
+    return l_top
+
+
+def scores(hist: Any):
+    """``||hist||_1 - max hist`` per row (Eq. 13)."""
+    return hist.sum(axis=1) - hist.max(axis=1)
+
+
+def context_ids(contexts: np.ndarray, tree: np.ndarray, n_symbols: int) -> np.ndarray:
+    """Noise identities of contexts (packed or hashed), mixed with the tree index."""
+    keys = K.rows_keys(np.ascontiguousarray(contexts), n_symbols + 1,
+                       K.fits_exact(contexts.shape[1], n_symbols))
+    return mix64(keys.astype(np.uint64) ^ mix64(tree.astype(np.uint64)))
+
+
+def grow(flat: Any, events: Any, n_items: int, test: SplitTest, *, n_trees: int = 1,
+         max_nodes: int = MAX_NODES, backend: Any = None
+         ) -> tuple[list[PSTLevel], list[np.ndarray]]:
+    """Grow ``n_trees`` independent PrivTree PSTs over one database, level by level.
+
+    Every predicted symbol (an *event*) carries the index of its node in the
+    current level, like a point in a spatial tree: one ``bincount`` gives the
+    histograms of the whole level, and the events of a split node move to the
+    child named by the symbol ``depth + 1`` places before them.
+
+    Returns
+    -------
+    levels : list of PSTLevel
+        Without histograms.
+    exact : list of (F, beta) int64
+        The exact histograms of each level's nodes (private; never released).
+    """
+    be = get_backend(backend)
+    xp = be.xp
+    beta = n_items + 1
+    start_id = n_items + 1
+    flat = xp.asarray(flat)
+    pos = xp.tile(xp.asarray(events, dtype=xp.int64), n_trees)
+    node = xp.repeat(xp.arange(n_trees, dtype=xp.int64), int(events.shape[0]))
+    nxt = flat[pos].astype(xp.int64)
+    child_syms = np.append(np.arange(n_items, dtype=np.int32), np.int32(start_id))
+    contexts = np.zeros((n_trees, 0), dtype=np.int32)
+    tree = np.arange(n_trees, dtype=np.int64)
+    levels, exact, total = [], [], n_trees
+    depth = 0
+    while True:
+        n_nodes = contexts.shape[0]
+        hist = to_numpy(xp.bincount(node * beta + nxt, minlength=n_nodes * beta)
+                        ).reshape(n_nodes, beta)
+        testable = np.flatnonzero(contexts[:, 0] != start_id) if depth else np.arange(n_trees)
+        split = np.zeros(n_nodes, dtype=bool)
+        split[testable] = test.decide(scores(hist[testable]), depth,
+                                      context_ids(contexts[testable], tree[testable],
+                                                  n_items + 2), "numpy")
+        n_split = int(split.sum())
+        if total + n_split * beta > max_nodes:
+            log.warning("privtree: the public cap of %d nodes cuts the tree at depth %d",
+                        max_nodes, depth)
+            split[:] = False
+            n_split = 0
+        child_start = np.full(n_nodes, -1, dtype=np.int64)
+        child_start[split] = np.arange(n_split, dtype=np.int64) * beta
+        levels.append(PSTLevel(contexts, tree, ~split, child_start))
+        exact.append(hist)
+        if n_split == 0:
+            return levels, exact
+        keep = xp.asarray(split)[node]
+        pos, node, nxt = pos[keep], node[keep], nxt[keep]
+        prev = flat[pos - (depth + 1)].astype(xp.int64)
+        node = xp.asarray(child_start)[node] + xp.minimum(prev, n_items)
+        contexts = np.concatenate([np.tile(child_syms, n_split)[:, None],
+                                   np.repeat(contexts[split], beta, axis=0)], axis=1)
+        tree = np.repeat(tree[split], beta)
+        total += n_split * beta
+        depth += 1
+
+
+def noisy_histograms(levels: list[PSTLevel], exact: list[np.ndarray], key: Any, scale: float,
+                     n_symbols: int) -> None:
+    """Set ``hist`` of every level: noisy leaf histograms, inner sums, negatives to 0."""
+    beta = exact[0].shape[1]
+    sampler = DiscreteLaplace(scale)
+    syms = np.arange(beta, dtype=np.int32)
+    raw = []
+    for depth, (lvl, hist) in enumerate(zip(levels, exact)):
+        leaves = np.flatnonzero(lvl.leaf)
+        noisy = np.zeros(hist.shape, dtype=np.int64)
+        if leaves.size:
+            rows = np.concatenate([np.repeat(lvl.contexts[leaves], beta, axis=0),
+                                   np.tile(syms, leaves.size)[:, None]], axis=1)
+            ids = context_ids(rows, np.repeat(lvl.tree[leaves], beta), n_symbols)
+            noise = sampler.sample(key, ids, tag=depth, backend="numpy").reshape(-1, beta)
+            noisy[leaves] = hist[leaves] + noise
+        raw.append(noisy)
+    for depth in range(len(levels) - 2, -1, -1):  # inner = sum of children (of leaves below)
+        lvl = levels[depth]
+        inner = np.flatnonzero(~lvl.leaf)
+        if inner.size:
+            kids = raw[depth + 1].reshape(-1, beta, beta)
+            raw[depth][inner] = kids[lvl.child_start[inner] // beta].sum(axis=1)
+    for lvl, noisy in zip(levels, raw):
+        lvl.hist = np.maximum(noisy, 0)
+
+
+class PSTRelease:
+    """The output of :func:`pst`: the noisy PST, its uses, synthetic data and report.
+
+    Attributes
+    ----------
+    levels : list of PSTLevel
+    synthetic : SequenceDB or None
+    report : dict
+    vocab : Vocabulary
+    """
+
+    def __init__(self, levels: list[PSTLevel], synthetic: SequenceDB | None, report: dict,
+                 vocab: Any, l_top: int):
+        self.levels, self.synthetic, self.report, self.vocab = levels, synthetic, report, vocab
+        self.l_top = l_top
+        self.model = sampling.Model(levels, vocab.size)
+
+    def estimate(self, labels: Sequence[str]) -> float:
+        """Estimated occurrences of an item string (``&`` may end it), by Eq. 12."""
+        ids = [self.vocab.end_id if x == "&" else self.vocab.id_of(x) for x in labels]
+        if not ids:
+            raise ValueError("labels: empty string")
+        return float(self.model.estimate(np.asarray([ids], dtype=np.int32))[0])
+
+    def top_k(self, k: int, *, min_length: int = 1) -> list[tuple[tuple[str, ...], float]]:
+        """The ``k`` item strings of length >= ``min_length`` with the largest estimates."""
+        k = check_positive_int(k, "k")
+        min_length = check_positive_int(min_length, "min_length")
+        grams, est = self.model.top_k(k, min_length=min_length, max_length=self.l_top)
+        return [(self.vocab.decode(g), float(c)) for g, c in zip(grams, est)]
+
+    def nodes(self) -> list[dict[str, Any]]:
+        """Every node: context labels, depth, leaf flag, noisy histogram."""
+        labels = list(self.vocab.labels) + ["&", "$"]
+        out = []
+        for depth, lvl in enumerate(self.levels):
+            for ctx, leaf, h in zip(lvl.contexts.tolist(), lvl.leaf.tolist(), lvl.hist.tolist()):
+                out.append({"context": [labels[s] for s in ctx], "depth": depth, "leaf": leaf,
+                            "hist": h})
+        return out
+
+    def save(self, out_dir: Any, *, force: bool = False) -> Any:
+        """Write the release directory: report.json, pst.json, synthetic.<ext>."""
+        with ReleaseWriter(out_dir, force=force) as rel:
+            rel.write_json("pst.json", {"symbols": list(self.vocab.labels) + ["&"],
+                                        "start_marker": "$", "l_top": self.l_top,
+                                        "nodes": self.nodes()})
+            report = dict(self.report)
+            if self.synthetic is not None:
+                fmt = self.synthetic.source.get("format", "lines")
+                name = f"synthetic.{_EXTENSIONS.get(fmt, fmt)}"
+                self.synthetic.save(rel.path(name), format=fmt, force=True)
+                report["synthetic_file"] = name
+            return rel.finish(report)
+
+
+def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = None,
+        backend: Any = None, synthetic: bool = True, n_synthetic: int | None = None,
+        max_length: int | None = None, max_nodes: int = MAX_NODES,
+        progress: Callable[[str], None] | None = None) -> PSTRelease:
+    """Release a private prediction suffix tree and synthetic sequences (PrivTree Section 4).
+
+    Parameters
+    ----------
+    db : SequenceDB
+        One sequence per individual.
+    epsilon : float
+        Privacy budget (epsilon-DP for adding or removing one sequence).
+    l_top : int
+        Symbols kept per sequence, ``&`` included (Section 4.2).  Default 20.
+    seed : int, optional
+        Reproducible noise (recorded as seeded).  Default: a fresh key.
+    backend : str or Backend, optional
+        Where histograms are counted and synthetic sequences are sampled.
+    synthetic : bool
+        Sample a synthetic database from the model.
+    n_synthetic : int, optional
+        Number of synthetic sequences; default the noisy count of the ``$``
+        node (the root's ``&`` count when the root is a leaf).
+    max_length : int, optional
+        Cap on synthetic sequence length in items (default ``l_top``: the
+        model saw sequences of at most ``l_top`` symbols); a sequence that
+        reaches it is cut there.
+    max_nodes : int
+        Public cap on the tree size (module doc).
+    progress : callable, optional
+        Receives one line per finished stage.
+
+    Returns
+    -------
+    PSTRelease
+    """
+    check_db(db, "db")
+    epsilon = check_positive_real(epsilon, "epsilon")
+    l_top = check_positive_int(l_top, "l_top")
+    max_nodes = check_positive_int(max_nodes, "max_nodes")
+    max_length = l_top if max_length is None else check_positive_int(max_length, "max_length")
+    if n_synthetic is not None:
+        n_synthetic = check_positive_int(n_synthetic, "n_synthetic")
+    progress = progress or (lambda msg: log.info("pst: %s", msg))
+    be = get_backend(backend)
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    beta = db.vocab.size + 1
+    eps_tree, eps_hist = split_budget(epsilon, [1, beta - 1])
+    params = split_params(eps_tree, beta, _sensitivity(l_top))
+    hist_scale = _sensitivity(l_top) / eps_hist
+    ledger = PrivacyLedger(epsilon, max_sampling_delta=1e-6, seed=seed)
+    tree_step = ledger.charge("privtree: PST structure", eps_tree,
+                              sampling_delta=sampling_delta(LAPLACE_TV_BOUND, max_nodes, eps_tree))
+    hist_step = ledger.charge("privtree: leaf histograms", eps_hist,
+                              sampling_delta=sampling_delta(LAPLACE_TV_BOUND, max_nodes * beta,
+                                                            eps_hist))
+    flat, events = pst_symbols(db, l_top)
+    timings["prepare_s"] = time.perf_counter() - t0
+    t = time.perf_counter()
+    test = SplitTest(params, tree_step.key)
+    levels, exact = grow(flat, events, db.vocab.size, test, max_nodes=max_nodes, backend=be)
+    timings["tree_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    noisy_histograms(levels, exact, hist_step.key, hist_scale, db.vocab.size + 2)
+    del exact
+    timings["histograms_s"] = time.perf_counter() - t
+    timings["build_s"] = time.perf_counter() - t0
+    progress(f"tree: {[int(lvl.leaf.size) for lvl in levels]} nodes per depth")
+    synth = None
+    if synthetic:
+        t = time.perf_counter()
+        model = sampling.Model(levels, db.vocab.size, be)
+        n = n_synthetic if n_synthetic is not None else model.sequence_count()
+        items, lengths = model.sample(n, max_length, hist_step.key.derive("synthesis"))
+        source = {k: v for k, v in db.source.items() if k in _FORMAT_KEYS}
+        synth = SequenceDB(items, np.concatenate([[0], np.cumsum(lengths)]), db.vocab,
+                           source=source)
+        timings["synthetic_s"] = time.perf_counter() - t
+        progress(f"synthetic database: {len(synth)} sequences")
+    timings["total_s"] = time.perf_counter() - t0
+    report = {
+        "mechanism": "privtree-pst",
+        "paper": "Zhang, Xiao, Xie: PrivTree: A Differentially Private Algorithm for "
+                 "Hierarchical Decompositions (SIGMOD 2016), Section 4",
+        "private": True,
+        "parameters": {"epsilon": epsilon, "l_top": l_top, "max_nodes": max_nodes,
+                       "max_length": max_length, "n_synthetic": n_synthetic},
+        "split_test": params.to_dict(),
+        "histogram_noise": {"epsilon": eps_hist, "scale": hist_scale},
+        "epsilon": ledger.spent_epsilon,
+        "delta": ledger.spent_delta,
+        "ledger": ledger.to_dict(),
+        "seeded": ledger.seeded,
+        "backend": be.name, "device": be.device_name(),
+        "vocabulary": {"size": db.vocab.size, "sha256": vocabulary_fingerprint(db.vocab)},
+        "input": {"format": db.source.get("format")},
+        "tree": {"nodes_per_depth": [int(lvl.leaf.size) for lvl in levels],
+                 "leaves": int(sum(int(lvl.leaf.sum()) for lvl in levels)),
+                 "split_tests": test.draws},
+        "timings": {k: round(v, 4) for k, v in timings.items()},
+    }
+    return PSTRelease(levels, synth, report, db.vocab, l_top)
+

@@ -1,0 +1,399 @@
+"""Private spatial decompositions: PrivTree (SIGMOD'16, Section 3) and the uniform grid UG.
+
+PrivTree splits the domain box of d-dimensional points recursively: a node is
+halved along ``k`` dimensions at once (fanout ``beta = 2**k``; ``k = d`` is
+the quadtree / octree, a smaller ``k`` cycles over the dimensions,
+depth ``t`` halving dimensions ``t k, ..., t k + k - 1`` modulo ``d``), and
+a node is split iff its biased noisy count passes the test of :mod:`.core`.
+The tree is grown level by level on the array engine: every point carries
+the index of its node in the current level, one ``bincount`` gives the
+level's counts, one comparison per split dimension sends the points of the
+split nodes to their children.
+
+Privacy argument
+----------------
+Neighbouring datasets differ in one point.  The point lies in one node per
+depth, a root-to-leaf path, and changes each of their counts by one; counts
+are monotone (a child's points are its parent's).  With half the budget,
+``epsilon / 2``, the split test (Corollary 1: ``lambda = (2 beta - 1) /
+(beta - 1) / (epsilon / 2)``, ``delta = ceil(lambda ln beta)``, ``theta = 0``;
+:mod:`.core` shows it holds with integer noise) makes the tree
+``epsilon / 2``-DP (Theorem 3.1).  The point is in one leaf, so the leaf
+counts have sensitivity 1 and get discrete Laplace noise of scale
+``2 / epsilon`` (Section 3.4): ``epsilon / 2``-DP.  Inner counts are sums of
+leaves, range queries read the release only: post-processing.  The samplers'
+distance from exact noise is charged as ``sampling_delta`` for at most
+``max_nodes`` draws per step.
+
+Public choices that never look at the data: the domain ``bounds`` (points
+outside are clipped onto it), ``max_depth`` (nodes at that depth are leaves
+without a test, like C1 of Section 4.2) and ``max_nodes`` (when a level
+would take the tree past it, the tree is cut above that level: a function of
+the uncapped output, hence post-processing).  When ``bounds`` is not given
+the data's bounding box is used; the report then says that the domain is
+**not** private.
+
+UG (the paper's baseline, [41, 48]) counts the points of an ``m**d`` grid,
+``m = (n epsilon / 10) ** (2 / (d + 2))``, with discrete Laplace noise of
+scale ``1 / epsilon``; ``n`` is taken as public, as in the paper.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ...backend import get_backend, to_numpy
+from ...errors import InvalidParameter
+from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta, split_budget
+from ...privacy.samplers import LAPLACE_TV_BOUND
+from ...release import ReleaseWriter
+from ...validation import check_positive_int, check_positive_real
+from .core import SplitTest, child_ids, mix64, split_params
+
+log = logging.getLogger("dpgpu")
+
+#: Default public caps.
+MAX_NODES = 4_000_000
+MAX_DEPTH = 64
+
+
+@dataclass
+class SpatialLevel:
+    """The nodes of one depth (arrays of the run's namespace).
+
+    ``counts`` are exact and private: only :func:`leaf_noisy_counts` reads them.
+    """
+
+    lo: Any
+    hi: Any
+    ids: Any
+    split: Any
+    counts: Any
+
+
+class SpatialHistogram:
+    """Boxes with noisy counts, answering range counts under uniformity inside a box.
+
+    Parameters
+    ----------
+    lo, hi : (L, d) float arrays
+        Corners of the boxes.
+    counts : (L,) array
+        Noisy counts.
+    """
+
+    def __init__(self, lo: Any, hi: Any, counts: Any):
+        self.lo = np.asarray(lo, dtype=np.float64)
+        self.hi = np.asarray(hi, dtype=np.float64)
+        self.counts = np.asarray(counts)
+
+    def __len__(self) -> int:
+        return int(self.counts.shape[0])
+
+    def range_count(self, lo: Any, hi: Any) -> np.ndarray:
+        """Estimated points in each query box ``[lo, hi]`` (``(Q, d)`` corners).
+
+        Each box contributes ``count * volume(box & query) / volume(box)``.
+        """
+        qlo = np.asarray(lo, dtype=np.float64).reshape(-1, self.lo.shape[1])
+        qhi = np.asarray(hi, dtype=np.float64).reshape(-1, self.lo.shape[1])
+        width = np.maximum(self.hi - self.lo, 1e-300)
+        c = self.counts.astype(np.float64)
+        out = np.zeros(qlo.shape[0])
+        step = max(1, 2 ** 22 // max(len(self), 1))
+        for s in range(0, qlo.shape[0], step):
+            frac = np.ones((min(step, qlo.shape[0] - s), len(self)))
+            for j in range(self.lo.shape[1]):
+                ov = np.minimum(qhi[s:s + step, j, None], self.hi[None, :, j]) - \
+                    np.maximum(qlo[s:s + step, j, None], self.lo[None, :, j])
+                frac *= np.clip(ov, 0, None) / width[None, :, j]
+            out[s:s + step] = frac @ c
+        return out
+
+
+class SpatialRelease:
+    """The output of :func:`privtree_spatial`.
+
+    Attributes
+    ----------
+    leaves : SpatialHistogram
+        Leaf boxes with noisy counts.
+    nodes : list of dict
+        Per depth: ``lo``, ``hi``, ``leaf`` flags and noisy ``count`` (sums of leaves).
+    columns : list of str
+    report : dict
+    """
+
+    def __init__(self, leaves: SpatialHistogram, nodes: list[dict], columns: list[str],
+                 report: dict):
+        self.leaves, self.nodes, self.columns, self.report = leaves, nodes, columns, report
+
+    def range_count(self, lo: Any, hi: Any) -> np.ndarray:
+        """Range-count estimates from the leaves (see :meth:`SpatialHistogram.range_count`)."""
+        return self.leaves.range_count(lo, hi)
+
+    def save(self, out_dir: Any, *, force: bool = False) -> Any:
+        """Write report.json, leaves.csv and tree.json."""
+        header = [f"{side}_{c}" for c in self.columns for side in ("lo", "hi")] + ["count"]
+        rows = ([*(v for j in range(len(self.columns)) for v in (repr(float(a[j])),
+                                                                  repr(float(b[j])))), int(n)]
+                for a, b, n in zip(self.leaves.lo, self.leaves.hi, self.leaves.counts))
+        with ReleaseWriter(out_dir, force=force) as rel:
+            with open(rel.path("leaves.csv"), "w", encoding="utf-8", newline="\n") as f:
+                f.write(",".join(header) + "\n")
+                for row in rows:
+                    f.write(",".join(str(x) for x in row) + "\n")
+            rel.write_json("tree.json", {"columns": self.columns,
+                                         "fanout": self.report["split_test"]["beta"],
+                                         "levels": self.nodes})
+            return rel.finish(self.report)
+
+
+def grow(points: Any, lo: Any, hi: Any, point_node: Any, ids: Any, test: SplitTest, *,
+         k: int, max_depth: int, max_nodes: int, backend: Any) -> list[SpatialLevel]:
+    """Grow PrivTrees from the root boxes ``lo, hi`` (one per tree), level by level.
+
+    ``point_node`` gives each point's root; several roots make a forest of
+    independent trees (used by the audit).
+    """
+    be = get_backend(backend)
+    xp = be.xp
+    d = points.shape[1]
+    beta = 2 ** k
+    pidx = xp.arange(points.shape[0], dtype=xp.int64)
+    pnode = point_node.astype(xp.int64)
+    levels: list[SpatialLevel] = []
+    total = lo.shape[0]
+    for depth in range(max_depth + 1):
+        counts = xp.bincount(pnode, minlength=lo.shape[0])
+        split = test.decide(counts, depth, ids, be) if depth < max_depth else \
+            xp.zeros(lo.shape[0], dtype=bool)
+        n_split = int(split.sum())
+        if total + n_split * beta > max_nodes:
+            log.warning("privtree: the public cap of %d nodes cuts the tree at depth %d",
+                        max_nodes, depth)
+            split = xp.zeros(lo.shape[0], dtype=bool)
+            n_split = 0
+        levels.append(SpatialLevel(lo, hi, ids, split, counts))
+        if n_split == 0:
+            break
+        dims = [(depth * k + j) % d for j in range(k)]
+        mid = (lo + hi) / 2
+        rows = xp.flatnonzero(split)
+        child_start = xp.full(lo.shape[0], -1, dtype=xp.int64)
+        child_start[rows] = xp.arange(n_split, dtype=xp.int64) * beta
+        code = xp.tile(xp.arange(beta, dtype=xp.int64), n_split)
+        clo, chi = xp.repeat(lo[rows], beta, axis=0), xp.repeat(hi[rows], beta, axis=0)
+        cmid = xp.repeat(mid[rows], beta, axis=0)
+        for j, dim in enumerate(dims):
+            upper = ((code >> j) & 1) == 1
+            clo[:, dim] = xp.where(upper, cmid[:, dim], clo[:, dim])
+            chi[:, dim] = xp.where(upper, chi[:, dim], cmid[:, dim])
+        keep = split[pnode]
+        pidx, pnode = pidx[keep], pnode[keep]
+        pcode = xp.zeros(pidx.shape[0], dtype=xp.int64)
+        for j, dim in enumerate(dims):
+            pcode += (points[pidx, dim] >= mid[pnode, dim]).astype(xp.int64) << j
+        pnode = child_start[pnode] + pcode
+        lo, hi, ids = clo, chi, child_ids(ids[rows], beta)
+        total += n_split * beta
+    return levels
+
+
+def leaf_noisy_counts(levels: list[SpatialLevel], key: Any, scale: float, backend: Any):
+    """Noisy counts of every level's leaves: a list of (leaf rows, noisy counts), host arrays."""
+    sampler = DiscreteLaplace(scale)
+    xp = get_backend(backend).xp
+    out = []
+    for depth, lvl in enumerate(levels):
+        rows = xp.flatnonzero(~lvl.split)
+        noise = sampler.sample(key, lvl.ids[rows], tag=depth % 2 ** 32, backend=backend) \
+            if rows.size else xp.zeros(0, dtype=xp.int64)
+        out.append((to_numpy(rows), to_numpy(lvl.counts[rows] + noise)))
+    return out
+
+
+def check_bounds(bounds: Any, d: int) -> np.ndarray:
+    """``bounds`` as a ``(d, 2)`` float array with finite ``lo < hi`` per dimension."""
+    try:
+        b = np.asarray(bounds, dtype=np.float64).reshape(d, 2)
+    except (TypeError, ValueError):
+        raise InvalidParameter(f"bounds: expected {d} (lo, hi) pairs, got {bounds!r}") from None
+    if not (np.all(np.isfinite(b)) and np.all(b[:, 0] < b[:, 1])):
+        raise InvalidParameter("bounds: need finite lo < hi in every dimension")
+    return b
+
+
+def _domain(pts: np.ndarray, bounds: Any) -> tuple[np.ndarray, bool]:
+    d = pts.shape[1]
+    if bounds is not None:
+        return check_bounds(bounds, d), False
+    log.warning("privtree: no bounds given; the domain is the data's bounding box, "
+                "which is NOT private")
+    if pts.shape[0] == 0:
+        return np.tile([0.0, 1.0], (d, 1)), True
+    lo, hi = pts.min(axis=0), pts.max(axis=0)
+    hi = np.where(hi > lo, hi, lo + 1.0)
+    return np.column_stack([lo, hi]), True
+
+
+def _points(points: Any) -> np.ndarray:
+    pts = np.asarray(points, dtype=np.float64)
+    if pts.ndim != 2 or pts.shape[1] < 1 or not np.all(np.isfinite(pts)):
+        raise InvalidParameter("points: expected a finite (n, d) array of coordinates")
+    return pts
+
+
+def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
+                     columns: Sequence[str] | None = None, fanout: int | None = None,
+                     seed: int | None = None, backend: Any = None, max_depth: int = MAX_DEPTH,
+                     max_nodes: int = MAX_NODES) -> SpatialRelease:
+    """Release a PrivTree spatial decomposition with noisy leaf counts (Section 3).
+
+    Parameters
+    ----------
+    points : (n, d) array of float
+        One point per individual.
+    epsilon : float
+        Privacy budget; half for the tree, half for the leaf counts.
+    bounds : (d, 2) array, optional
+        Public domain, ``(lo, hi)`` per dimension.  Default: the data's
+        bounding box (not private; the report says so).
+    columns : sequence of str, optional
+        Names of the dimensions (default ``x0, x1, ...``).
+    fanout : int, optional
+        ``2**k`` with ``1 <= k <= d`` (default ``2**d``).
+    seed : int, optional
+        Reproducible noise (recorded as seeded).
+    backend : str or Backend, optional
+    max_depth, max_nodes : int
+        Public caps (module doc).
+
+    Returns
+    -------
+    SpatialRelease
+    """
+    pts = _points(points)
+    d = pts.shape[1]
+    epsilon = check_positive_real(epsilon, "epsilon")
+    fanout = 2 ** d if fanout is None else check_positive_int(fanout, "fanout", minimum=2)
+    k = fanout.bit_length() - 1
+    if fanout != 2 ** k or k > d:
+        raise InvalidParameter(f"fanout: must be a power of two between 2 and 2**d = {2 ** d}, "
+                               f"got {fanout}")
+    max_depth = check_positive_int(max_depth, "max_depth")
+    max_nodes = check_positive_int(max_nodes, "max_nodes")
+    names = [f"x{j}" for j in range(d)] if columns is None else list(columns)
+    if len(names) != d:
+        raise InvalidParameter(f"columns: expected {d} names, got {len(names)}")
+    dom, from_data = _domain(pts, bounds)
+    be = get_backend(backend)
+    xp = be.xp
+    t0 = time.perf_counter()
+    eps_tree, eps_count = split_budget(epsilon, [1, 1])
+    params = split_params(eps_tree, fanout)
+    ledger = PrivacyLedger(epsilon, max_sampling_delta=1e-6, seed=seed)
+    tree_step = ledger.charge("privtree: tree structure", eps_tree,
+                              sampling_delta=sampling_delta(LAPLACE_TV_BOUND, max_nodes, eps_tree))
+    count_step = ledger.charge("privtree: leaf counts", eps_count,
+                               sampling_delta=sampling_delta(LAPLACE_TV_BOUND, max_nodes,
+                                                             eps_count))
+    clipped = np.clip(pts, dom[:, 0], dom[:, 1])
+    test = SplitTest(params, tree_step.key)
+    levels = grow(xp.asarray(clipped), xp.asarray(dom[None, :, 0]), xp.asarray(dom[None, :, 1]),
+                  xp.zeros(pts.shape[0], dtype=xp.int64), mix64(xp.zeros(1, dtype=xp.uint64)),
+                  test, k=k, max_depth=max_depth, max_nodes=max_nodes, backend=be)
+    tree_s = time.perf_counter() - t0
+    noisy = leaf_noisy_counts(levels, count_step.key, 1 / eps_count, be)
+    nodes, leaf_lo, leaf_hi, leaf_c = _summaries(levels, noisy, fanout)
+    leaves = SpatialHistogram(np.concatenate(leaf_lo), np.concatenate(leaf_hi),
+                              np.concatenate(leaf_c))
+    report = {
+        "mechanism": "privtree-spatial",
+        "paper": "Zhang, Xiao, Xie: PrivTree: A Differentially Private Algorithm for "
+                 "Hierarchical Decompositions (SIGMOD 2016), Section 3",
+        "private": not from_data,
+        "parameters": {"epsilon": epsilon, "fanout": fanout, "max_depth": max_depth,
+                       "max_nodes": max_nodes, "columns": names},
+        "domain": {"bounds": dom.tolist(), "from_data": from_data},
+        "split_test": params.to_dict(),
+        "count_noise": {"epsilon": eps_count, "scale": 1 / eps_count},
+        "epsilon": ledger.spent_epsilon, "delta": ledger.spent_delta,
+        "ledger": ledger.to_dict(), "seeded": ledger.seeded,
+        "backend": be.name, "device": be.device_name(),
+        "tree": {"nodes_per_depth": [int(lvl.lo.shape[0]) for lvl in levels],
+                 "leaves": len(leaves), "split_tests": test.draws},
+        "timings": {"tree_s": round(tree_s, 4),
+                    "total_s": round(time.perf_counter() - t0, 4)},
+    }
+    if from_data:
+        report["warning"] = ("the domain is the data's bounding box: the release reveals it "
+                             "and is NOT differentially private; pass bounds")
+    return SpatialRelease(leaves, nodes, names, report)
+
+
+def _summaries(levels: list[SpatialLevel], noisy: list, beta: int):
+    """Per-depth node summaries (noisy counts: leaves', inner sums) and the leaf arrays."""
+    sums = [np.zeros(lvl.lo.shape[0], dtype=np.int64) for lvl in levels]
+    for s, (rows, c) in zip(sums, noisy):
+        s[rows] = c
+    for depth in range(len(levels) - 2, -1, -1):
+        inner = np.flatnonzero(to_numpy(levels[depth].split))
+        sums[depth][inner] = sums[depth + 1].reshape(-1, beta).sum(axis=1)
+    nodes, lo, hi, cnt = [], [], [], []
+    for lvl, s, (rows, c) in zip(levels, sums, noisy):
+        lvl_lo, lvl_hi = to_numpy(lvl.lo), to_numpy(lvl.hi)
+        nodes.append({"lo": lvl_lo.tolist(), "hi": lvl_hi.tolist(),
+                      "leaf": (~to_numpy(lvl.split)).tolist(), "count": s.tolist()})
+        lo.append(lvl_lo[rows])
+        hi.append(lvl_hi[rows])
+        cnt.append(c)
+    return nodes, lo, hi, cnt
+
+
+def uniform_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
+                 seed: int | None = None, backend: Any = None) -> SpatialHistogram:
+    """UG: noisy counts of an ``m**d`` grid, ``m = (n epsilon / 10) ** (2 / (d + 2))``.
+
+    Parameters
+    ----------
+    points : (n, d) array of float
+    epsilon : float
+    n : int
+        The dataset size, taken as public (as in the paper's baseline).
+    bounds : (d, 2) array, optional
+        Public domain (default: the data's bounding box, not private).
+    seed : int, optional
+    backend : str or Backend, optional
+
+    Returns
+    -------
+    SpatialHistogram
+        The grid cells with noisy counts (scale ``1 / epsilon``).
+    """
+    pts = _points(points)
+    d = pts.shape[1]
+    epsilon = check_positive_real(epsilon, "epsilon")
+    n = check_positive_int(n, "n")
+    dom, _ = _domain(pts, bounds)
+    m = max(1, int(round((n * epsilon / 10) ** (2 / (d + 2)))))
+    ledger = PrivacyLedger(epsilon, max_sampling_delta=1e-6, seed=seed)
+    step = ledger.charge("ug: grid counts", epsilon,
+                         sampling_delta=sampling_delta(LAPLACE_TV_BOUND, m ** d, epsilon))
+    be = get_backend(backend)
+    width = (dom[:, 1] - dom[:, 0]) / m
+    cell = np.clip(np.floor((np.clip(pts, dom[:, 0], dom[:, 1]) - dom[:, 0]) / width), 0, m - 1)
+    flat = np.ravel_multi_index(tuple(cell.astype(np.int64).T), (m,) * d) if pts.size else \
+        np.zeros(0, dtype=np.int64)
+    counts = np.bincount(flat, minlength=m ** d)
+    noise = to_numpy(DiscreteLaplace(1 / epsilon).sample(
+        step.key, be.xp.arange(m ** d, dtype=be.xp.int64), tag=0, backend=be))
+    grid = np.stack(np.unravel_index(np.arange(m ** d), (m,) * d), axis=1)
+    lo = dom[:, 0] + grid * width
+    return SpatialHistogram(lo, lo + width, counts + noise)
+

@@ -1,0 +1,280 @@
+"""PrivTree's private prediction suffix tree (Section 4): mechanics, model use, audit, release."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dpgpu
+from dpgpu import InvalidParameter, SequenceDB
+from dpgpu.audit import audit
+from dpgpu.cli import main
+from dpgpu.mechanisms.privtree.core import SplitTest, split_params
+from dpgpu.mechanisms.privtree.pst import (PSTLevel, grow, noisy_histograms, pst, pst_symbols,
+                                          scores)
+from dpgpu.mechanisms.privtree.sampling import Model
+from dpgpu.privacy import NoiseKey
+
+pst_module = importlib.import_module("dpgpu.mechanisms.privtree.pst")
+
+
+class SplitAll:
+    """A stand-in split test that splits every testable node above ``depth`` (no noise)."""
+
+    def __init__(self, depth: int):
+        self.depth = depth
+
+    def decide(self, s, depth, ids, backend):
+        return np.full(s.shape[0], depth < self.depth)
+
+
+def exact_tree(db, l_top, depth):
+    flat, events = pst_symbols(db, l_top)
+    return grow(flat, events, db.vocab.size, SplitAll(depth), backend="numpy")
+
+
+def brute_hist(db, l_top, context, vocab):
+    """Occurrences of context + x in the truncated '$ x_1 .. &' strings."""
+    n = len(vocab.labels)
+    out = np.zeros(n + 1, dtype=np.int64)
+    for s in db:
+        ids = [n + 1] + [vocab.id_of(x) for x in s][:l_top]
+        if len(s) < l_top:
+            ids.append(n)
+        m = len(context)
+        for j in range(max(m, 1), len(ids)):
+            if tuple(ids[j - m:j]) == tuple(context):
+                out[ids[j]] += 1
+    return out
+
+
+def random_db(seqs):
+    return SequenceDB.from_sequences(seqs, vocab=list("abc"))
+
+
+SEQS = st.lists(st.lists(st.sampled_from("abc"), min_size=0, max_size=7), min_size=1,
+                max_size=25)
+
+
+def test_truncation_keeps_l_top_symbols_with_end_marker():
+    db = random_db([list("ab"), list("abc"), list("abca"), []])
+    flat, events = pst_symbols(db, 3)
+    a, b, c, end, start = 0, 1, 2, 3, 4
+    assert flat.tolist() == [start, a, b, end, start, a, b, c, start, a, b, c, start, end]
+    assert events.tolist() == [1, 2, 3, 5, 6, 7, 9, 10, 11, 13]
+
+
+@settings(max_examples=25, deadline=None)
+@given(SEQS, st.integers(1, 5))
+def test_level_histograms_and_scores_match_brute_force(seqs, l_top):
+    db = random_db(seqs)
+    levels, exact = exact_tree(db, l_top, 3)
+    for lvl, hist in zip(levels, exact):
+        for ctx, h in zip(lvl.contexts.tolist(), hist):
+            assert h.tolist() == brute_hist(db, l_top, ctx, db.vocab).tolist()
+        assert scores(hist).tolist() == (hist.sum(1) - hist.max(1)).tolist()
+
+
+@settings(max_examples=25, deadline=None)
+@given(SEQS, st.integers(1, 6))
+def test_lemma_4_1_monotone_scores_and_histogram_sums(seqs, l_top):
+    db = random_db(seqs)
+    levels, exact = exact_tree(db, l_top, 4)
+    beta = db.vocab.size + 1
+    for lvl, hist, kids in zip(levels, exact, exact[1:]):
+        inner = np.flatnonzero(~lvl.leaf)
+        child = kids.reshape(-1, beta, beta)[lvl.child_start[inner] // beta]
+        assert np.array_equal(child.sum(axis=1), hist[inner])  # children partition the parent
+        assert np.all(scores(child.reshape(-1, beta)).reshape(-1, beta)
+                      <= scores(hist[inner])[:, None])  # Lemma 4.1
+
+
+def test_start_marker_nodes_are_never_split():
+    db = random_db([list("abcabc")] * 5)
+    levels, _ = exact_tree(db, 6, 5)
+    for lvl in levels[1:]:
+        starts = lvl.contexts[:, 0] == db.vocab.start_id
+        assert starts.any() and lvl.leaf[starts].all()
+        assert (~lvl.leaf[~starts]).all() or lvl is levels[-1]
+    # children prepend an item or '$' to the parent's context
+    assert levels[1].contexts[:, 0].tolist() == [0, 1, 2, db.vocab.start_id]
+
+
+def test_inner_histograms_are_sums_of_leaves_and_negatives_are_zero():
+    db = random_db([list("abcab"), list("ba"), list("cc"), list("a")] * 3)
+    levels, exact = exact_tree(db, 4, 2)
+    noisy_histograms(levels, exact, NoiseKey.from_seed(1), 1e-3, db.vocab.size + 2)
+    for lvl, hist in zip(levels, exact):  # noise of scale 1e-3 is 0 here
+        assert np.array_equal(lvl.hist, hist)
+    levels, exact = exact_tree(db, 4, 2)
+    noisy_histograms(levels, exact, NoiseKey.from_seed(2), 50.0, db.vocab.size + 2)
+    beta = db.vocab.size + 1
+    assert all((lvl.hist >= 0).all() for lvl in levels)
+    leaf_sum = sum(lvl.hist[lvl.leaf].sum(axis=0) for lvl in levels)
+    root = levels[0].hist[0]
+    # the root is the clamped sum of the raw leaves: where it is positive it is at least
+    # the sum of the clamped leaves minus what clamping removed, so never above it
+    assert np.all(root <= leaf_sum) and root.shape == (beta,)
+
+
+def _figure3_model():
+    """Items A, B (ids 0, 1): root hist A:6 B:4 &:2; node 'A' hist B:3 &:3; '$' and 'B' leaves."""
+    end, start = 2, 3
+    root = PSTLevel(np.zeros((1, 0), np.int32), np.zeros(1, np.int64), np.array([False]),
+                    np.array([0]), np.array([[6, 4, 2]]))
+    lvl1 = PSTLevel(np.array([[0], [1], [start]], np.int32), np.zeros(3, np.int64),
+                    np.ones(3, bool), np.full(3, -1), np.array([[0, 3, 3], [4, 0, 0], [2, 0, 0]]))
+    return Model([root, lvl1], 2), end
+
+
+def test_equation_12_example():
+    model, end = _figure3_model()
+    assert model.estimate(np.array([[0, 1]]))[0] == pytest.approx(3.0)  # the paper's AB
+    assert model.estimate(np.array([[1, 0]]))[0] == pytest.approx(4.0)
+    assert model.estimate(np.array([[0, 0]]))[0] == 0.0
+    assert model.estimate(np.array([[0, end]]))[0] == pytest.approx(6 * 3 / 6)
+    assert model.estimate(np.array([[0, 1, 0]]))[0] == pytest.approx(3 * 4 / 4)  # via 'B'
+    assert model.estimate(np.array([[0, 1, end]]))[0] == 0.0
+
+
+def test_top_k_is_the_best_of_all_estimates():
+    db = random_db([list("abcab"), list("bca"), list("cab"), list("aab")] * 40)
+    release = pst(db, 6.0, l_top=5, seed=3, synthetic=False)
+    model = release.model
+    alls = {}
+    for n in range(1, 5):
+        grams = np.array(np.meshgrid(*[range(3)] * n, indexing="ij")).reshape(n, -1).T
+        for g, e in zip(grams.tolist(), model.estimate(grams)):
+            alls[tuple(g)] = e
+    want = sorted(alls.items(), key=lambda kv: (-kv[1], kv[0]))[:6]
+    got = release.top_k(6)
+    assert [c for _, c in got] == pytest.approx([c for _, c in want])
+    assert release.top_k(3, min_length=2)[0][0] in {tuple("ab"), tuple("ca"), tuple("bc")}
+
+
+def test_synthetic_sampling_follows_the_histograms():
+    model, end = _figure3_model()
+    items, lengths = model.sample(20_000, 5, NoiseKey.from_seed(4))
+    seqs = Counter(tuple(s) for s in np.split(items, np.cumsum(lengths)[:-1]))
+    # after '$' always A (node '$': A only); after A: B or & (1/2 each); after B: A
+    assert set(seqs) <= {(0,), (0, 1, 0), (0, 1, 0, 1, 0), (0, 1, 0, 1)}
+    assert seqs[(0,)] / 20_000 == pytest.approx(0.5, abs=0.02)
+    assert lengths.max() <= 5 and (lengths == 4).sum() == seqs[(0, 1, 0, 1)]
+
+
+def test_release_files_report_and_reproducibility(tmp_path):
+    db = random_db([list("abcab"), list("bca"), list("cab")] * 30)
+    a = pst(db, 2.0, l_top=4, seed=9)
+    b = pst(db, 2.0, l_top=4, seed=9)
+    assert a.nodes() == b.nodes() and list(a.synthetic) == list(b.synthetic)
+    out = a.save(tmp_path / "rel")
+    report = json.loads((out / "report.json").read_text())
+    assert report["mechanism"] == "privtree-pst" and report["seeded"] is True
+    assert report["epsilon"] <= 2.0 and 0 < report["delta"] < 1e-6
+    steps = report["ledger"]["steps"]
+    assert steps[0]["epsilon"] == pytest.approx(2.0 / 4) and steps[1]["epsilon"] == \
+        pytest.approx(2.0 * 3 / 4)
+    assert report["split_test"]["lambda"] == pytest.approx(7 / 3 * 4 / 0.5)
+    tree = json.loads((out / "pst.json").read_text())
+    assert tree["symbols"] == ["a", "b", "c", "&"] and tree["nodes"][0]["context"] == []
+    assert (out / "synthetic.txt").exists() and "timings" in report
+    assert '"sequences"' not in json.dumps(report)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"epsilon": float("nan")}, {"epsilon": 0}, {"epsilon": -1.0}, {"epsilon": float("inf")},
+    {"l_top": 0}, {"l_top": 2.5}, {"max_nodes": 0}, {"max_length": 0}, {"n_synthetic": -3},
+])
+def test_invalid_parameters(kwargs):
+    args = {"epsilon": 1.0, **kwargs}
+    eps = args.pop("epsilon")
+    with pytest.raises(InvalidParameter, match=next(iter(kwargs))):
+        pst(random_db([list("ab")]), eps, **args)
+
+
+def test_node_cap_cuts_the_tree():
+    db = random_db([list("abcabcabc")] * 200)
+    release = pst(db, 6.0, l_top=9, seed=1, synthetic=False, max_nodes=30)
+    assert sum(release.report["tree"]["nodes_per_depth"]) <= 30
+
+
+def test_cli_pst(tmp_path, capsys):
+    data = tmp_path / "toy.txt"
+    data.write_text("a b c\nb a\na b\n" * 20)
+    assert main(["pst", str(data), "--epsilon", "1", "--l-top", "4", "--seed", "1",
+                 "--out", str(tmp_path / "rel")]) == 0
+    assert (tmp_path / "rel" / "pst.json").exists()
+    for bad in ("nan", "0", "-1"):
+        assert main(["pst", str(data), "--epsilon", bad, "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "epsilon" in err and "Traceback" not in err and not (tmp_path / "x").exists()
+
+
+# ----------------------------------------------------------------- privacy audit
+# d1 adds the sequence "a a" (l_top = 2 symbols, no '&'): the root's score goes 1 -> 2 and
+# hist(root)[a] 0 -> 2, hist($)[a] and hist(a)[a] 0 -> 1.  Each trial is one tree of a
+# forest grown by the mechanism's own code (grow + noisy_histograms).
+AUD_D0 = SequenceDB.from_sequences([["b"]], vocab=["a", "b"])
+AUD_D1 = SequenceDB.from_sequences([["b"], ["a", "a"]], vocab=["a", "b"])
+AUD_EPS, AUD_LTOP = 2.0, 2
+
+
+def pst_forest(db, seed, trials):
+    """Per trial: root split?, noisy root hist[a], noisy hist('$')[a], noisy hist('a')[a]."""
+    beta = db.vocab.size + 1
+    eps_tree, eps_hist = AUD_EPS / beta, AUD_EPS * (beta - 1) / beta
+    sens = pst_module._sensitivity(AUD_LTOP)
+    key = NoiseKey.from_seed(seed)
+    flat, events = pst_symbols(db, AUD_LTOP)
+    levels, exact = grow(flat, events, db.vocab.size,
+                         SplitTest(split_params(eps_tree, beta, sens), key.derive("tree")),
+                         n_trees=trials, backend="numpy")
+    noisy_histograms(levels, exact, key.derive("hist"), sens / eps_hist, db.vocab.size + 2)
+    out = np.full((trials, 4), -1, dtype=np.int64)
+    out[:, 0] = ~levels[0].leaf
+    out[:, 1] = levels[0].hist[:, 0]
+    if len(levels) > 1:
+        lv = levels[1]
+        for col, sym in ((2, db.vocab.start_id), (3, 0)):
+            rows = np.flatnonzero(lv.contexts[:, 0] == sym)
+            out[lv.tree[rows], col] = lv.hist[rows, 0]
+    return out
+
+
+def pst_events(out):
+    split, root_a, start_a, a_a = out.T
+    return np.stack([(split == 0) & (root_a >= 2), (split == 0) & (root_a >= 1), split == 1,
+                     (split == 1) & (start_a >= 1) & (a_a >= 1),
+                     (split == 0) & (root_a <= 0)], axis=1)
+
+
+def test_audit_passes_the_pst():
+    result = audit(pst_forest, AUD_D0, AUD_D1, pst_events, epsilon=AUD_EPS, trials=40_000,
+                   alpha=1e-4, seed=11, batch=True)
+    assert result.passed, result.summary()
+
+
+def test_audit_rejects_the_pst_without_l_top_scaling(monkeypatch):
+    monkeypatch.setattr(pst_module, "_sensitivity", lambda l_top: 1)
+    result = audit(pst_forest, AUD_D0, AUD_D1, pst_events, epsilon=AUD_EPS, trials=40_000,
+                   alpha=1e-4, seed=11, batch=True)
+    assert not result.passed, result.summary()
+
+
+@pytest.mark.gpu
+def test_numpy_and_cupy_give_the_same_pst():
+    db = dpgpu.load(dpgpu.demo_path())
+    a = pst(db, 0.4, seed=5, backend="numpy")
+    b = pst(db, 0.4, seed=5, backend="cupy")
+    assert a.nodes() == b.nodes()
+    assert np.array_equal(a.synthetic.items, b.synthetic.items)
+    assert np.array_equal(a.synthetic.offsets, b.synthetic.offsets)
+    assert a.top_k(50) == b.top_k(50)
+    assert math.isclose(a.estimate(["1", "2"]), b.estimate(["1", "2"]))

@@ -1,0 +1,203 @@
+"""PrivTree spatial decompositions (Section 3) and the UG baseline: mechanics, audit, release."""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+import numpy as np
+import pytest
+
+from dpgpu import InvalidParameter
+from dpgpu.audit import audit
+from dpgpu.cli import main
+from dpgpu.data.points import read_points
+from dpgpu.mechanisms.privtree import SpatialHistogram, privtree_spatial, uniform_grid
+from dpgpu.mechanisms.privtree.core import SplitTest, mix64, split_params
+from dpgpu.privacy import NoiseKey
+
+spatial = importlib.import_module("dpgpu.mechanisms.privtree.spatial")
+
+
+class SplitAll:
+    """A stand-in split test that splits every node above ``depth`` (no noise)."""
+
+    def __init__(self, depth: int):
+        self.depth = depth
+
+    def decide(self, counts, depth, ids, backend):
+        return np.full(counts.shape[0], depth < self.depth)
+
+
+def full_tree(pts, depth, k):
+    d = pts.shape[1]
+    return spatial.grow(pts, np.zeros((1, d)), np.ones((1, d)), np.zeros(len(pts), np.int64),
+                        mix64(np.zeros(1, np.uint64)), SplitAll(depth), k=k, max_depth=64,
+                        max_nodes=10 ** 6, backend="numpy")
+
+
+@pytest.mark.parametrize("d,k", [(2, 2), (2, 1), (3, 3), (3, 2), (1, 1)])
+def test_children_partition_the_parent_box_and_its_points(d, k):
+    rng = np.random.default_rng(d * 10 + k)
+    pts = rng.random((500, d))
+    levels = full_tree(pts, 3, k)
+    beta = 2 ** k
+    for depth, (lvl, kids) in enumerate(zip(levels, levels[1:])):
+        assert np.array_equal(kids.counts.reshape(-1, beta).sum(axis=1), lvl.counts)
+        vol = np.prod(lvl.hi - lvl.lo, axis=1)
+        kid_vol = np.prod(kids.hi - kids.lo, axis=1).reshape(-1, beta)
+        assert np.allclose(kid_vol.sum(axis=1), vol) and np.allclose(kid_vol, vol[:, None] / beta)
+        halved = np.any(kids.hi - kids.lo != np.repeat(lvl.hi - lvl.lo, beta, axis=0), axis=0)
+        assert halved.sum() == k  # round robin: k dimensions per level
+        assert set(np.flatnonzero(halved)) == {(depth * k + j) % d for j in range(k)}
+    for lvl in levels:  # exact counts of the boxes (half-open, closed at the domain top)
+        inside = np.all((pts[:, None] >= lvl.lo) & ((pts[:, None] < lvl.hi) | (lvl.hi == 1)),
+                        axis=2)
+        assert np.array_equal(inside.sum(axis=0), lvl.counts)
+
+
+def test_counts_are_monotone_and_deep_duplicates_stop():
+    pts = np.full((40, 2), 0.3)
+    release = privtree_spatial(pts, 1.0, bounds=[[0, 1], [0, 1]], seed=2, max_depth=30)
+    assert len(release.nodes) <= 31  # public depth cap
+    assert release.report["private"] is True
+
+
+def test_range_count_uniformity():
+    h = SpatialHistogram([[0, 0], [0.5, 0]], [[0.5, 1], [1, 1]], [10, 30])
+    est = h.range_count([[0, 0], [0.25, 0], [0.75, 0.5]], [[1, 1], [0.75, 1], [1, 1]])
+    assert est.tolist() == pytest.approx([40, 5 + 15, 7.5])
+
+
+def test_uniform_grid_size_and_noise():
+    rng = np.random.default_rng(0)
+    pts = rng.random((4000, 2))
+    g = uniform_grid(pts, 1.0, n=4000, bounds=[[0, 1], [0, 1]], seed=1)
+    m = round((4000 * 1.0 / 10) ** (2 / 4))
+    assert len(g) == m * m == 400
+    assert abs(g.counts.sum() - 4000) < 200
+    g3 = uniform_grid(rng.random((1000, 3)), 2.0, n=1000, bounds=[[0, 1]] * 3, seed=1)
+    assert len(g3) == round((1000 * 2.0 / 10) ** (2 / 5)) ** 3
+
+
+def test_release_leaves_csv_tree_and_report(tmp_path):
+    rng = np.random.default_rng(1)
+    pts = np.concatenate([rng.normal(0.2, 0.02, (3000, 2)), rng.random((500, 2))])
+    release = privtree_spatial(pts, 1.0, bounds=[[0, 1], [0, 1]], columns=["x", "y"], seed=4)
+    total = release.range_count([[0, 0]], [[1, 1]])[0]
+    assert total == pytest.approx(release.leaves.counts.sum())
+    assert abs(total - 3500) < 300
+    assert release.nodes[0]["count"][0] == release.leaves.counts.sum()
+    out = release.save(tmp_path / "rel")
+    lines = (out / "leaves.csv").read_text().splitlines()
+    assert lines[0] == "lo_x,hi_x,lo_y,hi_y,count" and len(lines) == 1 + len(release.leaves)
+    report = json.loads((out / "report.json").read_text())
+    assert report["split_test"]["beta"] == 4 and report["split_test"]["epsilon"] == 0.5
+    assert report["split_test"]["lambda"] == pytest.approx(7 / 3 / 0.5)
+    assert [s["epsilon"] for s in report["ledger"]["steps"]] == [0.5, 0.5]
+    tree = json.loads((out / "tree.json").read_text())
+    assert tree["fanout"] == 4 and len(tree["levels"]) == len(release.nodes)
+    a = privtree_spatial(pts, 1.0, bounds=[[0, 1], [0, 1]], seed=4)
+    assert np.array_equal(a.leaves.counts, release.leaves.counts)
+
+
+def test_domain_from_data_is_flagged_not_private():
+    release = privtree_spatial(np.random.default_rng(2).random((100, 2)), 1.0, seed=1)
+    assert release.report["private"] is False and "NOT" in release.report["warning"]
+
+
+@pytest.mark.parametrize("kwargs", [{"epsilon": float("nan")}, {"epsilon": 0},
+                                    {"fanout": 3}, {"fanout": 8}, {"bounds": [[0, 1], [1, 0]]},
+                                    {"max_nodes": 0}, {"columns": ["x"]}])
+def test_invalid_parameters(kwargs):
+    args = {"epsilon": 1.0, **kwargs}
+    eps = args.pop("epsilon")
+    with pytest.raises(InvalidParameter, match=next(iter(kwargs))):
+        privtree_spatial(np.zeros((3, 2)), eps, **args)
+
+
+def test_cli_and_reader(tmp_path, capsys):
+    data = tmp_path / "pts.csv"
+    rng = np.random.default_rng(3)
+    data.write_text("name,x,y\n" + "".join(f"p{i},{a},{b}\n" for i, (a, b) in
+                                            enumerate(rng.random((300, 2)))))
+    assert read_points(data, "x,y").shape == (300, 2)
+    assert main(["privtree-spatial", str(data), "--epsilon", "1", "--columns", "x,y",
+                 "--bounds", "0,1,0,1", "--seed", "1", "--out", str(tmp_path / "rel")]) == 0
+    assert (tmp_path / "rel" / "leaves.csv").exists()
+    assert main(["privtree-spatial", str(data), "--epsilon", "1", "--columns", "x,z",
+                 "--out", str(tmp_path / "x")]) == 2
+    assert main(["privtree-spatial", str(data), "--epsilon", "nan", "--columns", "x,y",
+                 "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "'z'" in err and "epsilon" in err and "Traceback" not in err
+
+
+# ----------------------------------------------------------------- privacy audit
+# All points sit at T; d1 has one more.  Each trial is one tree of a forest grown by the
+# mechanism's own code; the output is how deep T's path splits (and T's noisy leaf count).
+T = np.array([0.3, 0.3])
+
+
+def forest(n_points, seed, trials, *, eps_tree, clamp=True, eps_count=None):
+    test = SplitTest(split_params(eps_tree, 4), NoiseKey.from_seed(seed), clamp=clamp)
+    out = np.zeros((trials, 2), dtype=np.int64)
+    step = 250_000
+    for s in range(0, trials, step):
+        r = min(step, trials - s)
+        levels = spatial.grow(np.tile(T, (n_points * r, 1)), np.zeros((r, 2)), np.ones((r, 2)),
+                              np.repeat(np.arange(r), n_points),
+                              mix64(np.arange(s, s + r, dtype=np.uint64)), test, k=2,
+                              max_depth=12, max_nodes=10 ** 9, backend="numpy")
+        noisy = spatial.leaf_noisy_counts(levels, NoiseKey.from_seed(seed + 1), 1 / eps_count,
+                                          "numpy") if eps_count else None
+        alive = np.ones(r, dtype=bool)
+        for depth, lvl in enumerate(levels):
+            rows = np.flatnonzero(np.all((lvl.lo <= T) & (T < lvl.hi), axis=1))
+            trees = np.flatnonzero(alive)  # one node on T's path per tree still descending
+            split = lvl.split[rows]
+            out[s + trees[split], 0] += 1
+            if noisy is not None:
+                leaf_rows, counts = noisy[depth]
+                out[s + trees[~split], 1] = counts[np.searchsorted(leaf_rows, rows[~split])]
+            alive[trees[~split]] = False
+            if not alive.any():
+                break
+    return out
+
+
+def depth_events(out):
+    return np.stack([out[:, 0] >= k for k in range(1, 7)], axis=1)
+
+
+def test_audit_passes_the_tree():
+    result = audit(lambda d, seed, n: forest(d, seed, n, eps_tree=2.0), 2, 3, depth_events,
+                   epsilon=2.0, trials=1_000_000, alpha=1e-4, seed=3, batch=True)
+    assert result.passed, result.summary()
+
+
+def test_audit_rejects_the_tree_without_the_clamp():
+    result = audit(lambda d, seed, n: forest(d, seed, n, eps_tree=2.0, clamp=False), 2, 3,
+                   depth_events, epsilon=2.0, trials=1_000_000, alpha=1e-4, seed=3, batch=True)
+    assert not result.passed, result.summary()
+
+
+def test_audit_passes_tree_and_leaf_counts():
+    def events(out):
+        deep, count = out[:, 0], out[:, 1]
+        return np.stack([(deep == k) & (count >= c) for k in range(3) for c in (1, 3, 5)]
+                        + [(deep == k) & (count <= c) for k in range(3) for c in (1, 3)], axis=1)
+
+    result = audit(lambda d, seed, n: forest(d, seed, n, eps_tree=1.0, eps_count=1.0), 2, 3,
+                   events, epsilon=2.0, trials=100_000, alpha=1e-4, seed=5, batch=True)
+    assert result.passed, result.summary()
+
+
+@pytest.mark.gpu
+def test_numpy_and_cupy_give_the_same_decomposition():
+    rng = np.random.default_rng(7)
+    pts = np.concatenate([rng.normal(0.3, 0.01, (50_000, 2)), rng.random((50_000, 2))])
+    a = privtree_spatial(pts, 0.5, bounds=[[0, 1], [0, 1]], seed=8, backend="numpy")
+    b = privtree_spatial(pts, 0.5, bounds=[[0, 1], [0, 1]], seed=8, backend="cupy")
+    assert np.array_equal(a.leaves.lo, b.leaves.lo) and np.array_equal(a.leaves.hi, b.leaves.hi)
+    assert np.array_equal(a.leaves.counts, b.leaves.counts)
