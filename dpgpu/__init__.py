@@ -10,9 +10,10 @@ from .data.vocabulary import Vocabulary  # noqa: E402
 from .data.load import load, demo_path  # noqa: E402
 from .errors import BudgetExceeded, DPGPUError, InputError, InvalidParameter  # noqa: E402
 from .mechanisms.ngram import ngram  # noqa: E402
+from .mechanisms.pfs2 import pfs2  # noqa: E402
 
 __all__ = [
-    "SequenceDB", "Vocabulary", "load", "demo_path", "ngram",
+    "SequenceDB", "Vocabulary", "load", "demo_path", "ngram", "pfs2",
     "DPGPUError", "InvalidParameter", "InputError", "BudgetExceeded",
     "__version__",
 ]

@@ -21,8 +21,8 @@ from . import __version__
 from .errors import DPGPUError
 
 #: Modules of dpgpu.commands, in the order their subcommands are listed.
-COMMAND_MODULES = ("info", "stats", "demo", "convert", "ngram", "pst", "privtree_spatial", "dpne",
-                   "evaluate", "calibrate")
+COMMAND_MODULES = ("info", "stats", "demo", "convert", "ngram", "evaluate", "dpne", "pst",
+                   "privtree_spatial", "calibrate", "pfs2")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -9,7 +9,8 @@ from typing import Any
 
 from ..data.load import FORMATS, load
 
-_FORMAT_OPTIONS = ("tokens", "case", "activity", "timestamp", "user", "delimiter")
+_FORMAT_OPTIONS = ("tokens", "case", "activity", "timestamp", "user", "delimiter", "text",
+                   "lowercase")
 
 
 def add_data_arguments(parser: argparse.ArgumentParser, name: str = "data") -> None:
@@ -22,8 +23,12 @@ def add_data_arguments(parser: argparse.ArgumentParser, name: str = "data") -> N
     group.add_argument("--case", help="csv/parquet: case (sequence) id column")
     group.add_argument("--activity", help="csv/parquet/xes: activity column or attribute")
     group.add_argument("--timestamp", help="csv/parquet/xes: timestamp column or attribute")
-    group.add_argument("--user", help="csv/parquet: user id column (user-level data)")
+    group.add_argument("--user", help="csv/parquet/jsonl/text-*: user id column or field "
+                       "(user-level data)")
     group.add_argument("--delimiter", help="csv: field delimiter (default: detect)")
+    group.add_argument("--text", help="jsonl/text-csv/text-parquet: text column or field")
+    group.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
+                       help="jsonl/text-*: lower-case the words")
 
 
 def add_backend_argument(parser: argparse.ArgumentParser) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..mechanisms.dpne import RULES, SCHEDULES, dpne
+from ..mechanisms.dpne import METHODS, POLICIES, RULES, SCHEDULES, dpne
 from .common import add_backend_argument, add_data_arguments, load_from_args
 
 
@@ -27,6 +27,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rule", choices=RULES, default="both", help="valid k-gram rule")
     p.add_argument("--schedule", choices=SCHEDULES, default="equal", help="sigma_k schedule")
     p.add_argument("--decay", type=float, default=1.0, help="c of sigma_k = c sigma_{k-1}")
+    p.add_argument("--method", choices=("dpne",) + METHODS, default="dpne",
+                   help="DPNE or a DPSU baseline of the paper (default dpne)")
+    p.add_argument("--policy", choices=POLICIES, default="weighted",
+                   help="DPSU policy of the baselines (default weighted)")
+    p.add_argument("--alpha", type=float, default=5.0,
+                   help="Policy Laplace cutoff Gamma = rho + alpha * lambda (default 5)")
     p.add_argument("--seed", type=int, help="reproducible noise (recorded as seeded)")
     p.add_argument("--out", required=True, help="release directory to create")
     p.add_argument("--force", action="store_true", help="replace an existing release")
@@ -40,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     release = dpne(db, args.epsilon, args.delta, max_n=args.max_n,
                    contribution=args.contribution, eta=args.eta, rule=args.rule,
                    schedule=args.schedule, decay=args.decay, seed=args.seed,
-                   backend=args.backend)
+                   backend=args.backend, method=args.method, policy=args.policy,
+                   alpha=args.alpha)
     out = release.save(args.out, force=args.force)
-    print(f"DPNE release written to {out}: k-grams per k {release.counts()}")
+    print(f"{args.method} release written to {out}: k-grams per k {release.counts()}")
     return 0

@@ -3,7 +3,9 @@
 Formats (``format=``): ``seq`` (UCI, e.g. MSNBC), ``spmf`` (with ``-1``/``-2``
 separators or the stripped one-item-per-itemset variant), ``lines`` (one
 sequence per line, integer or string tokens), ``csv`` and ``parquet`` event
-logs (one row per event: case, activity, timestamp), ``xes`` event logs.
+logs (one row per event: case, activity, timestamp), ``xes`` event logs,
+user-level text (:mod:`~dpgpu.data.users`): ``jsonl``, ``text-csv``,
+``text-parquet`` (a user and a text per record, one sequence per sentence).
 Without ``format`` the content decides (file names are only a hint); gzip is
 recognised by its magic number.
 """
@@ -22,15 +24,18 @@ from .sequencedb import SequenceDB
 
 log = logging.getLogger("dpgpu")
 
-FORMATS = ("seq", "spmf", "lines", "csv", "parquet", "xes")
+FORMATS = ("seq", "spmf", "lines", "csv", "parquet", "xes", "jsonl", "text-csv", "text-parquet")
 _OPTIONS = {
     "seq": (), "spmf": (), "lines": ("tokens",),
     "csv": ("case", "activity", "timestamp", "user", "delimiter"),
     "parquet": ("case", "activity", "timestamp", "user"),
     "xes": ("activity", "timestamp"),
+    "jsonl": ("user", "text", "lowercase"),
+    "text-csv": ("user", "text", "lowercase", "delimiter"),
+    "text-parquet": ("user", "text", "lowercase"),
 }
 _SUFFIX = {".seq": "seq", ".spmf": "spmf", ".csv": "csv", ".tsv": "csv",
-           ".parquet": "parquet", ".xes": "xes"}
+           ".parquet": "parquet", ".xes": "xes", ".jsonl": "jsonl"}
 DEMO_FILE = "msnbc990928.seq.gz"
 
 
@@ -46,13 +51,15 @@ def load(path: Any, format: str | None = None, **options: Any) -> SequenceDB:
     ----------
     path : str or path-like
         The file (optionally gzip-compressed).  It is only read.
-    format : {"seq", "spmf", "lines", "csv", "parquet", "xes"}, optional
-        Detected from the content when omitted.
+    format : str, optional
+        One of :data:`FORMATS`; detected from the content when omitted
+        (``text-csv`` and ``text-parquet`` are never detected).
     **options
         Format options: ``tokens`` (lines: ``"auto"``, ``"int"``, ``"str"``);
         ``case``, ``activity``, ``timestamp``, ``user``, ``delimiter``
         (csv/parquet column names); ``activity``, ``timestamp`` (xes
-        attribute keys).
+        attribute keys); ``user``, ``text``, ``lowercase`` (jsonl/text-csv/
+        text-parquet: field or column names, lower-casing).
 
     Returns
     -------
@@ -71,8 +78,8 @@ def load(path: Any, format: str | None = None, **options: Any) -> SequenceDB:
                                f"{', '.join(FORMATS)}")
     p = Path(path)
     head = _raw_head(p)
-    if format == "parquet" or (format is None and head.startswith(b"PAR1")):
-        fmt, data = "parquet", b""
+    if format in ("parquet", "text-parquet") or (format is None and head.startswith(b"PAR1")):
+        fmt, data = format or "parquet", b""
     else:
         data = read_bytes(p)
         if not data.strip():
@@ -101,6 +108,8 @@ def detect_format(path: Path, data: bytes) -> str:
         return "xes"
     suffixes = [s for s in path.suffixes if s != ".gz"]
     hint = _SUFFIX.get(suffixes[-1].lower()) if suffixes else None
+    if hint == "jsonl" or head.lstrip().startswith(b"{"):
+        return "jsonl"
     if hint == "csv" or eventlog.looks_like_csv_log(head):
         return "csv"
     return "lines"
@@ -121,8 +130,14 @@ def _read(fmt: str, p: Path, data: bytes, options: dict) -> SequenceDB:
         return text.read_spmf(p, data)
     if fmt == "lines":
         return text.read_lines(p, data, **options)
-    from . import eventlog  # noqa: PLC0415
+    from . import eventlog, users  # noqa: PLC0415
 
+    if fmt == "jsonl":
+        return users.read_jsonl(p, data, **options)
+    if fmt == "text-csv":
+        return users.read_text_csv(p, data, **options)
+    if fmt == "text-parquet":
+        return users.read_text_parquet(p, **options)
     if fmt == "csv":
         return eventlog.read_csv_log(p, data, **options)
     if fmt == "parquet":

@@ -392,17 +392,7 @@ def subsequence_supports(db: Any, patterns: Iterable[Any], *, l_max: int | None 
     if not pats:
         return np.zeros(0, dtype=np.int64)
     src = db if l_max is None else db.truncate(l_max)
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for i, p in enumerate(pats):
-        groups.setdefault(p[:-1], []).append(i)
-    prefixes = list(groups)
-    pre_off = np.zeros(len(prefixes) + 1, dtype=np.int64)
-    pre_off[1:] = np.cumsum([len(p) for p in prefixes])
-    pre_flat = np.array([x for p in prefixes for x in p], dtype=np.int32)
-    members = [i for p in prefixes for i in groups[p]]
-    grp_off = np.zeros(len(prefixes) + 1, dtype=np.int64)
-    grp_off[1:] = np.cumsum([len(groups[p]) for p in prefixes])
-    ext_item = np.array([pats[i][-1] for i in members], dtype=np.int32)
+    pre_flat, pre_off, grp_off, ext_item, members = group_by_prefix(pats)
     if weights is None:
         w = np.ones(len(src), dtype=np.int64)
     else:
@@ -415,8 +405,47 @@ def subsequence_supports(db: Any, patterns: Iterable[Any], *, l_max: int | None 
     counts = _support_kernel()(src.items, src.offsets, w, pre_flat, pre_off, grp_off,
                                ext_item, db.vocab.size, n_chunks)
     out = np.empty(len(pats), dtype=np.int64)
-    out[np.array(members, dtype=np.int64)] = counts
+    out[members] = counts
     return out
+
+
+def group_by_prefix(pats: Sequence[tuple[int, ...]]
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The support kernels' layout of patterns grouped by prefix (all items but the last).
+
+    Shared by the Numba kernel here and the CUDA kernel ``dpgpu_subseq_supports``
+    (``kernels/subseq.cu``).
+
+    Parameters
+    ----------
+    pats : sequence of tuple of int
+        Non-empty patterns.
+
+    Returns
+    -------
+    pre_flat : numpy.ndarray of int32
+        The distinct prefixes, concatenated.
+    pre_off : numpy.ndarray of int64
+        ``G + 1`` offsets of the prefixes in ``pre_flat``.
+    grp_off : numpy.ndarray of int64
+        ``G + 1`` offsets of each group's patterns in ``ext_item``.
+    ext_item : numpy.ndarray of int32
+        Last item of each pattern, grouped.
+    members : numpy.ndarray of int64
+        Input index of each pattern of ``ext_item``.
+    """
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, p in enumerate(pats):
+        groups.setdefault(p[:-1], []).append(i)
+    prefixes = list(groups)
+    pre_off = np.zeros(len(prefixes) + 1, dtype=np.int64)
+    pre_off[1:] = np.cumsum([len(p) for p in prefixes])
+    pre_flat = np.array([x for p in prefixes for x in p], dtype=np.int32)
+    members = np.array([i for p in prefixes for i in groups[p]], dtype=np.int64)
+    grp_off = np.zeros(len(prefixes) + 1, dtype=np.int64)
+    grp_off[1:] = np.cumsum([len(groups[p]) for p in prefixes])
+    ext_item = np.array([pats[i][-1] for i in members.tolist()], dtype=np.int32)
+    return pre_flat, pre_off, grp_off, ext_item, members
 
 
 def _candidates(level: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:

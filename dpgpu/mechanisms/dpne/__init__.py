@@ -52,6 +52,10 @@ Sampler accounting: every draw is within ``tv`` of exact
 is a public cap on the noisy values drawn (the vocabulary for level 1,
 ``|V_k|`` for level ``k``; ``|V_k|`` is computed from released sets).  A level
 that would exceed the cap is not extracted, and the report says so.
+
+Baselines: ``dpne(..., method="dpsu-all" | "dpsu-even" | "dpsu-single")``
+runs the paper's DPSU baselines instead (:mod:`.baselines`, with their own
+privacy argument; ``policy="laplace"`` for Policy Laplace).
 """
 
 from __future__ import annotations
@@ -75,12 +79,14 @@ from ...validation import check_choice, check_positive_int, check_positive_real,
 from .calibration import GRID, dpsu_integer_threshold, tail_probability, tail_threshold, \
     zcdp_sigma
 from .histogram import TAG_SPURIOUS, bounded_histogram, noisy_release
+from .baselines import METHODS, POLICIES, GramTable, calibrate, draws_allowed, \
+    release_run, runs, sampling_cost
 from .levels import Level, Positions, Space, first_level, identities
 
 RULES = ("both", "single")
 SCHEDULES = ("equal", "geometric")
 
-__all__ = ["dpne", "DPNERelease", "RULES", "SCHEDULES"]
+__all__ = ["dpne", "DPNERelease", "RULES", "SCHEDULES", "METHODS", "POLICIES"]
 
 
 class DPNERelease:
@@ -123,7 +129,8 @@ def sigma_schedule(sigma_star: float, max_n: int, schedule: str, decay: float) -
 def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
          contribution: int | Sequence[int] = 300, eta: float = 0.01, rule: str = "both",
          schedule: str = "equal", decay: float = 1.0, seed: int | None = None,
-         backend: Any = None, max_draws: int | None = None) -> DPNERelease:
+         backend: Any = None, max_draws: int | None = None, method: str = "dpne",
+         policy: str = "weighted", alpha: float = 5.0) -> DPNERelease:
     """Extract n-grams under user-level ``(epsilon, delta)``-DP (DPNE, Algorithm 1).
 
     Parameters
@@ -154,6 +161,14 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     max_draws : int or None
         Public cap on the noisy values drawn (see the module doc); ``None``:
         as many as the ledger's sampling-delta allowance covers.
+    method : {"dpne", "dpsu-all", "dpsu-even", "dpsu-single"}
+        DPNE, or one of the paper's DPSU baselines (:mod:`.baselines`; they
+        ignore ``eta``, ``rule``, ``schedule`` and ``decay``, and
+        ``dpsu-single`` releases ``max_n``-grams only).
+    policy : {"weighted", "laplace"}
+        DPSU update policy of the baselines (DPNE is weighted-Gaussian).
+    alpha : float
+        Policy Laplace cutoff ``Gamma = rho + alpha * lambda``.
 
     Returns
     -------
@@ -168,8 +183,17 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     rule = check_choice(rule, "rule", RULES)
     schedule = check_choice(schedule, "schedule", SCHEDULES)
     decay = check_positive_real(decay, "decay")
+    method = check_choice(method, "method", ("dpne",) + METHODS)
+    policy = check_choice(policy, "policy", POLICIES)
+    alpha = check_positive_real(alpha, "alpha")
+    if method == "dpne" and policy != "weighted":
+        raise InvalidParameter("policy: DPNE uses the weighted policy; other policies are "
+                               "for the dpsu-* methods")
     be = get_backend(backend)
     t0 = time.perf_counter()
+    if method != "dpne":
+        return _baseline(db, epsilon, delta, method, policy, max_n, caps[0], alpha, seed, be,
+                         max_draws, t0)
 
     sigma_star = zcdp_sigma(epsilon, delta / 2)
     sigmas = sigma_schedule(sigma_star, max_n, schedule, decay)
@@ -237,7 +261,7 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
 
     counts = [int(lv.grams.shape[0]) for lv in levels]
     report = {
-        "mechanism": "dpne",
+        "mechanism": "dpne", "method": "dpne",
         "paper": "Kim, Gopi, Kulkarni, Yekhanin: Differentially private n-gram extraction "
                  "(NeurIPS 2021)",
         "private": True,
@@ -308,3 +332,59 @@ def _spurious(space: Space, supported: np.ndarray, p: float, key: Any, tag: int,
                               backend="numpy")
             out.append(cand[hit])
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+def _baseline(db: SequenceDB, epsilon: float, delta: float, method: str, policy: str,
+              max_n: int, cap0: int, alpha: float, seed: Any, be: Any, max_draws: Any,
+              t0: float) -> DPNERelease:
+    """A DPSU baseline (:mod:`.baselines`), charged to the ledger as one step."""
+    plan = runs(method, max_n)
+    caps = [cap0 * len(ks) for ks in plan]
+    sigma_star = zcdp_sigma(epsilon, delta / 2)
+    calib = [calibrate(policy, epsilon, delta, len(plan), c, alpha, sigma_star) for c in caps]
+    noise = calib[0][0]
+    ledger = PrivacyLedger(epsilon, delta, seed=seed)
+    if max_draws is None:
+        max_draws = draws_allowed(noise, epsilon, ledger.max_sampling_delta)
+    max_draws = check_positive_int(max_draws, "max_draws")
+    step = ledger.charge(f"{method}: {len(plan)} DPSU run(s), policy {policy}", epsilon, delta,
+                         sampling_delta=sampling_cost(noise, max_draws, epsilon))
+    pos = Positions.of(db)
+    table = GramTable(pos, max_n, db.vocab.size)
+    levels = [np.zeros((0, k), dtype=np.int32) for k in range(1, max_n + 1)]
+    drawn, stopped = 0, []
+    for i, (ks, cap, (nz, thr, cut)) in enumerate(zip(plan, caps, calib)):
+        out, n, skipped = release_run(pos, table, ks, max_n, db.vocab.size, policy, cap, nz,
+                                      thr, cut, step.key, 4 * i, max_draws - drawn)
+        drawn += n
+        if skipped:
+            stopped.append(f"run over k = {ks}: support exceeds the remaining draw cap")
+        for k, rows in zip(ks, out):
+            levels[k - 1] = rows
+    counts = [int(x.shape[0]) for x in levels]
+    report = {
+        "mechanism": "dpne", "method": method,
+        "paper": "Kim, Gopi, Kulkarni, Yekhanin: Differentially private n-gram extraction "
+                 "(NeurIPS 2021), DPSU baselines (Gopi et al., ICML 2020)",
+        "private": True,
+        "parameters": {"epsilon": epsilon, "delta": delta, "max_n": max_n,
+                       "contribution": cap0, "policy": policy, "alpha": alpha,
+                       "max_draws": max_draws},
+        "epsilon": ledger.spent_epsilon, "delta": ledger.spent_delta,
+        "calibration": {"grid": GRID, "runs": [{"k": ks, "contribution": c,
+                                                 "noise": type(nz).__name__,
+                                                 "scale_grid": getattr(nz, "sigma", None) or
+                                                 getattr(nz, "scale", None),
+                                                 "threshold_grid": thr, "cutoff_grid": cut}
+                                                for ks, c, (nz, thr, cut) in
+                                                zip(plan, caps, calib)]},
+        "released": {"per_k": counts, "total": sum(counts)},
+        "stopped": "; ".join(stopped) or None,
+        "ledger": ledger.to_dict(),
+        "seeded": ledger.seeded,
+        "backend": be.name, "device": be.device_name(),
+        "vocabulary": {"size": db.vocab.size, "sha256": vocabulary_fingerprint(db.vocab)},
+        "input": {"format": db.source.get("format")},
+        "timings": {"total_s": round(time.perf_counter() - t0, 4)},
+    }
+    return DPNERelease(levels, report, db.vocab)

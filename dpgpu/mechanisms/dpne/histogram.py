@@ -7,7 +7,9 @@ subset chosen by keyed words (the ``max_items`` smallest words of
 :meth:`NoiseKey.words` at identity ``hash(user, gram)``), and adds the
 integer weight ``floor(GRID / sqrt(t))`` to each of its ``t`` kept grams,
 so one user moves the histogram by at most ``GRID`` in L2.  The histogram
-is one segmented reduction (sort + ``bincount``) over the kept rows.
+is one segmented reduction (sort + ``bincount``) over the kept rows; pairs
+are sorted as one packed int64 key, and keyed words are drawn only for the
+users holding more than ``max_items`` grams.
 """
 
 from __future__ import annotations
@@ -24,14 +26,19 @@ from .calibration import unit_weights
 TAG_SUBSET, TAG_NOISE, TAG_SPURIOUS = 0, 1, 2
 
 
-def bounded_histogram(users: np.ndarray, grams: np.ndarray, max_items: int, key: NoiseKey,
-                      tag: int, *, bound: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct grams and their integer weights after contribution bounding.
+def bounded_pairs(users: np.ndarray, grams: np.ndarray, max_items: int, key: NoiseKey,
+                  tag: int, *, bound: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct ``(user, gram)`` pairs each user keeps, sorted by user then gram.
+
+    A user holding at most ``max_items`` distinct grams keeps them all; one
+    holding more keeps the ``max_items`` whose keyed words (identity
+    ``hash(user, gram)``) are smallest -- a uniformly random subset.  Pairs
+    are packed into one int64 key ``user * G + gram`` for the sort.
 
     Parameters
     ----------
     users, grams : (M,) int64 arrays
-        One row per occurrence (duplicates allowed).
+        One row per occurrence (duplicates allowed), both ``>= 0``.
     max_items : int
         ``Delta_k``.
     key : NoiseKey
@@ -39,33 +46,93 @@ def bounded_histogram(users: np.ndarray, grams: np.ndarray, max_items: int, key:
     tag : int
         The level's base tag.
     bound : bool
-        ``False`` keeps every gram of a user but still weights each by
-        ``floor(GRID / sqrt(min(t, max_items)))`` (the L2 norm exceeds
-        ``GRID``): a deliberately broken variant for the audit test, never
-        used by a release.
+        ``False`` keeps every gram (for the audit's broken variant only).
+
+    Returns
+    -------
+    users, grams : (P,) int64
+        The kept pairs.
+    held : (P,) int64
+        How many distinct grams the pair's user holds (before bounding).
+    """
+    users = users.astype(np.int64, copy=False)
+    grams = grams.astype(np.int64, copy=False)
+    if users.size == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    span = int(grams.max()) + 1
+    if (int(users.max()) + 1) * span >= 2 ** 62:        # compress the gram ids first
+        values, grams = unique_int(grams, return_inverse=True)
+        span = values.size
+    else:
+        values = None
+    packed = unique_int(users * span + grams)
+    u, g = packed // span, packed % span
+    if values is not None:
+        g = values[g]
+    first = np.r_[True, u[1:] != u[:-1]]
+    held = np.diff(np.r_[np.flatnonzero(first), u.size])
+    t = np.repeat(held, held)
+    keep = t <= max_items
+    if bound and not keep.all():
+        over = np.flatnonzero(~keep)
+        words = key.words(_splitmix(u[over].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+                                    ^ g[over].astype(np.uint64), np), tag + TAG_SUBSET, 1,
+                          backend="numpy")[0]
+        over = over[np.lexsort((words, u[over]))]
+        head = np.r_[True, u[over][1:] != u[over][:-1]]
+        start = np.maximum.accumulate(np.where(head, np.arange(over.size), 0))
+        keep[over[np.arange(over.size) - start < max_items]] = True
+    elif not bound:
+        keep[:] = True
+    return u[keep], g[keep], t[keep]
+
+
+def bounded_histogram(users: np.ndarray, grams: np.ndarray, max_items: int, key: NoiseKey,
+                      tag: int, *, bound: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct grams and their integer weights after contribution bounding.
+
+    Each kept pair of :func:`bounded_pairs` adds ``floor(GRID / sqrt(t))``
+    with ``t = min(held, max_items)`` (with ``bound=False`` the L2 norm
+    exceeds ``GRID``: a deliberately broken variant for the audit test,
+    never used by a release).
 
     Returns
     -------
     grams : (U,) int64, sorted
     weights : (U,) int64
     """
-    pairs = np.unique(np.stack([users.astype(np.int64), grams.astype(np.int64)]), axis=1) \
-        if users.size else np.zeros((2, 0), dtype=np.int64)
-    u, g = pairs[0], pairs[1]
-    words = key.words(_splitmix(u.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-                                ^ g.astype(np.uint64), np), tag + TAG_SUBSET, 1,
-                      backend="numpy")[0]
-    order = np.lexsort((words, u))
-    u, g = u[order], g[order]
-    first = np.r_[True, u[1:] != u[:-1]] if u.size else np.zeros(0, dtype=bool)
-    start = np.maximum.accumulate(np.where(first, np.arange(u.size), 0))
-    rank = np.arange(u.size) - start
-    held = np.diff(np.r_[np.flatnonzero(first), u.size])
-    t = np.repeat(held, held)
-    keep = rank < max_items if bound else np.ones(u.size, dtype=bool)
+    _, g, t = bounded_pairs(users, grams, max_items, key, tag, bound=bound)
     w = np.asarray(unit_weights(max_items), dtype=np.int64)[np.minimum(t, max_items)]
-    grams_out, inv = np.unique(g[keep], return_inverse=True)
-    return grams_out, np.bincount(inv, weights=w[keep], minlength=grams_out.size).astype(np.int64)
+    return gram_sums(g, w)
+
+
+def gram_sums(grams: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct ``grams`` and the sum of ``weights`` per gram (int64)."""
+    if grams.size and int(grams.max()) < 4 * grams.size:
+        total = np.bincount(grams, weights=weights, minlength=0)
+        present = np.bincount(grams) > 0
+        out = np.flatnonzero(present)
+        return out.astype(np.int64), np.rint(total[out]).astype(np.int64)
+    out, inv = unique_int(grams, return_inverse=True)
+    return out, np.rint(np.bincount(inv, weights=weights, minlength=out.size)).astype(np.int64)
+
+
+def unique_int(a: np.ndarray, *, return_inverse: bool = False) -> Any:
+    """Sorted distinct values of an integer array (and the inverse), by one sort.
+
+    ``numpy.unique`` of NumPy 2.x goes through a hash table that is tens of
+    times slower than a sort on int64 keys.
+    """
+    order = np.argsort(a, kind="stable") if return_inverse else None
+    s = a[order] if return_inverse else np.sort(a)
+    head = np.r_[True, s[1:] != s[:-1]] if s.size else np.zeros(0, dtype=bool)
+    out = s[head]
+    if not return_inverse:
+        return out
+    inv = np.empty(a.size, dtype=np.int64)
+    inv[order] = np.cumsum(head) - 1
+    return out, inv
 
 
 def noisy_release(weights: np.ndarray, identities: np.ndarray, s: float, threshold: int,

@@ -1,0 +1,353 @@
+"""PFS^2: differentially private frequent subsequence mining (Xu et al., ICDE'16).
+
+Algorithm 3 of the paper.  Support of a pattern = number of sequences that
+contain it as a (non-contiguous) subsequence.  Pre-mining
+(:mod:`.premining`) estimates ``|D|~``, the sample length constraint
+``l_max`` and ``L_f``; the database is split at random into ``L_f``
+disjoint sample databases; then for ``k = 1 .. L_f``: candidates ``C_k``
+(all items, then the GSP join of the frequent ``(k-1)``-sequences), the
+``k``-th sample shrunk to ``l_max`` (:mod:`.shrink`), noisy local supports
+compared with the relaxed threshold (:mod:`.relax`), and noisy supports of
+the survivors on the full, untruncated database.
+
+Privacy argument (Theorems 6 and 7)
+-----------------------------------
+Neighbouring databases differ by one sequence (added or removed).  The
+budget is split ``eps_1 .. eps_5`` (default ``0.025, 0.025, 0.05, 0.45,
+0.45`` of ``epsilon``, the paper's experiments), all noise is discrete
+Laplace (the paper's geometric mechanism, Theorem 2):
+
+* ``|D|~``: sensitivity 1, scale ``1 / eps_1``;
+* length counts ``alpha_l`` (``l <= l_1``): one sequence changes one count by
+  1, scale ``1 / eps_2`` for the whole histogram (parallel composition,
+  Theorem 4); ``l_max`` is post-processing;
+* ``L_f``: binary search over the non-increasing maximal supports, at most
+  ``ceil(log2 l_max)`` queries of sensitivity 1 at ``eps_3 / ceil(log2 l_max)``
+  each (sequential composition; see :mod:`.premining` for why this replaces
+  the paper's unexplained ``G(eps_3 / ceil(log l_max))`` on every ``beta_i``);
+* sample pruning: each sequence goes to sample ``j`` with probability
+  ``1 / L_f``, independently of every other sequence and of the data (a
+  keyed ChaCha20 word per sequence *index*; what makes parallel composition
+  valid is this independence, not which identity keys it, and index keys
+  keep duplicate sequences from being forced into one sample).  The added
+  sequence lands in one sample only, so among the ``L_f`` levels only one
+  level's local supports see it.  Shrinking is a local transformation
+  (it reads one sequence, ``C_k`` and ``l_max``), a shrunk sequence has at
+  most ``l_max`` items and so contains at most ``C(l_max, k)`` distinct
+  ``k``-sequences: the local supports of ``C_k`` have sensitivity
+  ``Delta_k = min(C(l_max, k), |C_k|)`` and get scale ``Delta_k / eps_4``
+  (Theorem 6); the ledger charges ``eps_4`` once, as a parallel step over
+  the ``L_f`` disjoint samples.  The relaxed threshold uses public values
+  only (``theta``, ``zeta``, ``Delta_k``, ``eps_4``, ``|D|~ / L_f``);
+* supports on ``D``: one sequence changes each survivor's support by at most
+  1, scale ``|C'_k| / eps'`` with ``eps' = eps_5 / L_f`` per level (the
+  ``L_f`` shares of ``eps_5`` are charged level by level and sum to at most
+  ``eps_5``, unlike the authors' code, whose ``eps_3 / (L - 1)`` per level
+  overspends).
+
+Total ``eps_1 + eps_2 + eps_3 + eps_4 + eps_5 = epsilon`` (Theorem 7).
+Candidates of level ``k`` depend only on noisy outputs of earlier levels.
+Noise is never conditioned on the data (no re-drawing, no absolute value):
+the authors' code re-draws supports above the true ``|D|`` and takes
+``|noise + count|``; neither is done here.  Noise identities: a level's
+noise is drawn at the packed key of each candidate (tag ``k``), the length
+counts at the length, ``beta`` queries at the level queried.
+
+The samplers are within total variation ``LAPLACE_TV_BOUND`` of exact per
+draw; every step charges the matching sampling delta, the pruning step for a
+public cap ``max_candidates`` on the local draws (when a level would exceed
+it, the candidates whose generating sequences have the largest noisy
+supports are kept).
+
+The release holds noisy supports, the noisy ``|D|~``, ``l_max``, ``L_f`` and
+per-level candidate counts (all DP outputs) -- never exact counts.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ...backend import Backend, get_backend
+from ...data.sequencedb import SequenceDB, check_db
+from ...errors import InvalidParameter
+from ...eval.truth import _candidates, _dedupe
+from ...ops import keys as K
+from ...privacy import DiscreteLaplace, PrivacyLedger
+from ...privacy.ledger import split_budget
+from ...privacy.rng import NoiseKey
+from ...release import ReleaseWriter, encode_gram, vocabulary_fingerprint
+from ...validation import check_positive_int, check_positive_real, check_positive_reals, \
+    check_probability
+from .premining import PreMining, length_constraint, max_frequent_length, noisy_size, tv_delta
+from .relax import relaxed_threshold
+from .shrink import shrink
+from .support import supports
+
+log = logging.getLogger("dpgpu")
+
+#: The paper's budget split eps_1 .. eps_5 (Section VII-A).
+BUDGET_SPLIT = (0.025, 0.025, 0.05, 0.45, 0.45)
+#: Default public cap on the number of noisy local supports one release draws.
+MAX_CANDIDATES = 10_000_000
+#: Noise tag of the random partition (levels use tags 1 .. L_f).
+TAG_PARTITION = 0
+
+
+@dataclass
+class Level:
+    """Public record of one mining level.
+
+    Attributes
+    ----------
+    k : int
+    candidates : int
+        ``|C_k|`` (after the public cap).
+    sensitivity : int
+        ``Delta_k``.
+    relaxed_threshold : float
+        ``theta'`` on the sample.
+    survivors : int
+        ``|C'_k|``.
+    frequent : list of (tuple of int, int)
+        The released patterns with their noisy supports.
+    local_noisy : dict
+        Noisy local support of every candidate (a DP output; used by audits).
+    capped : bool
+        Whether ``max_candidates`` cut ``C_k``.
+    """
+
+    k: int
+    candidates: int
+    sensitivity: int
+    relaxed_threshold: float
+    survivors: int
+    frequent: list[tuple[tuple[int, ...], int]]
+    local_noisy: dict[tuple[int, ...], int]
+    capped: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (no patterns)."""
+        return {"k": self.k, "candidates": self.candidates, "sensitivity": self.sensitivity,
+                "relaxed_threshold": round(self.relaxed_threshold, 6),
+                "survivors": self.survivors, "frequent": len(self.frequent),
+                "capped": self.capped}
+
+
+class PFS2Release:
+    """The output of :func:`pfs2`: frequent subsequences with noisy supports.
+
+    Attributes
+    ----------
+    patterns : list of tuple of int
+        Frequent sequences (item ids), by length, then noisy support (descending).
+    supports : numpy.ndarray of int64
+        Their noisy supports.
+    levels : list of Level
+    report : dict
+    """
+
+    def __init__(self, levels: list[Level], report: dict, vocab: Any):
+        rows = [r for lvl in levels for r in sorted(lvl.frequent, key=lambda r: (-r[1], r[0]))]
+        self.patterns = [p for p, _ in rows]
+        self.supports = np.array([s for _, s in rows], dtype=np.int64)
+        self.levels, self.report, self.vocab = levels, report, vocab
+
+    def frequent(self) -> list[tuple[tuple[str, ...], int]]:
+        """Every released pattern as ``(labels, noisy support)``."""
+        return [(self.vocab.decode(p), int(s)) for p, s in zip(self.patterns, self.supports)]
+
+    def save(self, out_dir: Any, *, force: bool = False) -> Any:
+        """Write the release directory: ``report.json`` and ``frequent.tsv``."""
+        with ReleaseWriter(out_dir, force=force) as rel:
+            rel.write_tsv("frequent.tsv", ["pattern", "support"],
+                          ((encode_gram(p), s) for p, s in self.frequent()))
+            return rel.finish(self.report)
+
+
+def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
+         eta: float = 0.85, zeta: float = 0.3, budget_split: Sequence[float] = BUDGET_SPLIT,
+         max_candidates: int = MAX_CANDIDATES, seed: int | None = None, backend: Any = None,
+         progress: Callable[[str], None] | None = None) -> PFS2Release:
+    """Mine frequent subsequences under epsilon-DP (PFS^2, ICDE'16).
+
+    Parameters
+    ----------
+    db : SequenceDB
+        One sequence per individual.
+    epsilon : float
+        Privacy budget (adding or removing one sequence; module docstring).
+    threshold : float
+        Relative support threshold ``theta`` in ``(0, 1)``: a pattern is
+        frequent when contained in at least ``theta |D|`` sequences.
+    l_upper : int
+        ``l_1``, the upper bound on the sample length constraint.  Default 20.
+    eta : float
+        Share of sequences that must fit ``l_max`` (default 0.85).
+    zeta : float
+        Relaxation parameter in ``(0, 1)`` (default 0.3).
+    budget_split : sequence of 5 floats
+        Weights of ``eps_1 .. eps_5`` (default the paper's).
+    max_candidates : int
+        Public cap on the noisy local supports drawn (sampling delta).
+    seed : int, optional
+        Reproducible release (recorded as ``"seeded": true``).
+    backend : str or Backend, optional
+        ``"numpy"`` (Numba CPU kernel) or ``"cupy"`` (CUDA kernel).
+    progress : callable, optional
+        Receives one line per finished stage.
+
+    Returns
+    -------
+    PFS2Release
+    """
+    check_db(db, "db")
+    epsilon = check_positive_real(epsilon, "epsilon")
+    threshold = check_probability(threshold, "threshold")
+    zeta = check_probability(zeta, "zeta")
+    eta = check_probability(eta, "eta")
+    l_upper = check_positive_int(l_upper, "l_upper")
+    max_candidates = check_positive_int(max_candidates, "max_candidates")
+    weights = check_positive_reals(budget_split, "budget_split")
+    if len(weights) != 5:
+        raise InvalidParameter("budget_split: expected 5 weights (eps_1 .. eps_5)")
+    progress = progress or (lambda msg: log.info("pfs2: %s", msg))
+    be = get_backend(backend)
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    ledger = PrivacyLedger(epsilon, max_sampling_delta=1e-6, seed=seed)
+    eps = split_budget(epsilon, weights)
+    n_noisy = noisy_size(db, ledger, eps[0])
+    l_max = length_constraint(db, ledger, eps[1], n_noisy, l_upper, eta)
+    L_f = max_frequent_length(db, ledger, eps[2], l_max, threshold * n_noisy)
+    pre = PreMining(n_noisy, l_max, L_f)
+    timings["pre_mining_s"] = time.perf_counter() - t0
+    progress(f"pre-mining: |D|~={n_noisy}, l_max={l_max}, L_f={L_f}")
+    t = time.perf_counter()
+    levels = mine(db, ledger, pre, threshold=threshold, eps_prune=eps[3], eps_support=eps[4],
+                  zeta=zeta, max_candidates=max_candidates, backend=be, progress=progress)
+    timings["mining_s"] = time.perf_counter() - t
+    timings["total_s"] = time.perf_counter() - t0
+    report = {
+        "mechanism": "pfs2",
+        "paper": "Xu, Su, Cheng, Li, Xiong: Differentially private frequent sequence mining "
+                 "via sampling-based candidate pruning (ICDE 2016)",
+        "private": True,
+        "parameters": {"epsilon": epsilon, "threshold": threshold, "l_upper": l_upper,
+                       "eta": eta, "zeta": zeta, "budget_split": list(weights),
+                       "max_candidates": max_candidates},
+        "epsilon": ledger.spent_epsilon,
+        "delta": ledger.spent_delta,
+        "ledger": ledger.to_dict(),
+        "seeded": ledger.seeded,
+        "backend": be.name, "device": be.device_name(),
+        "vocabulary": {"size": db.vocab.size, "sha256": vocabulary_fingerprint(db.vocab)},
+        "input": {"format": db.source.get("format")},
+        "pre_mining": {"n_sequences_noisy": n_noisy, "l_max": l_max, "L_f": L_f},
+        "levels": [lvl.to_dict() for lvl in levels],
+        "timings": {k: round(v, 4) for k, v in timings.items()},
+    }
+    return PFS2Release(levels, report, db.vocab)
+
+
+def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: float,
+         eps_prune: float, eps_support: float, zeta: float, max_candidates: int,
+         backend: Backend, progress: Callable[[str], None] = lambda msg: None) -> list[Level]:
+    """The mining phase (Algorithm 3, lines 11-23): partition, prune, count.
+
+    Parameters
+    ----------
+    db : SequenceDB
+    ledger : PrivacyLedger
+        Charged ``eps_prune`` (parallel over the samples) and ``eps_support``
+        (``L_f`` sequential shares).
+    pre : PreMining
+    threshold : float
+        Relative threshold.
+    eps_prune, eps_support : float
+        ``eps_4`` and ``eps_5``.
+    zeta : float
+    max_candidates : int
+    backend : Backend
+    progress : callable
+
+    Returns
+    -------
+    list of Level
+    """
+    L_f, l_max = pre.L_f, pre.l_max
+    n_items = db.vocab.size
+    prune = ledger.charge_parallel(
+        f"pfs2: sample-based candidate pruning ({L_f} disjoint samples)",
+        [(eps_prune, 0.0)] * L_f, sampling_delta=tv_delta(max_candidates, eps_prune))
+    samples = sample_databases(db, L_f, prune.key)
+    full, full_w = _dedupe(db)
+    eps_level = split_budget(eps_support, [1.0] * L_f)
+    abs_threshold = threshold * pre.n_noisy
+    levels: list[Level] = []
+    prev: dict[tuple[int, ...], int] = {}
+    budget_left = max_candidates
+    for k in range(1, L_f + 1):
+        cands = [(i,) for i in range(n_items)] if k == 1 else sorted(_candidates(sorted(prev)))
+        capped = len(cands) > budget_left
+        if capped:
+            cands = sorted(sorted(cands, key=lambda c: -min(prev[c[:-1]], prev[c[1:]]))
+                           [:budget_left])
+        if not cands:
+            break
+        budget_left -= len(cands)
+        sample, sample_w = samples[k - 1]
+        shrunk, _ = shrink(sample, cands, k, l_max)
+        sens = min(math.comb(l_max, k), len(cands))
+        local = supports(shrunk, sample_w, cands, backend)
+        local_noisy = local + DiscreteLaplace(sens / eps_prune).sample(
+            prune.key, _identities(cands, n_items), tag=k, backend="numpy")
+        relaxed = relaxed_threshold(threshold, pre.n_noisy / L_f, sens, eps_prune, zeta)
+        survivors = [c for c, v in zip(cands, local_noisy.tolist()) if v >= relaxed]
+        frequent: list[tuple[tuple[int, ...], int]] = []
+        if survivors:
+            eps_k = eps_level[k - 1]
+            step = ledger.charge(f"pfs2: level {k} supports on D", eps_k,
+                                 sampling_delta=tv_delta(len(survivors), eps_k))
+            noisy = supports(full, full_w, survivors, backend) + DiscreteLaplace(
+                len(survivors) / eps_k).sample(step.key, _identities(survivors, n_items),
+                                               tag=k, backend="numpy")
+            frequent = [(c, int(v)) for c, v in zip(survivors, noisy.tolist())
+                        if v >= abs_threshold]
+        levels.append(Level(k, len(cands), sens, relaxed, len(survivors), frequent,
+                            dict(zip(cands, local_noisy.tolist())), capped))
+        progress(f"level {k}: {len(cands)} candidates, {len(survivors)} survive the sample, "
+                 f"{len(frequent)} frequent")
+        if not frequent:
+            break
+        prev = dict(frequent)
+    return levels
+
+
+def sample_databases(db: SequenceDB, n_samples: int, key: NoiseKey
+                     ) -> list[tuple[SequenceDB, np.ndarray]]:
+    """Random partition into ``n_samples`` disjoint samples, deduplicated.
+
+    Sequence ``i`` goes to sample ``word(i) mod n_samples``, one keyed
+    ChaCha20 word per sequence index (independent uniform assignment; the
+    modulo bias is below ``n_samples / 2**64``).
+
+    Returns
+    -------
+    list of (SequenceDB, numpy.ndarray of int64)
+        Each sample's distinct sequences and their multiplicities.
+    """
+    words = key.words(np.arange(len(db), dtype=np.int64), TAG_PARTITION, 1, backend="numpy")[0]
+    part = (words % np.uint64(n_samples)).astype(np.int64)
+    return [_dedupe(db.select(part == j)) for j in range(n_samples)]
+
+
+def _identities(patterns: Sequence[tuple[int, ...]], n_items: int) -> np.ndarray:
+    """Noise identities of equal-length patterns: their packed keys (hashed when too long)."""
+    rows = np.asarray(patterns, dtype=np.int32)
+    return K.rows_keys(rows, n_items + 1, K.fits_exact(rows.shape[1], n_items))

@@ -1,0 +1,290 @@
+"""PFS^2 (ICDE'16): sequence shrinking, threshold relaxation, supports, privacy audit, release."""
+
+from __future__ import annotations
+
+import json
+import math
+from itertools import combinations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dpgpu
+from dpgpu import InvalidParameter, SequenceDB
+from dpgpu.audit import audit
+from dpgpu.backend import get_backend
+from dpgpu.cli import main
+from dpgpu.eval.truth import _dedupe, frequent_subsequences
+from dpgpu.mechanisms import pfs2 as pfs2_module
+from dpgpu.mechanisms.pfs2 import PreMining, mine, pfs2
+from dpgpu.mechanisms.pfs2.relax import normal_laplace_cdf, relaxed_threshold
+from dpgpu.mechanisms.pfs2.shrink import compress, contained_candidates, delete_irrelevant, \
+    is_subsequence, reconstruct, shrink
+from dpgpu.mechanisms.pfs2.support import supports
+from dpgpu.privacy import PrivacyLedger
+
+
+def contain(seq, cands):
+    return {c for c in cands if is_subsequence(c, seq)}
+
+
+def brute_contains(pattern, seq):
+    """Brute force: some choice of positions spells the pattern."""
+    return any(tuple(seq[i] for i in pos) == tuple(pattern)
+               for pos in combinations(range(len(seq)), len(pattern)))
+
+
+seqs = st.lists(st.integers(0, 4), max_size=14)
+cand_sets = st.integers(1, 3).flatmap(
+    lambda k: st.tuples(st.just(k), st.lists(st.tuples(*[st.integers(0, 4)] * k), min_size=1,
+                                             max_size=12, unique=True)))
+
+
+# ------------------------------------------------------------------- shrinking
+@settings(max_examples=300, deadline=None)
+@given(seqs, cand_sets)
+def test_deletion_and_compression_keep_contained_candidates(seq, kc):
+    """Lemmas 1 and 2: Contain_k is unchanged by deletion and by compression."""
+    k, cands = kc
+    db = SequenceDB.from_sequences([[str(x) for x in seq]], vocab=[str(i) for i in range(5)])
+    relevant = np.zeros(5, dtype=bool)
+    relevant[[x for c in cands for x in c]] = True
+    deleted = delete_irrelevant(db, relevant).sequence_ids(0).tolist()
+    assert contain(deleted, cands) == contain(seq, cands)
+    assert contain(compress(seq, k), cands) == contain(seq, cands)
+    assert contain(compress(deleted, k), cands) == contain(seq, cands)
+
+
+def test_compression_examples():
+    assert compress([0, 1, 1, 1, 3], 2) == [0, 1, 1, 3]  # Example 5.1: abbbe -> abbe
+    assert compress([0, 1, 0, 1, 0, 1, 0, 1], 2) == [0, 1, 0, 1]
+    assert compress([0, 1, 2] * 4 + [3], 1) == [0, 1, 2, 3]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 4), max_size=30), cand_sets, st.integers(1, 6))
+def test_reconstruction_never_exceeds_l_max(seq, kc, l_max):
+    k, cands = kc
+    cands = sorted(cands)
+    out = reconstruct(seq, cands, k, l_max)
+    assert len(out) <= l_max
+    if contain(seq, cands) and l_max >= k:  # keeps at least one candidate it had
+        assert contain(out, cands)
+
+
+def reconstruct_reference(seq, candidates, k, l_max):
+    """Algorithm 2 as first written (all checks in plain Python): the fast path must match it."""
+    from collections import Counter
+    contained = [c for c in candidates if is_subsequence(c, seq)]
+    if not contained:
+        return []
+    children = {}
+    for c in contained:
+        children.setdefault(c[:-1], set()).add(c[-1])
+    remaining = set(contained)
+
+    def c_score(c):
+        return sum(len(children[g]) for g in {c[:i] + c[i + 1:] for i in range(k)}
+                   if g in children)
+
+    def best_candidate():
+        pool = [c for c in contained if c in remaining]
+        return max(pool, key=lambda c: (c_score(c), len(set(c)), [-x for x in c]))
+
+    out = []
+
+    def drop_contained():
+        for c in [c for c in remaining if is_subsequence(c, out)]:
+            remaining.discard(c)
+            children[c[:-1]].discard(c[-1])
+
+    out.extend(best_candidate()[:l_max])
+    drop_contained()
+    while len(out) < l_max and remaining:
+        votes = Counter()
+        for g, kids in children.items():
+            if kids and is_subsequence(g, out):
+                votes.update(kids)
+        if votes:
+            top = max(votes.values())
+            out.append(min(x for x, v in votes.items() if v == top))
+        else:
+            out.extend(best_candidate()[:l_max - len(out)])
+        drop_contained()
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 5), max_size=40), min_size=1, max_size=6),
+       st.integers(1, 4).flatmap(lambda k: st.tuples(st.just(k), st.lists(
+           st.tuples(*[st.integers(0, 5)] * k), min_size=1, max_size=40, unique=True))),
+       st.integers(1, 8))
+def test_fast_reconstruction_equals_reference(rows, kc, l_max):
+    """The Numba Contain_k and the incremental Algorithm 2 change no shrunk sequence."""
+    k, cands = kc
+    cands = sorted(cands)
+    assert contained_candidates(rows, cands, 6) == [contain_list(r, cands) for r in rows]
+    for r in rows:
+        assert reconstruct(r, cands, k, l_max) == reconstruct_reference(r, cands, k, l_max)
+    db = SequenceDB.from_sequences([[str(x) for x in r] for r in rows],
+                                   vocab=[str(i) for i in range(6)])
+    out, _ = shrink(db, cands, k, l_max)
+    for i, r in enumerate(rows):
+        s = [x for x in r if any(x in c for c in cands)]
+        if len(s) > l_max:
+            s = compress(s, k)
+        want = s if len(s) <= l_max else reconstruct_reference(s, cands, k, l_max)
+        assert out.sequence_ids(i).tolist() == want
+
+
+def contain_list(seq, cands):
+    return [c for c in cands if is_subsequence(c, seq)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 4), max_size=25), min_size=1, max_size=8), cand_sets,
+       st.integers(1, 6))
+def test_shrink_enforces_l_max_and_keeps_short_sequences(rows, kc, l_max):
+    k, cands = kc
+    cands = sorted(cands)
+    db = SequenceDB.from_sequences([[str(x) for x in r] for r in rows],
+                                   vocab=[str(i) for i in range(5)])
+    out, _ = shrink(db, cands, k, l_max)
+    assert len(out) == len(db) and int(out.lengths.max(initial=0)) <= l_max
+    for i in range(len(db)):
+        got = out.sequence_ids(i).tolist()
+        if compress([x for x in rows[i] if any(x in c for c in cands)], k) == got:
+            assert contain(got, cands) == contain(rows[i], cands)
+
+
+# ----------------------------------------------------------- threshold relaxation
+@pytest.mark.parametrize("theta,n,sens,eps", [(0.01, 1e5, 28, 0.45), (0.3, 10, 1, 1.5),
+                                              (0.05, 2000, 70, 0.45)])
+def test_relaxed_threshold_matches_monte_carlo(theta, n, sens, eps):
+    zeta = 0.3
+    z = relaxed_threshold(theta, n, sens, eps, zeta)
+    rng = np.random.default_rng(0)
+    m = 400_000
+    draws = rng.normal(theta * n, math.sqrt(theta * (1 - theta) * n), m) + \
+        rng.laplace(0.0, sens / eps, m)
+    assert abs(np.mean(draws < z) - zeta) < 4 * math.sqrt(zeta * (1 - zeta) / m)
+
+
+def test_normal_laplace_cdf_limits():
+    assert normal_laplace_cdf(5.0, 5.0, 2.0, 3.0) == pytest.approx(0.5)
+    assert normal_laplace_cdf(1e4, 0.0, 1.0, 1.0) == pytest.approx(1.0)
+    assert normal_laplace_cdf(-1e4, 0.0, 1.0, 1.0) == pytest.approx(0.0, abs=1e-12)
+
+
+# --------------------------------------------------------------------- supports
+def test_supports_equal_brute_force():
+    rng = np.random.default_rng(3)
+    rows = [rng.integers(0, 6, size=rng.integers(0, 12)).tolist() for _ in range(300)]
+    db = SequenceDB.from_sequences([[str(x) for x in r] for r in rows],
+                                   vocab=[str(i) for i in range(6)])
+    uniq, w = _dedupe(db)
+    pats = sorted({tuple(rng.integers(0, 6, size=rng.integers(1, 5)).tolist())
+                   for _ in range(200)})
+    got = supports(uniq, w, pats, get_backend("numpy"))
+    want = [sum(brute_contains(p, r) for r in rows) for p in pats]
+    assert got.tolist() == want
+
+
+# --------------------------------------------------------------- privacy audit
+# Mining phase with fixed public pre-mining results (|D|~ = 30, l_max = 3, L_f = 3)
+# over the single item "a": C_k = {a^k}, Delta_k = 1.  d1 adds "a a a", which
+# lands in one of the 3 samples; eps_4 = 1.5 covers the one local support it
+# moves.  The broken twin counts every level on the whole database with the
+# sample's sensitivity, so all three local supports move: loss 3 * eps_4.
+D0 = SequenceDB.from_sequences([["a"] * 3] * 30, vocab=["a"])
+D1 = SequenceDB.from_sequences([["a"] * 3] * 31, vocab=["a"])
+PRE = PreMining(n_noisy=30, l_max=3, L_f=3)
+EPS_PRUNE, EPS_SUPPORT = 1.5, 0.5
+
+
+def local_supports(db, seed):
+    ledger = PrivacyLedger(EPS_PRUNE + EPS_SUPPORT, max_sampling_delta=1e-6, seed=seed)
+    levels = mine(db, ledger, PRE, threshold=0.3, eps_prune=EPS_PRUNE, eps_support=EPS_SUPPORT,
+                  zeta=0.3, max_candidates=100, backend=get_backend("numpy"))
+    out = np.full(3, -10 ** 9)
+    for lvl in levels:
+        out[lvl.k - 1] = lvl.local_noisy[(0,) * lvl.k]
+    return out
+
+
+def local_events(out):
+    return [bool(np.all(out >= 31)), bool(out[0] >= 31), bool(np.all(out <= 30))]
+
+
+@pytest.mark.slow
+def test_audit_passes_the_mining_phase():
+    result = audit(local_supports, D0, D1, local_events, epsilon=EPS_PRUNE + EPS_SUPPORT,
+                   trials=1500, alpha=1e-4, seed=7)
+    assert result.passed, result.summary()
+
+
+@pytest.mark.slow
+def test_audit_rejects_skipping_the_partition(monkeypatch):
+    monkeypatch.setattr(pfs2_module, "sample_databases",
+                        lambda db, n, key: [_dedupe(db)] * n)
+    result = audit(local_supports, D0, D1, local_events, epsilon=EPS_PRUNE + EPS_SUPPORT,
+                   trials=1500, alpha=1e-4, seed=7)
+    assert not result.passed, result.summary()
+
+
+# --------------------------------------------------------------------- release
+def toy_db(seed=0, n=3000):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(n):
+        r = rng.choice(6, size=rng.integers(1, 9), p=[0.3, 0.25, 0.2, 0.1, 0.1, 0.05])
+        rows.append([f"i{x}" for x in r])
+    return SequenceDB.from_sequences(rows, vocab=[f"i{x}" for x in range(6)])
+
+
+def test_pfs2_finds_the_frequent_sequences_and_spends_epsilon(tmp_path):
+    db = toy_db()
+    rel = pfs2(db, 2.0, 0.1, seed=1)
+    exact, _ = frequent_subsequences(db, 300)
+    found = set(rel.patterns)
+    assert len(found & set(exact)) >= 0.6 * len(exact) and len(found - set(exact)) <= 0.2 * len(found)
+    r = rel.report
+    assert r["epsilon"] <= 2.0 and r["ledger"]["spent"]["epsilon"] <= 2.0
+    assert r["pre_mining"]["L_f"] == len(r["levels"]) or r["levels"][-1]["frequent"] == 0
+    out = rel.save(tmp_path / "rel")
+    header, *lines = (out / "frequent.tsv").read_text().splitlines()
+    assert header == "pattern\tsupport" and len(lines) == len(rel.patterns)
+    report = json.loads((out / "report.json").read_text())
+    assert report["parameters"]["threshold"] == 0.1 and report["seeded"] is True
+    assert str(len(db)) not in json.dumps(report["pre_mining"])  # |D| itself is not released
+
+
+def test_pfs2_is_reproducible_with_a_seed():
+    db = toy_db(1, 1000)
+    a, b = pfs2(db, 1.0, 0.1, seed=4), pfs2(db, 1.0, 0.1, seed=4)
+    assert a.patterns == b.patterns and a.supports.tolist() == b.supports.tolist()
+
+
+@pytest.mark.parametrize("kwargs", [{"epsilon": float("nan")}, {"epsilon": 0.0},
+                                    {"threshold": 1.0}, {"threshold": -0.1},
+                                    {"zeta": float("inf")}, {"budget_split": (1, 1, 1)}])
+def test_invalid_parameters(kwargs):
+    args = {"epsilon": 1.0, "threshold": 0.1, **kwargs}
+    with pytest.raises(InvalidParameter):
+        pfs2(toy_db(0, 10), **args)
+
+
+def test_cli_pfs2_and_evaluate(tmp_path):
+    data = tmp_path / "toy.txt"
+    db = toy_db(2, 500)
+    data.write_text("\n".join(" ".join(s) for s in db) + "\n")
+    status = main(["pfs2", str(data), "--epsilon", "2", "--threshold", "0.1", "--out",
+                   str(tmp_path / "rel"), "--seed", "1"])
+    assert status == 0 and (tmp_path / "rel" / "frequent.tsv").exists()
+    assert main(["evaluate", "--release", str(tmp_path / "rel"), "--original", str(data)]) == 0
+
+
+def test_exported():
+    assert dpgpu.pfs2 is pfs2
