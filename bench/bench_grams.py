@@ -20,13 +20,13 @@ import gzip
 import json
 import platform
 import time
-from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
 import dpgpu
 from dpgpu.backend import get_backend, to_numpy
 from dpgpu.ops.grams import GramEngine
+from naive import naive_grams
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -37,19 +37,6 @@ def naive_load(path: Path) -> list[list[int]]:
         lines = f.read().splitlines()
     start = lines.index("% Sequences:") + 2
     return [[int(t) for t in line.split()] for line in lines[start:] if line.strip()]
-
-
-def naive_grams(rows: list[list[int]], n_max: int, l_max: int) -> list[Counter]:
-    """Count n-grams with a Counter, one sequence and one n at a time."""
-    out = []
-    for n in range(1, n_max + 1):
-        c = Counter()
-        for row in rows:
-            row = row[:l_max]
-            for i in range(len(row) - n + 1):
-                c[tuple(row[i:i + n])] += 1
-        out.append(c)
-    return out
 
 
 def best_of(fn, repeat: int, sync=lambda: None):

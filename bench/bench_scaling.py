@@ -22,7 +22,6 @@ import json
 import platform
 import time
 import tracemalloc
-from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from dpgpu.backend import get_backend
 from dpgpu.data.generate import markov_sequences
 from dpgpu.mechanisms.ngram import ngram
 from dpgpu.ops.grams import GramEngine
+from naive import naive_seconds
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -47,18 +47,6 @@ def timed(fn, be):
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     return seconds, peak
-
-
-def naive(db, n_max: int = 5, l_max: int = 20) -> float:
-    """Seconds of the plain-Python Counter loop over the same n-grams."""
-    rows = [db.sequence_ids(i)[:l_max].tolist() for i in range(len(db))]
-    t0 = time.perf_counter()
-    for n in range(1, n_max + 1):
-        c = Counter()
-        for row in rows:
-            for i in range(len(row) - n + 1):
-                c[tuple(row[i:i + n])] += 1
-    return time.perf_counter() - t0
 
 
 def main() -> None:
@@ -84,11 +72,10 @@ def main() -> None:
             rel_s, rel_mem = timed(lambda: ngram(db, 1.0, seed=1, backend=be), be)
             row.update(release_s=round(rel_s, 3), release_peak_mib=round(rel_mem / 2 ** 20, 1))
         if size == sizes[0]:
-            row["naive_count_s"] = round(naive(db), 3)
+            row["naive_count_s"] = round(naive_seconds(db), 3)
             row["count_speedup"] = round(row["naive_count_s"] / count_s, 1)
         print(row, flush=True)
         rows.append(row)
-        del db
 
     def exponent(key):
         pts = [(r["tokens"], r[key]) for r in rows if key in r]

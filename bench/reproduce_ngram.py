@@ -32,7 +32,6 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-import numpy as np
 
 import dpgpu
 from dpgpu.backend import get_backend
@@ -40,25 +39,12 @@ from dpgpu.eval.metrics import random_count_queries, relative_errors, sanity_bou
 from dpgpu.eval.metrics import true_positive_ratio
 from dpgpu.eval.truth import pattern_counts, top_k_strings
 from dpgpu.mechanisms.ngram import ngram
+from naive import naive_seconds
 
 RESULTS = Path(__file__).resolve().parent / "results"
 K_VALUES = (20, 40, 60, 80, 100)
 PAPER_TABLE5 = {"epsilon=0.1": [100, 90, 93, 94, 96], "epsilon=1.0": [100, 93, 97, 99, 97]}
 QUERY_SIZES = (4, 8, 12, 16, 20)
-
-
-def naive_count_ms(db, n_max: int, l_max: int) -> float:
-    """Seconds of a plain-Python Counter over every n-gram (n <= n_max) of the first l_max items."""
-    from collections import Counter
-
-    rows = [db.sequence_ids(i)[:l_max].tolist() for i in range(len(db))]
-    t0 = time.perf_counter()
-    for n in range(1, n_max + 1):
-        c = Counter()
-        for row in rows:
-            for i in range(len(row) - n + 1):
-                c[tuple(row[i:i + n])] += 1
-    return time.perf_counter() - t0
 
 
 def main() -> None:
@@ -78,7 +64,7 @@ def main() -> None:
                  "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                  "l_max": 20, "n_max": 5, "runs": args.runs}
 
-    t_naive = naive_count_ms(db, 5, 20)
+    t_naive = naive_seconds(db, 5, 20)
     times = []
     for _ in range(2):
         t0 = time.perf_counter()

@@ -26,6 +26,8 @@ from .data.io import current_umask
 from .errors import InputError
 
 REPORT = "report.json"
+#: File name extensions of synthetic data, by format (default: the format's name).
+_EXTENSIONS = {"lines": "txt", "spmf": "txt"}
 
 
 def encode_gram(labels: Sequence[str]) -> str:
@@ -97,6 +99,13 @@ class ReleaseWriter:
             f.write("\t".join(header) + "\n")
             for row in rows:
                 f.write("\t".join(str(x) for x in row) + "\n")
+
+    def write_synthetic(self, db: Any) -> str:
+        """Write a synthetic database as ``synthetic.<ext>`` in its own format; return the name."""
+        fmt = db.source.get("format", "lines")
+        name = f"synthetic.{_EXTENSIONS.get(fmt, fmt)}"
+        db.save(self.path(name), format=fmt, force=True)
+        return name
 
     def write_json(self, name: str, obj: Any) -> None:
         """Write ``obj`` as indented JSON."""

@@ -276,6 +276,21 @@ class SequenceDB:
         write(self, path, format=format, force=force)
 
 
+#: Keys of ``source`` that describe a file's format (no identifiers, no path).
+FORMAT_KEYS = ("format", "columns", "delimiter", "timestamp_kind", "stripped", "tokens", "names")
+
+
+def synthetic_like(db: SequenceDB, items: Any, lengths: Any) -> SequenceDB:
+    """A synthetic database in ``db``'s vocabulary and file format.
+
+    Only the format options of ``db.source`` are kept: never its path, case
+    names or user labels, which identify the original records.
+    """
+    offsets = np.concatenate([[0], np.cumsum(np.asarray(lengths, dtype=np.int64))])
+    source = {k: v for k, v in db.source.items() if k in FORMAT_KEYS}
+    return SequenceDB(items, offsets, db.vocab, source=source)
+
+
 def sort_labels(labels: Iterable[str]) -> list[str]:
     """Labels sorted numerically when all are integers, else as strings."""
     labels = list(labels)

@@ -49,7 +49,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ...backend import get_backend
-from ...data.sequencedb import SequenceDB, check_db
+from ...data.sequencedb import SequenceDB, check_db, synthetic_like
 from ...ops import keys as K
 from ...ops.grams import GramEngine
 from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta
@@ -65,8 +65,6 @@ log = logging.getLogger("dpgpu")
 VARIANTS = ("adaptive", "uniform", "no-approx", "baseline")
 #: Default public cap on the number of noisy counts one release draws.
 MAX_DRAWS = 10_000_000
-#: Keys of SequenceDB.source a synthetic file may keep (format options, no identifiers).
-_FORMAT_KEYS = ("format", "columns", "delimiter", "timestamp_kind", "stripped", "tokens", "names")
 
 
 class NGramRelease:
@@ -148,14 +146,8 @@ class NGramRelease:
                           ((encode_gram(g), a, f"{c:.3f}") for g, a, c in self.ngrams()))
             report = dict(self.report)
             if self.synthetic is not None:
-                fmt = self.synthetic.source.get("format", "lines")
-                name = f"synthetic.{_EXTENSIONS.get(fmt, fmt)}"
-                self.synthetic.save(rel.path(name), format=fmt, force=True)
-                report["synthetic_file"] = name
+                report["synthetic_file"] = rel.write_synthetic(self.synthetic)
             return rel.finish(report)
-
-
-_EXTENSIONS = {"lines": "txt", "spmf": "txt"}
 
 
 def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
@@ -248,9 +240,7 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
         t = time.perf_counter()
         model = extend(model, l_max, db.vocab.end_id, counter.n_symbols, progress)
         items, lengths = decompose(model, db.vocab.end_id)
-        source = {k: v for k, v in db.source.items() if k in _FORMAT_KEYS}
-        synth = SequenceDB(items, np.concatenate([[0], np.cumsum(lengths)]), db.vocab,
-                           source=source)
+        synth = synthetic_like(db, items, lengths)
         timings["synthetic_s"] = time.perf_counter() - t
         progress(f"synthetic database: {len(synth)} sequences")
     timings["total_s"] = time.perf_counter() - t0

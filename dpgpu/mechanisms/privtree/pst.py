@@ -50,7 +50,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ...backend import get_backend, to_numpy
-from ...data.sequencedb import SequenceDB, check_db, concat_ranges
+from ...data.sequencedb import SequenceDB, check_db, synthetic_like, concat_ranges
 from ...ops import keys as K
 from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta, split_budget
 from ...privacy.samplers import LAPLACE_TV_BOUND
@@ -63,9 +63,6 @@ log = logging.getLogger("dpgpu")
 
 #: Default public cap on the number of tree nodes.
 MAX_NODES = 1_000_000
-#: Keys of SequenceDB.source a synthetic file may keep (format options, no identifiers).
-_FORMAT_KEYS = ("format", "columns", "delimiter", "timestamp_kind", "stripped", "tokens", "names")
-_EXTENSIONS = {"lines": "txt", "spmf": "txt"}
 
 
 @dataclass
@@ -269,10 +266,7 @@ class PSTRelease:
                                         "nodes": self.nodes()})
             report = dict(self.report)
             if self.synthetic is not None:
-                fmt = self.synthetic.source.get("format", "lines")
-                name = f"synthetic.{_EXTENSIONS.get(fmt, fmt)}"
-                self.synthetic.save(rel.path(name), format=fmt, force=True)
-                report["synthetic_file"] = name
+                report["synthetic_file"] = rel.write_synthetic(self.synthetic)
             return rel.finish(report)
 
 
@@ -351,9 +345,7 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
         model = sampling.Model(levels, db.vocab.size, be)
         n = n_synthetic if n_synthetic is not None else model.sequence_count()
         items, lengths = model.sample(n, max_length, hist_step.key.derive("synthesis"))
-        source = {k: v for k, v in db.source.items() if k in _FORMAT_KEYS}
-        synth = SequenceDB(items, np.concatenate([[0], np.cumsum(lengths)]), db.vocab,
-                           source=source)
+        synth = synthetic_like(db, items, lengths)
         timings["synthetic_s"] = time.perf_counter() - t
         progress(f"synthetic database: {len(synth)} sequences")
     timings["total_s"] = time.perf_counter() - t0
