@@ -32,11 +32,10 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-
 import dpgpu
 from dpgpu.backend import get_backend
-from dpgpu.eval.metrics import random_count_queries, relative_errors, sanity_bound
-from dpgpu.eval.metrics import true_positive_ratio
+from dpgpu.eval.metrics import (random_count_queries, relative_errors, sanity_bound,
+                                 true_positive_ratio)
 from dpgpu.eval.truth import pattern_counts, top_k_strings
 from dpgpu.mechanisms.ngram import ngram
 from naive import naive_seconds
