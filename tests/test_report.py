@@ -1,0 +1,74 @@
+"""dpgpu report renders every mechanism's release, with the guarantee and the ledger."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dpgpu
+from dpgpu import SequenceDB
+from dpgpu.cli import main
+
+SEQS = [["a", "b", "c"], ["a", "b"], ["b", "c", "a", "b"], ["c"]] * 30
+
+
+def releases(tmp_path):
+    from dpgpu.mechanisms.dpne import dpne
+    from dpgpu.mechanisms.privtree import privtree_spatial, pst
+
+    db = SequenceDB.from_sequences(SEQS, vocab=list("abc"))
+    out = {}
+    out["ngram"] = dpgpu.ngram(db, 1.0, l_max=4, n_max=3, seed=1).save(tmp_path / "ngram")
+    out["pst"] = pst(db, 1.0, l_top=5, seed=1).save(tmp_path / "pst")
+    out["pfs2"] = dpgpu.pfs2(db, 1.0, 0.2, seed=1).save(tmp_path / "pfs2")
+    users = SequenceDB(db.items, db.offsets, db.vocab, users=np.arange(len(db)) // 2)
+    out["dpne"] = dpne(users, 1.0, 1e-5, max_n=2, seed=1).save(tmp_path / "dpne")
+    pts = np.random.default_rng(0).random((500, 2))
+    out["spatial"] = privtree_spatial(pts, 1.0, bounds=[(0, 1), (0, 1)], seed=1).save(
+        tmp_path / "spatial")
+    return out
+
+
+def test_report_renders_every_release(tmp_path, capsys):
+    for name, rel in releases(tmp_path).items():
+        html_file = tmp_path / f"{name}.html"
+        assert main(["report", str(rel), "--html", str(html_file)]) == 0, name
+        text = capsys.readouterr().out
+        assert "guarantee: (" in text and "differential privacy for one" in text, name
+        assert "privacy ledger:" in text and "epsilon=" in text, name
+        page = html_file.read_text()
+        assert 'class="guarantee"' in page and "differential privacy" in page, name
+        assert 'class="ledger"' in page and "<td>" in page, name
+
+
+def test_report_of_a_non_release_is_a_clear_error(tmp_path, capsys):
+    assert main(["report", str(tmp_path)]) == 2
+    assert "report.json" in capsys.readouterr().err
+
+
+def test_baseline_is_flagged_not_private(tmp_path, capsys):
+    db = SequenceDB.from_sequences(SEQS, vocab=list("abc"))
+    rel = dpgpu.ngram(db, 1.0, l_max=4, n_max=3, variant="baseline").save(tmp_path / "b")
+    assert main(["report", str(rel)]) == 0
+    assert "NOT differentially private" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flag", ["--json"])
+def test_report_json(tmp_path, capsys, flag):
+    db = SequenceDB.from_sequences(SEQS, vocab=list("abc"))
+    rel = dpgpu.ngram(db, 1.0, l_max=4, n_max=3, seed=2).save(tmp_path / "r")
+    assert main(["report", str(rel), flag]) == 0
+    assert '"mechanism": "ngram"' in capsys.readouterr().out
+
+
+def test_report_includes_an_evaluation(tmp_path, capsys):
+    db = SequenceDB.from_sequences(SEQS, vocab=list("abc"))
+    data = tmp_path / "d.txt"
+    db.save(data, format="lines")
+    rel = dpgpu.ngram(dpgpu.load(data), 1.0, l_max=4, n_max=3, seed=3).save(tmp_path / "r")
+    assert main(["evaluate", "--original", str(data), "--release", str(rel),
+                 "--task", "lengths"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(rel), "--html", str(tmp_path / "r.html")]) == 0
+    assert "total variation distance" in capsys.readouterr().out
+    assert "Utility" in (tmp_path / "r.html").read_text()
