@@ -288,9 +288,13 @@ def shrink(db: SequenceDB, candidates: Sequence[tuple[int, ...]], k: int,
     for r in long_rows.tolist():
         new[r] = compress(items[offs[r]:offs[r + 1]], k)
     still = [r for r in long_rows.tolist() if len(new[r]) > l_max]
-    contains = contained_candidates([new[r] for r in still], candidates, db.vocab.size)
-    for r, cont in zip(still, contains):
-        new[r] = reconstruct(new[r], candidates, k, l_max, contained=cont)
+    # equal sequences after deletion and compression have equal reconstructions
+    distinct = list(dict.fromkeys(tuple(new[r]) for r in still))
+    contains = contained_candidates(distinct, candidates, db.vocab.size)
+    rebuilt = {q: reconstruct(q, candidates, k, l_max, contained=cont)
+               for q, cont in zip(distinct, contains)}
+    for r in still:
+        new[r] = rebuilt[tuple(new[r])]
         stats["reconstructed"] += 1
     pieces, lens = [], out.lengths.astype(np.int64).copy()
     start = 0
