@@ -98,7 +98,7 @@ def test_demo_runs_on_the_bundled_data(capsys, tmp_path):
                             str(out))
     assert status == 0, err
     assert "989,818 sequences over 17 page categories" in text
-    assert "top-K frequent patterns" in text and "K=100:" in text
+    assert "top-K frequent patterns" in text and "K=100:" in text and "first 20 items" in text
     report = json.loads((out / "report.json").read_text())
     assert report["mechanism"] == "ngram" and report["parameters"]["n_max"] == 3
     assert (out / "synthetic.seq").exists()
