@@ -10,14 +10,15 @@ exceeded, 1 internal error.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import logging
+import os
 import sys
 import traceback
 from typing import Sequence
 
 from . import __version__
+from .commands.common import Parser
 from .errors import DPGPUError
 
 #: Modules of dpgpu.commands, in the order their subcommands are listed.
@@ -25,21 +26,14 @@ COMMAND_MODULES = ("info", "stats", "demo", "convert", "ngram", "evaluate", "dpn
                    "privtree_spatial", "calibrate", "pfs2", "report")
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with exit status 2 and a one-line message for usage errors."""
-
-    def error(self, message: str) -> None:  # noqa: D102 - argparse hook
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> Parser:
     """The full ``dpgpu`` argument parser."""
-    parser = _Parser(prog="dpgpu", description="Differentially private sequence data "
-                     "publishing and mining, on GPU or CPU.")
+    parser = Parser(prog="dpgpu", description="Differentially private sequence data "
+                    "publishing and mining, on GPU or CPU.")
     parser.add_argument("--version", action="version", version=f"dpgpu {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="log progress (-v) or debug detail (-vv) to stderr")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name in COMMAND_MODULES:
         importlib.import_module(f"dpgpu.commands.{name}").register(sub)
     return parser
@@ -62,6 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DPGPUError as exc:
         print(f"dpgpu: error: {exc}", file=sys.stderr)
         return exc.exit_status
+    except BrokenPipeError:  # the reader of our output went away (e.g. `| head`)
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        return 1
     except KeyboardInterrupt:
         print("dpgpu: interrupted", file=sys.stderr)
         return 130

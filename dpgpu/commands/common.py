@@ -1,16 +1,153 @@
-"""Arguments shared by the subcommands that read a dataset or pick a backend."""
+"""What the subcommands share: the parser class, dataset and backend arguments,
+and the options, progress display and summary of the mechanism commands."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
+import shutil
 import sys
-from typing import Any
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 from ..data.load import FORMATS, load
 
-_FORMAT_OPTIONS = ("tokens", "case", "activity", "timestamp", "user", "delimiter", "text",
-                   "lowercase")
+log = logging.getLogger("dpgpu")
+
+#: Reader options the CLI passes on to :func:`dpgpu.load` when given.
+FORMAT_OPTIONS = ("tokens", "case", "activity", "timestamp", "user", "delimiter", "text",
+                  "lowercase")
+
+#: Actions whose value a ``--config`` file may set.
+_CONFIGURABLE = (argparse._StoreAction, argparse._StoreConstAction, argparse.BooleanOptionalAction)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with exit status 2, a one-line message for usage errors and ``--config``.
+
+    A parser with a ``--config FILE.toml`` option reads that file before
+    parsing: its keys (long option names, ``-`` or ``_``) become defaults,
+    so options on the command line override them.
+    """
+
+    def error(self, message: str) -> None:  # noqa: D102 - argparse hook
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+    def parse_known_args(self, args: Sequence[str] | None = None,
+                         namespace: argparse.Namespace | None = None) -> Any:  # noqa: D102
+        args = sys.argv[1:] if args is None else list(args)
+        if any(action.dest == "config" for action in self._actions):
+            path = _config_path(args)
+            if path is not None:
+                self._apply_config(path)
+        return super().parse_known_args(args, namespace)
+
+    def _apply_config(self, path: str) -> None:
+        """Make the settings of the TOML file ``path`` this parser's defaults."""
+        try:
+            with open(path, "rb") as f:
+                table = tomllib.load(f)
+        except OSError as exc:
+            self.error(f"--config {path}: {exc.strerror}")
+        except tomllib.TOMLDecodeError as exc:
+            self.error(f"--config {path}: not valid TOML: {exc}")
+        options = {next(o for o in a.option_strings if o.startswith("--"))[2:]: a
+                   for a in self._actions
+                   if isinstance(a, _CONFIGURABLE) and a.dest != "config"
+                   and any(o.startswith("--") for o in a.option_strings)}
+        defaults = {}
+        for key, value in table.items():
+            action = options.get(key.replace("_", "-"))
+            if action is None:
+                self.error(f"{path}: unknown key {key!r} (not an option of {self.prog})")
+            defaults[action.dest] = self._config_value(action, key, value, path)
+            action.required = False
+        self.set_defaults(**defaults)
+
+    def _config_value(self, action: argparse.Action, key: str, value: Any, path: str) -> Any:
+        """The value of ``key = value`` in the config file, checked as the option's."""
+        if action.nargs == 0:  # a flag
+            if not isinstance(value, bool):
+                self.error(f"{path}: {key} must be true or false")
+            if isinstance(action, argparse.BooleanOptionalAction):
+                return value
+            return action.const if value else action.default
+        if isinstance(value, list):  # columns = ["x", "y"], bounds = [0, 1, 0, 1]
+            value = ",".join(str(v) for v in value)
+        if isinstance(value, (bool, dict)):
+            self.error(f"{path}: {key}: invalid value {value!r}")
+        try:
+            value = action.type(str(value)) if action.type else str(value)
+        except (TypeError, ValueError, argparse.ArgumentTypeError):
+            self.error(f"{path}: {key}: invalid value {value!r}")
+        if action.choices is not None and value not in action.choices:
+            self.error(f"{path}: {key}: invalid choice {value!r} (choose from "
+                       f"{', '.join(map(repr, action.choices))})")
+        return value
+
+
+def _config_path(args: Sequence[str]) -> str | None:
+    """The ``--config`` value among ``args`` (None if absent or missing its value)."""
+    pre = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    pre.add_argument("--config")
+    try:
+        return pre.parse_known_args(args)[0].config
+    except argparse.ArgumentError:  # no value: the full parse reports it
+        return None
+
+
+def add_command(sub: argparse._SubParsersAction, name: str, *, help: str, description: str,
+                example: str) -> argparse.ArgumentParser:
+    """Add the subcommand ``name``, with ``example`` (a command line) in its ``--help``."""
+    return sub.add_parser(name, help=help, description=description,
+                          epilog=f"example:\n  {example}",
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def add_mechanism_command(sub: argparse._SubParsersAction, name: str, *, help: str,
+                          description: str, example: str,
+                          delta: bool = False) -> argparse.ArgumentParser:
+    """Add a mechanism subcommand with the options every mechanism shares.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``dpgpu`` subparsers.
+    name, help, description, example : str
+        Subcommand name, one-line help, ``--help`` text and an example
+        command line.
+    delta : bool
+        Whether the mechanism takes a ``--delta``.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The subcommand's parser, for its own options.
+    """
+    p = add_command(sub, name, help=help, description=description, example=example)
+    group = p.add_argument_group("release options (shared by the mechanisms)")
+    group.add_argument("--epsilon", type=float, required=True, help="privacy budget")
+    if delta:
+        group.add_argument("--delta", type=float, required=True, help="privacy delta")
+    group.add_argument("--seed", type=int, help="reproducible noise (recorded as seeded)")
+    add_backend_argument(group)
+    group.add_argument("--out", required=True, help="release directory to create")
+    group.add_argument("--force", action="store_true", help="replace an existing release")
+    group.add_argument("-q", "--quiet", action="store_true",
+                       help="no progress and no summary line (errors are still printed)")
+    group.add_argument("--json", action="store_true",
+                       help="print the summary as one JSON object on stdout")
+    group.add_argument("--config", metavar="FILE.toml",
+                       help="read options from a TOML file (keys: long option names, e.g. "
+                            "epsilon = 1.0, l-max = 20); the command line overrides it")
+    return p
 
 
 def add_data_arguments(parser: argparse.ArgumentParser, name: str = "data") -> None:
@@ -31,7 +168,7 @@ def add_data_arguments(parser: argparse.ArgumentParser, name: str = "data") -> N
                        help="jsonl/text-*: lower-case the words")
 
 
-def add_backend_argument(parser: argparse.ArgumentParser) -> None:
+def add_backend_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """Add ``--backend``."""
     parser.add_argument("--backend", choices=("auto", "numpy", "cupy"),
                         help="array backend (default: $DPGPU_BACKEND, else auto)")
@@ -39,7 +176,7 @@ def add_backend_argument(parser: argparse.ArgumentParser) -> None:
 
 def load_from_args(args: argparse.Namespace, name: str = "data") -> Any:
     """Load the dataset named on the command line with its reader options."""
-    options = {k: getattr(args, k) for k in _FORMAT_OPTIONS if getattr(args, k, None) is not None}
+    options = {k: getattr(args, k) for k in FORMAT_OPTIONS if getattr(args, k, None) is not None}
     return load(getattr(args, name), format=args.format, **options)
 
 
@@ -47,3 +184,105 @@ def print_json(obj: Any) -> None:
     """Print ``obj`` as indented JSON on stdout."""
     json.dump(obj, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
+
+
+class Progress:
+    """The stage a command is at: one status line on stderr, rewritten in place.
+
+    Pass an instance as a mechanism's ``progress`` callable.  When not shown
+    (``--quiet``, ``-v``, or stderr is not a terminal) the stages are logged
+    at INFO level instead, which ``dpgpu -v`` prints.  Log records (warnings)
+    erase the status line before they are printed.
+
+    Parameters
+    ----------
+    command : str
+        Prefix of every line (the subcommand).
+    show : bool
+        Whether to draw the status line.
+    """
+
+    def __init__(self, command: str, *, show: bool) -> None:
+        self.command = command
+        self.show = show
+        self._t0 = time.perf_counter()
+        self._drawn = False
+
+    def __call__(self, message: str) -> None:
+        """Report that the command has reached the stage ``message``."""
+        if not self.show:
+            log.info("%s: %s", self.command, message)
+            return
+        line = f"{self.command}: {message} [{time.perf_counter() - self._t0:.1f} s]"
+        width = shutil.get_terminal_size().columns - 1  # a wrapped line cannot be redrawn
+        sys.stderr.write("\r\x1b[K" + line[:width])
+        sys.stderr.flush()
+        self._drawn = True
+
+    def _erase(self, record: logging.LogRecord | None = None) -> bool:
+        """Erase the status line (also a logging filter that lets ``record`` through)."""
+        if self._drawn:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+            self._drawn = False
+        return True
+
+    def __enter__(self) -> Progress:
+        if self.show:
+            for handler in logging.getLogger().handlers:
+                handler.addFilter(self._erase)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for handler in logging.getLogger().handlers:
+            handler.removeFilter(self._erase)
+        self._erase()  # before the summary or an error
+
+
+def run_mechanism(args: argparse.Namespace, load: Callable[[argparse.Namespace], Any],
+                  release: Callable[[argparse.Namespace, Any, Progress], Any],
+                  describe: Callable[[Any], str], *, not_private: str | None = None) -> int:
+    """Read the input, release, write the release directory and print the summary.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments of a command added by :func:`add_mechanism_command`.
+    load : callable
+        ``load(args)``: the mechanism's input.
+    release : callable
+        ``release(args, data, progress)``: the release object, which has
+        ``report`` and ``save(out, force=...)``.
+    describe : callable
+        ``describe(release)``: what was released, for the summary line.
+    not_private : str, optional
+        Warning printed on stderr when the report says ``"private": false``.
+
+    Returns
+    -------
+    int
+        Exit status 0.
+    """
+    show = not (args.quiet or args.verbose) and sys.stderr.isatty()
+    with Progress(args.command, show=show) as progress:
+        t0 = time.perf_counter()
+        progress("reading the input")
+        data = load(args)
+        t1 = time.perf_counter()
+        progress("releasing")
+        rel = release(args, data, progress)
+        t2 = time.perf_counter()
+        progress(f"writing {args.out}")
+        out = Path(rel.save(args.out, force=args.force))
+        timings = {"load_s": round(t1 - t0, 4), "write_s": round(time.perf_counter() - t2, 4)}
+    r = rel.report
+    if args.json:
+        print_json({"mechanism": r["mechanism"], "epsilon": r["epsilon"], "delta": r["delta"],
+                    "out": str(out), "files": sorted(p.name for p in out.iterdir()),
+                    "seeded": r["seeded"], "timings": {**r["timings"], **timings}})
+    elif not args.quiet:
+        spent = f"epsilon={r['epsilon']:g}" + (f", delta={r['delta']:g}" if r["delta"] else "")
+        print(f"{describe(rel)}; spent {spent}; written to {out}")
+    if not_private and r.get("private") is False:
+        print(f"warning: {not_private}", file=sys.stderr)
+    return 0

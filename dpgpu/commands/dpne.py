@@ -7,18 +7,21 @@ released k-grams, no counts) and ``report.json``.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
-from ..mechanisms.dpne import METHODS, POLICIES, RULES, SCHEDULES, dpne
-from .common import add_backend_argument, add_data_arguments, load_from_args
+from ..mechanisms.dpne import METHODS, POLICIES, RULES, SCHEDULES, DPNERelease, dpne
+from .common import (Progress, add_data_arguments, add_mechanism_command, load_from_args,
+                     run_mechanism)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``dpne`` subcommand."""
-    p = sub.add_parser("dpne", help="DPNE: user-level DP n-gram extraction",
-                       description=__doc__)
+    p = add_mechanism_command(sub, "dpne", help="DPNE: user-level DP n-gram extraction",
+                              description=__doc__, delta=True,
+                              example="dpgpu dpne posts.jsonl --text body --user author "
+                                      "--epsilon 4 --delta 1e-7 --max-n 5 --seed 7 "
+                                      "--out kgrams/")
     add_data_arguments(p)
-    p.add_argument("--epsilon", type=float, required=True, help="privacy budget")
-    p.add_argument("--delta", type=float, required=True, help="privacy delta")
     p.add_argument("--max-n", type=int, default=9, help="longest n-gram (default 9)")
     p.add_argument("--contribution", type=int, default=300,
                    help="Delta_0: distinct k-grams each user contributes per level (default 300)")
@@ -33,21 +36,23 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="DPSU policy of the baselines (default weighted)")
     p.add_argument("--alpha", type=float, default=5.0,
                    help="Policy Laplace cutoff Gamma = rho + alpha * lambda (default 5)")
-    p.add_argument("--seed", type=int, help="reproducible noise (recorded as seeded)")
-    p.add_argument("--out", required=True, help="release directory to create")
-    p.add_argument("--force", action="store_true", help="replace an existing release")
-    add_backend_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Load, release, write."""
-    db = load_from_args(args)
-    release = dpne(db, args.epsilon, args.delta, max_n=args.max_n,
-                   contribution=args.contribution, eta=args.eta, rule=args.rule,
-                   schedule=args.schedule, decay=args.decay, seed=args.seed,
-                   backend=args.backend, method=args.method, policy=args.policy,
-                   alpha=args.alpha)
-    out = release.save(args.out, force=args.force)
-    print(f"{args.method} release written to {out}: k-grams per k {release.counts()}")
-    return 0
+    return run_mechanism(args, load_from_args, _release, _describe)
+
+
+def _release(args: argparse.Namespace, db: Any, progress: Progress) -> DPNERelease:
+    """The k-grams of ``db`` released by DPNE or a DPSU baseline (no stages to report)."""
+    return dpne(db, args.epsilon, args.delta, max_n=args.max_n,
+                contribution=args.contribution, eta=args.eta, rule=args.rule,
+                schedule=args.schedule, decay=args.decay, seed=args.seed,
+                backend=args.backend, method=args.method, policy=args.policy,
+                alpha=args.alpha)
+
+
+def _describe(release: DPNERelease) -> str:
+    """Summary of a DPNE release."""
+    return f"{release.report['method']} release: k-grams per k {release.counts()}"

@@ -3,9 +3,13 @@
 Reads the release directory, picks the metrics its files allow (synthetic
 data: count queries, top-K patterns, length distribution; ngrams.tsv: errors
 of the released counts; frequent.tsv: precision/recall/F-score and relative
-error of supports; kgrams.tsv: K-anonymity coverage), prints a table and
-writes ``evaluation.json`` into the release directory.  The evaluation uses
-the exact original data: it is a diagnostic, not a private release.
+error of supports; kgrams.tsv: K-anonymity coverage; leaves.csv, a PrivTree
+spatial release: relative error of random range counts), prints a table and
+writes ``evaluation.json`` into the release directory.  The original of a
+spatial release is a points file (CSV or Parquet) read with the coordinate
+columns recorded in its report.json (``--columns`` overrides them).  The
+evaluation uses the exact original data: it is a diagnostic, not a private
+release.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ from __future__ import annotations
 import argparse
 
 from ..errors import InvalidParameter
-from .common import add_backend_argument, add_data_arguments, load_from_args, print_json
+from .common import (FORMAT_OPTIONS, add_backend_argument, add_data_arguments, load_from_args,
+                     print_json)
 
 
 def _int_list(text: str) -> list[int]:
@@ -39,15 +44,18 @@ def register(sub: argparse._SubParsersAction) -> None:
             action.required = True
             action.help = "the original dataset the release was made from"
     p.add_argument("--release", required=True, metavar="DIR", help="release directory")
+    p.add_argument("--columns", help="spatial release: the original's coordinate columns, in "
+                   "the release's order (default: those named in report.json)")
     p.add_argument("--task", action="append", choices=TASKS,
                    help="metric group to compute (repeatable; default: all that the release "
                         "files allow)")
     p.add_argument("--json", action="store_true", help="print the evaluation as JSON")
     p.add_argument("--plot", metavar="FILE.png", help="draw a figure (needs dpgpu[plot])")
     p.add_argument("--seed", type=int, default=0,
-                   help="seed of the random count-query workload (default 0)")
+                   help="seed of the random query workload (default 0)")
     p.add_argument("--queries", type=int, default=10_000,
-                   help="random count queries per maximal size (default 10000)")
+                   help="random count queries per maximal size, or range queries per set "
+                        "(default 10000)")
     p.add_argument("--query-sizes", type=_int_list, default=list(QUERY_SIZES),
                    help="maximal query sizes (default 4,8,12,16,20)")
     p.add_argument("--k", dest="k_values", type=_int_list, default=list(K_VALUES),
@@ -65,22 +73,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate, print, write evaluation.json (and the figure)."""
-    from ..eval.evaluate import (evaluate_release, format_table, plot_evaluation,
+    from ..eval.evaluate import (format_table, is_spatial_release, plot_evaluation,
                                  require_matplotlib, write_evaluation)
 
     if args.plot:
         require_matplotlib()
         if not str(args.plot).lower().endswith(".png"):
             raise InvalidParameter(f"--plot: expected a .png file name, got {args.plot!r}")
-    original = load_from_args(args, "original")
-    options = {k: getattr(args, k) for k in ("tokens", "case", "activity", "timestamp", "user",
-                                             "delimiter") if getattr(args, k, None) is not None}
-    result = evaluate_release(original, args.release, tasks=args.task, seed=args.seed,
-                              n_queries=args.queries, query_sizes=args.query_sizes,
-                              k_values=args.k_values, min_length=args.min_length,
-                              threshold=args.threshold, coverage_ks=args.coverage_ks,
-                              backend=args.backend, reader_options=options,
-                              original_name=str(args.original))
+    result = _spatial(args) if is_spatial_release(args.release) else _sequences(args)
     path = write_evaluation(args.release, result)
     if args.plot:
         plot_evaluation(result, args.plot)
@@ -90,3 +90,34 @@ def run(args: argparse.Namespace) -> int:
         print(format_table(result))
         print(f"(written to {path}{'; figure ' + str(args.plot) if args.plot else ''})")
     return 0
+
+
+def _sequences(args: argparse.Namespace) -> dict:
+    """Evaluate a sequence release against the original sequence dataset."""
+    from ..eval.evaluate import evaluate_release
+
+    if args.columns is not None:
+        raise InvalidParameter("--columns: applies to spatial releases (leaves.csv) only")
+    original = load_from_args(args, "original")
+    options = {k: getattr(args, k) for k in ("tokens", "case", "activity", "timestamp", "user",
+                                             "delimiter") if getattr(args, k, None) is not None}
+    return evaluate_release(original, args.release, tasks=args.task, seed=args.seed,
+                            n_queries=args.queries, query_sizes=args.query_sizes,
+                            k_values=args.k_values, min_length=args.min_length,
+                            threshold=args.threshold, coverage_ks=args.coverage_ks,
+                            backend=args.backend, reader_options=options,
+                            original_name=str(args.original))
+
+
+def _spatial(args: argparse.Namespace) -> dict:
+    """Evaluate a spatial release against the original points file."""
+    from ..eval.evaluate import evaluate_spatial_release
+
+    used = [k for k in FORMAT_OPTIONS if getattr(args, k, None) is not None]
+    if used:
+        raise InvalidParameter(f"--{used[0]}: a sequence reader option; the original of a "
+                               "spatial release is a points file (--format csv|parquet, "
+                               "--columns)")
+    return evaluate_spatial_release(args.original, args.release, columns=args.columns,
+                                    format=args.format, tasks=args.task, seed=args.seed,
+                                    n_queries=args.queries, original_name=str(args.original))

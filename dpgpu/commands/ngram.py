@@ -8,28 +8,26 @@ the exploration tree: gram, noisy count, consistent count) and
 from __future__ import annotations
 
 import argparse
-import sys
+from typing import Any
 
-from ..mechanisms.ngram import VARIANTS, ngram
-from .common import add_backend_argument, add_data_arguments, load_from_args
+from ..mechanisms.ngram import VARIANTS, NGramRelease, ngram
+from .common import (Progress, add_data_arguments, add_mechanism_command, load_from_args,
+                     run_mechanism)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``ngram`` subcommand."""
-    p = sub.add_parser("ngram", help="N-gram: noisy n-grams and synthetic sequences",
-                       description=__doc__)
+    p = add_mechanism_command(sub, "ngram", help="N-gram: noisy n-grams and synthetic sequences",
+                              description=__doc__,
+                              example="dpgpu ngram msnbc.seq.gz --epsilon 1 --l-max 20 "
+                                      "--n-max 5 --seed 7 --out release/")
     add_data_arguments(p)
-    p.add_argument("--epsilon", type=float, required=True, help="privacy budget")
     p.add_argument("--l-max", type=int, default=20, help="items kept per sequence (default 20)")
     p.add_argument("--n-max", type=int, default=5, help="longest n-gram (default 5)")
     p.add_argument("--variant", choices=VARIANTS, default="adaptive",
                    help="budget allocation / approximation variant (default adaptive; "
                         "'baseline' is NOT private)")
-    p.add_argument("--seed", type=int, help="reproducible noise (recorded as seeded)")
     p.add_argument("--no-synthetic", action="store_true", help="skip the synthetic database")
-    p.add_argument("--out", required=True, help="release directory to create")
-    p.add_argument("--force", action="store_true", help="replace an existing release")
-    add_backend_argument(p)
     p.add_argument("--engine", choices=("local", "dask"), default="local",
                    help="count here, or over Dask partitions (same release for the same key)")
     p.add_argument("--scheduler", help="with --engine dask: scheduler address "
@@ -39,20 +37,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, release, write."""
-    db = load_from_args(args)
+    return run_mechanism(args, load_from_args, _release, _describe,
+                         not_private="variant 'baseline' is NOT differentially private")
+
+
+def _release(args: argparse.Namespace, db: Any, progress: Progress) -> NGramRelease:
+    """The N-gram release of ``db``, counted locally or over Dask."""
     client = None
     if args.engine == "dask":
         from ..scale.dask import connect  # noqa: PLC0415 - optional dependency
 
         client = connect(args.scheduler)
-    release = ngram(db, args.epsilon, l_max=args.l_max, n_max=args.n_max, variant=args.variant,
-                    seed=args.seed, backend=args.backend, synthetic=not args.no_synthetic,
-                    engine=args.engine, client=client)
-    out = release.save(args.out, force=args.force)
-    r = release.report
-    print(f"N-gram release written to {out}: epsilon={r['epsilon']:g}, "
-          f"tree levels {r['tree']['levels']}"
-          + (f", {len(release.synthetic)} synthetic sequences" if release.synthetic else ""))
-    if not r["private"]:
-        print("warning: variant 'baseline' is NOT differentially private", file=sys.stderr)
-    return 0
+    return ngram(db, args.epsilon, l_max=args.l_max, n_max=args.n_max, variant=args.variant,
+                 seed=args.seed, backend=args.backend, synthetic=not args.no_synthetic,
+                 engine=args.engine, client=client, progress=progress)
+
+
+def _describe(release: NGramRelease) -> str:
+    """Summary of an N-gram release."""
+    return (f"N-gram release: tree levels {release.report['tree']['levels']}"
+            + (f", {len(release.synthetic)} synthetic sequences" if release.synthetic else ""))

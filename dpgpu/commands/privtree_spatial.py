@@ -10,46 +10,55 @@ the report says the release is not private.
 from __future__ import annotations
 
 import argparse
-import sys
+from typing import Any
+
+import numpy as np
 
 from ..data.points import parse_columns, read_points
 from ..errors import InvalidParameter
-from ..mechanisms.privtree import privtree_spatial
-from .common import add_backend_argument
+from ..mechanisms.privtree import SpatialRelease, privtree_spatial
+from .common import Progress, add_mechanism_command, run_mechanism
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``privtree-spatial`` subcommand."""
-    p = sub.add_parser("privtree-spatial", help="PrivTree: private spatial decomposition",
-                       description=__doc__)
+    p = add_mechanism_command(sub, "privtree-spatial",
+                              help="PrivTree: private spatial decomposition",
+                              description=__doc__,
+                              example="dpgpu privtree-spatial checkins.csv --epsilon 1 "
+                                      "--columns lon,lat --bounds -180,180,-90,90 --seed 7 "
+                                      "--out tree/")
     p.add_argument("points", help="CSV or Parquet file, one point per row")
-    p.add_argument("--epsilon", type=float, required=True, help="privacy budget")
     p.add_argument("--columns", required=True, help="coordinate columns, e.g. x,y")
     p.add_argument("--bounds", help="public domain: lo,hi for each column, in order")
     p.add_argument("--fanout", type=int, help="power of two up to 2**d (default 2**d)")
-    p.add_argument("--seed", type=int, help="reproducible noise (recorded as seeded)")
-    p.add_argument("--out", required=True, help="release directory to create")
-    p.add_argument("--force", action="store_true", help="replace an existing release")
-    add_backend_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Read, release, write."""
-    columns = parse_columns(args.columns)
+    return run_mechanism(args, _load, _release, _describe,
+                         not_private="no --bounds: the domain comes from the data; NOT private")
+
+
+def _load(args: argparse.Namespace) -> np.ndarray:
+    """The points of the named columns."""
+    return read_points(args.points, parse_columns(args.columns))
+
+
+def _release(args: argparse.Namespace, points: Any, progress: Progress) -> SpatialRelease:
+    """The PrivTree decomposition of ``points`` (no stages to report)."""
     bounds = None
     if args.bounds is not None:
         try:
             bounds = [float(v) for v in args.bounds.split(",")]
         except ValueError:
             raise InvalidParameter(f"bounds: expected numbers, got {args.bounds!r}") from None
-    points = read_points(args.points, columns)
-    release = privtree_spatial(points, args.epsilon, bounds=bounds, columns=columns,
-                               fanout=args.fanout, seed=args.seed, backend=args.backend)
-    out = release.save(args.out, force=args.force)
-    print(f"PrivTree decomposition written to {out}: epsilon={release.report['epsilon']:g}, "
-          f"{len(release.leaves)} leaves")
-    if not release.report["private"]:
-        print("warning: no --bounds: the domain comes from the data; NOT private",
-              file=sys.stderr)
-    return 0
+    return privtree_spatial(points, args.epsilon, bounds=bounds,
+                            columns=parse_columns(args.columns), fanout=args.fanout,
+                            seed=args.seed, backend=args.backend)
+
+
+def _describe(release: SpatialRelease) -> str:
+    """Summary of a PrivTree spatial release."""
+    return f"PrivTree decomposition: {len(release.leaves)} leaves"

@@ -14,7 +14,14 @@ release file        tasks
 ``frequent.tsv``    ``frequent`` (precision, recall, F-score, relative error
                     of supports; per pattern length)
 ``kgrams.tsv``      ``coverage`` (K-anonymity coverage per k, spurious share)
+``leaves.csv``      ``range-queries`` (PrivTree 6.1: relative error of random
+                    range counts, small / medium / large query sets)
 ==================  ===========================================================
+
+A release with ``leaves.csv`` is spatial (PrivTree): its original is a points
+file, read with the coordinate columns that ``report.json`` records
+(:func:`evaluate_spatial_release`); every other release is judged against a
+sequence dataset whose vocabulary must match (:func:`evaluate_release`).
 
 The result is a diagnostic built from the *exact* original data: it is not
 differentially private.  :func:`write_evaluation` stores it as
@@ -24,6 +31,7 @@ file) with ``"private": false`` in its header.
 
 from __future__ import annotations
 
+import csv
 import json
 import logging
 import math
@@ -36,7 +44,9 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from .. import __version__
+from ..data.points import parse_columns, read_points
 from ..errors import InputError, InvalidParameter
+from ..mechanisms.privtree.spatial import check_bounds
 from ..release import REPORT, read_report, vocabulary_fingerprint
 from ..validation import check_positive_int, check_positive_real
 from . import metrics as M
@@ -45,7 +55,11 @@ from . import truth as T
 log = logging.getLogger("dpgpu")
 
 EVALUATION = "evaluation.json"
-TASKS = ("count-queries", "top-k", "lengths", "ngrams", "frequent", "coverage")
+TASKS = ("count-queries", "top-k", "lengths", "ngrams", "frequent", "coverage",
+         "range-queries")
+LEAVES = "leaves.csv"
+#: Formats a spatial release's original may have (the content decides when none is given).
+POINT_FORMATS = ("csv", "parquet")
 K_VALUES = (20, 40, 60, 80, 100)
 COVERAGE_KS = (1, 10, 100, 1000)
 WARNING = ("diagnostic computed from the exact original data; NOT differentially private: "
@@ -57,7 +71,7 @@ _ABSOLUTE_KEYS = ("min_support",)
 
 # ------------------------------------------------------------------ release
 def release_files(release_dir: Any) -> dict[str, Path]:
-    """The release files present: ``{"synthetic"|"ngrams"|"frequent"|"kgrams": path}``.
+    """The release files present: ``{"synthetic"|"ngrams"|"frequent"|"kgrams"|"leaves": path}``.
 
     An ``ngrams.tsv`` with just the columns ``k`` and ``gram`` (DPNE's) is a
     set of extracted grams without counts and counts as ``kgrams``.
@@ -80,7 +94,14 @@ def release_files(release_dir: Any) -> dict[str, Path]:
                          "a release holds one")
     if syn:
         found["synthetic"] = syn[0]
+    if (d / LEAVES).is_file():
+        found["leaves"] = d / LEAVES
     return found
+
+
+def is_spatial_release(release_dir: Any) -> bool:
+    """Whether a release directory holds a spatial decomposition (``leaves.csv``)."""
+    return (Path(release_dir) / LEAVES).is_file()
 
 
 def _header(path: Path) -> list[str]:
@@ -123,7 +144,36 @@ def applicable_tasks(files: dict[str, Path], has_threshold: bool) -> list[str]:
         out.append("frequent")
     if "kgrams" in files:
         out.append("coverage")
+    if "leaves" in files:
+        out.append("range-queries")
     return [t for t in TASKS if t in out]
+
+
+def choose_tasks(tasks: Iterable[str] | None, allowed: Sequence[str], release_dir: Any
+                 ) -> list[str]:
+    """The tasks to compute: ``tasks`` (checked against ``allowed``), default all allowed.
+
+    Raises
+    ------
+    InputError
+        When nothing is allowed and no task was asked for.
+    InvalidParameter
+        An unknown task, or one that the release files do not allow.
+    """
+    if tasks is None:
+        if not allowed:
+            raise InputError(f"{release_dir}: no release file to evaluate (expected "
+                             "synthetic.*, ngrams.tsv, frequent.tsv, kgrams.tsv or leaves.csv)")
+        return list(allowed)
+    chosen: list[str] = []
+    for t in tasks:
+        if t not in TASKS:
+            raise InvalidParameter(f"task: unknown task {t!r}; choose from {', '.join(TASKS)}")
+        if t not in allowed:
+            raise InvalidParameter(f"task: {t!r} does not apply to {release_dir} ({_needs(t)})")
+        if t not in chosen:
+            chosen.append(t)
+    return chosen
 
 
 def read_gram_file(path: Path, vocab: Any, columns: Sequence[str]
@@ -265,25 +315,14 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
     if not rdir.is_dir():
         raise InputError(f"{rdir}: no such release directory")
     report = read_report(rdir)
+    files = release_files(rdir)
+    if "leaves" in files:
+        raise InputError(f"{rdir}: a spatial release ({LEAVES}); its original is a points file "
+                         "(evaluate_spatial_release)")
     oname = original_name or str(original.source.get("path", "the original"))
     check_vocabulary(report, original, rdir, oname)
-    files = release_files(rdir)
     min_support = release_threshold(report, len(original), threshold)
-    allowed = applicable_tasks(files, min_support is not None)
-    if tasks is None:
-        chosen = allowed
-        if not chosen:
-            raise InputError(f"{rdir}: no release file to evaluate (expected synthetic.*, "
-                             "ngrams.tsv, frequent.tsv or kgrams.tsv)")
-    else:
-        chosen = []
-        for t in tasks:
-            if t not in TASKS:
-                raise InvalidParameter(f"task: unknown task {t!r}; choose from {', '.join(TASKS)}")
-            if t not in allowed:
-                raise InvalidParameter(f"task: {t!r} does not apply to {rdir} ({_needs(t)})")
-            if t not in chosen:
-                chosen.append(t)
+    chosen = choose_tasks(tasks, applicable_tasks(files, min_support is not None), rdir)
     n_queries = check_positive_int(n_queries, "n_queries")
     query_sizes = [check_positive_int(m, "query_sizes") for m in query_sizes]
     k_values = sorted({check_positive_int(k, "k_values") for k in k_values})
@@ -313,6 +352,19 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
         elif task == "coverage":
             results[task] = _coverage(ctx, files["kgrams"], coverage_ks)
         timings[task] = round(time.perf_counter() - t0, 3)
+    return _evaluation(rdir, report, files,
+                       {"path": oname, "format": original.source.get("format"),
+                        "sequences": len(original), "items": original.vocab.size},
+                       {"tasks": chosen, "seed": seed, "n_queries": n_queries,
+                        "query_sizes": query_sizes, "k_values": k_values,
+                        "min_length": min_length, "min_support": min_support,
+                        "coverage_ks": coverage_ks},
+                       results, timings)
+
+
+def _evaluation(rdir: Path, report: dict, files: dict[str, Path], original: dict,
+                settings: dict, results: dict, timings: dict) -> dict:
+    """The evaluation document: not-private header, release, original, settings, results."""
     return {
         "private": False,
         "warning": WARNING,
@@ -320,12 +372,8 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
         "release": {"path": str(rdir), "mechanism": report.get("mechanism"),
                     "epsilon": report.get("epsilon"), "delta": report.get("delta"),
                     "files": sorted(p.name for p in files.values())},
-        "original": {"path": oname, "format": original.source.get("format"),
-                     "sequences": len(original), "items": original.vocab.size},
-        "settings": {"tasks": chosen, "seed": seed, "n_queries": n_queries,
-                     "query_sizes": query_sizes, "k_values": k_values,
-                     "min_length": min_length, "min_support": min_support,
-                     "coverage_ks": coverage_ks},
+        "original": original,
+        "settings": settings,
         "tasks": results,
         "timings_s": timings,
     }
@@ -335,7 +383,8 @@ def _needs(task: str) -> str:
     return {"count-queries": "needs a synthetic dataset", "top-k": "needs a synthetic dataset",
             "lengths": "needs a synthetic dataset", "ngrams": "needs ngrams.tsv",
             "frequent": "needs frequent.tsv, or a synthetic dataset and --threshold",
-            "coverage": "needs kgrams.tsv"}[task]
+            "coverage": "needs kgrams.tsv",
+            "range-queries": f"needs {LEAVES} (a spatial release)"}[task]
 
 
 class _Context:
@@ -556,6 +605,220 @@ def _coverage(ctx: _Context, path: Path, coverage_ks: Sequence[int]) -> dict:
             "note": "coverage over the lengths present in the release"}
 
 
+# ------------------------------------------------------------------- spatial
+def evaluate_spatial_release(points_path: Any, release_dir: Any, *,
+                             columns: str | Sequence[str] | None = None,
+                             format: str | None = None, tasks: Iterable[str] | None = None,
+                             seed: int = 0, n_queries: int = 10_000,
+                             workload: dict[str, Any] | None = None,
+                             original_name: str | None = None) -> dict:
+    """Compare a spatial release (``leaves.csv``) with the points it was made from.
+
+    Range-count queries of PrivTree Section 6.1: for each query box, the
+    exact number of original points (:func:`dpgpu.eval.truth.range_counts`)
+    against the release's estimate under uniformity inside each leaf
+    (:func:`dpgpu.eval.metrics.histogram_range_estimates`); the relative
+    error has the sanity bound 0.1 % of the points.  Original points outside
+    the release's domain are clipped onto it, as the mechanism does.
+
+    Parameters
+    ----------
+    points_path : str or path-like
+        The original points (CSV or Parquet, see :func:`dpgpu.data.points.read_points`).
+    release_dir : str or path-like
+        A directory with ``report.json`` (``parameters.columns`` and
+        ``domain.bounds``) and ``leaves.csv``.
+    columns : str or sequence of str, optional
+        The original's coordinate columns, in the release's order (default:
+        the column names recorded in the report).
+    format : {"csv", "parquet"}, optional
+        The original's format, checked against its content.
+    tasks : iterable of str, optional
+        Only ``"range-queries"`` applies.
+    seed : int
+        Seed of the random query boxes (evaluation only).
+    n_queries : int
+        Boxes per query set (small, medium, large; the paper uses 10,000).
+    workload : dict of str to (Q, 4) array, optional
+        Query boxes ``(x0, y0, x1, y1)`` per set, instead of the random ones.
+    original_name : str, optional
+        How to name the original in messages (default its path).
+
+    Returns
+    -------
+    dict
+        The evaluation (see :func:`write_evaluation`).
+
+    Raises
+    ------
+    InputError
+        Not a spatial release, a report without columns or bounds, a bad
+        ``leaves.csv``, an original that is not a points file with the
+        columns, or a release that is not 2-D.
+    InvalidParameter
+        Bad ``columns``, ``format``, ``tasks``, ``seed`` or ``n_queries``.
+    """
+    rdir = Path(release_dir)
+    if not rdir.is_dir():
+        raise InputError(f"{rdir}: no such release directory")
+    report = read_report(rdir)
+    files = release_files(rdir)
+    if "leaves" not in files:
+        raise InputError(f"{rdir}: not a spatial release (no {LEAVES})")
+    names, bounds = spatial_layout(report, rdir)
+    if len(names) != 2:
+        raise InputError(f"{rdir}: range-query evaluation needs a 2-D release; this one has "
+                         f"{len(names)} dimensions ({', '.join(names)})")
+    chosen = choose_tasks(tasks, ["range-queries"], rdir)
+    n_queries = check_positive_int(n_queries, "n_queries")
+    seed = check_positive_int(seed, "seed", minimum=0)
+    cols = names if columns is None else parse_columns(columns)
+    if len(cols) != len(names):
+        raise InvalidParameter(f"columns: the release has {len(names)} coordinates "
+                               f"({', '.join(names)}), got {len(cols)}")
+    oname = original_name or str(points_path)
+    points = read_original_points(points_path, cols, format, oname)
+    leaves = read_leaves(files["leaves"], names)
+    t0 = time.perf_counter()
+    log.info("evaluate: range-queries")
+    queries = range_workload(bounds, n_queries, seed) if workload is None else workload
+    results = {"range-queries": _range_queries(points, bounds, leaves, queries)}
+    return _evaluation(rdir, report, files,
+                       {"path": oname, "format": format, "points": int(points.shape[0]),
+                        "columns": cols},
+                       {"tasks": chosen, "seed": seed, "n_queries": n_queries,
+                        "workload": "random" if workload is None else "given"},
+                       results, {"range-queries": round(time.perf_counter() - t0, 3)})
+
+
+def spatial_layout(report: dict, release_dir: Any) -> tuple[list[str], np.ndarray]:
+    """Coordinate names and public domain ``(d, 2)`` recorded in a spatial release's report.
+
+    Raises
+    ------
+    InputError
+        When ``parameters.columns`` or ``domain.bounds`` is missing or malformed.
+    """
+    where = Path(release_dir) / REPORT
+    names = (report.get("parameters") or {}).get("columns")
+    if not (isinstance(names, list) and names and all(isinstance(c, str) for c in names)):
+        raise InputError(f"{where}: no parameters.columns; cannot tell which columns of the "
+                         "original are the coordinates")
+    try:
+        bounds = check_bounds((report.get("domain") or {}).get("bounds"), len(names))
+    except InvalidParameter as exc:
+        raise InputError(f"{where}: domain.{exc}") from None
+    return names, bounds
+
+
+def read_original_points(path: Any, columns: Sequence[str], format: str | None,
+                         name: str) -> np.ndarray:
+    """The original points ``(n, d)`` of a spatial release, from the named columns.
+
+    Raises
+    ------
+    InvalidParameter
+        ``format`` is not one of :data:`POINT_FORMATS`.
+    InputError
+        The file is not a points file of that format with the columns, or holds no point.
+    """
+    if format is not None and format not in POINT_FORMATS:
+        raise InvalidParameter(f"format: the original of a spatial release is a points file "
+                               f"({' or '.join(POINT_FORMATS)}), not {format!r}")
+    try:
+        if format is not None and _is_parquet(path) != (format == "parquet"):
+            raise InputError(f"{name}: not a {format} file")
+        pts = read_points(path, columns)
+    except InputError as exc:
+        raise InputError(f"the original is not a points file with the columns "
+                         f"{', '.join(columns)}: {exc}") from None
+    if pts.shape[0] == 0:
+        raise InputError(f"{name}: no points")
+    return pts
+
+
+def _is_parquet(path: Any) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"PAR1"
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def read_leaves(path: Path, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Leaf boxes and noisy counts of a ``leaves.csv`` (``lo_<c>``, ``hi_<c>``, ``count``).
+
+    Returns
+    -------
+    lo, hi : numpy.ndarray of float64, shape (L, d)
+    counts : numpy.ndarray of float64, shape (L,)
+
+    Raises
+    ------
+    InputError
+        Missing columns, a value that is not a finite number, or a box with
+        ``lo >= hi`` (naming the file and line).
+    """
+    want = [f"{side}_{c}" for c in columns for side in ("lo", "hi")] + ["count"]
+    try:
+        rows = list(csv.reader(path.read_text(encoding="utf-8").splitlines()))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read ({exc})") from None
+    header = rows[0] if rows else []
+    if not set(want) <= set(header):
+        raise InputError(f"{path}:1: expected a header with the columns {','.join(want)}")
+    where = [header.index(c) for c in want]
+    values = []
+    for no, row in enumerate(rows[1:], start=2):
+        if not row:
+            continue
+        try:
+            v = [float(row[i]) for i in where]
+        except (ValueError, IndexError):
+            v = [math.nan]
+        if not all(math.isfinite(x) for x in v):
+            raise InputError(f"{path}:{no}: {','.join(want)} need finite numbers")
+        if any(a >= b for a, b in zip(v[0:-1:2], v[1:-1:2])):
+            raise InputError(f"{path}:{no}: an empty box (lo >= hi)")
+        values.append(v)
+    table = np.asarray(values, dtype=np.float64).reshape(-1, len(want))
+    return table[:, 0:-1:2], table[:, 1:-1:2], table[:, -1]
+
+
+def range_workload(bounds: Any, n_queries: int, seed: int) -> dict[str, np.ndarray]:
+    """PrivTree's small / medium / large range-query sets over a 2-D domain ``(2, 2)``.
+
+    One generator seeded with ``seed`` draws the sets in turn
+    (:func:`dpgpu.eval.metrics.random_range_queries`).
+    """
+    b = np.asarray(bounds, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    domain = (b[0, 0], b[1, 0], b[0, 1], b[1, 1])
+    return {name: M.random_range_queries(domain, n_queries, name, seed=rng)
+            for name in M.RANGE_SETS}
+
+
+def _range_queries(points: np.ndarray, bounds: np.ndarray,
+                   leaves: tuple[np.ndarray, np.ndarray, np.ndarray],
+                   workload: dict[str, Any]) -> dict:
+    lo, hi, counts = leaves
+    inside = np.clip(points, bounds[:, 0], bounds[:, 1])
+    boxes = np.column_stack([lo, hi])
+    by_set = {}
+    for name, queries in workload.items():
+        q = np.asarray(queries, dtype=np.float64).reshape(-1, 4)
+        true = T.range_counts(inside, q)
+        est = M.histogram_range_estimates(boxes, counts, q)
+        err = M.range_relative_errors(est, true, points.shape[0])
+        area = M.RANGE_SETS.get(name)
+        by_set[name] = {**M.summarize(err), "area_fraction": list(area) if area else None,
+                        "nonzero_true": int(np.count_nonzero(true))}
+    return {"sanity_bound": M.sanity_bound(points.shape[0]), "points": int(points.shape[0]),
+            "outside_domain": int(np.count_nonzero((inside != points).any(axis=1))),
+            "domain": bounds.tolist(), "leaves": int(counts.size),
+            "released_total": float(counts.sum()), "by_set": by_set}
+
+
 # -------------------------------------------------------------------- output
 def write_evaluation(release_dir: Any, result: dict) -> Path:
     """Write ``evaluation.json`` into the release directory, atomically.
@@ -591,7 +854,9 @@ def format_table(result: dict) -> str:
     """A plain-text table of an evaluation."""
     rel, orig, tasks = result["release"], result["original"], result["tasks"]
     lines = [f"release {rel['path']} (mechanism {rel.get('mechanism')}, epsilon "
-             f"{rel.get('epsilon')}) vs {orig['path']} ({orig['sequences']} sequences)"]
+             f"{rel.get('epsilon')}) vs {orig['path']} "
+             + (f"({orig['points']} points)" if "points" in orig
+                else f"({orig['sequences']} sequences)")]
     if "count-queries" in tasks:
         t = tasks["count-queries"]
         lines += ["", f"count queries on the synthetic data ({t['n_queries']} random queries per "
@@ -648,6 +913,17 @@ def format_table(result: dict) -> str:
                          + "  ".join(f"{r['coverage'][K]:8.3f}" for K in ks))
         lines.append(f"  {'all':>3}  {t['released']:8d}  {t['spurious_fraction']:8.4f}  "
                      + "  ".join(f"{t['coverage'][K]:8.3f}" for K in ks))
+    if "range-queries" in tasks:
+        t = tasks["range-queries"]
+        lines += ["", f"range-count queries on the {t['leaves']} leaves (sanity bound "
+                  f"{t['sanity_bound']:g}; {t['outside_domain']} of {t['points']} points "
+                  "outside the domain, clipped)",
+                  f"  {'set':>8}  {'area fraction':>15}  {'queries':>7}  {'mean RE':>9}  "
+                  f"{'median RE':>9}  {'true > 0':>8}"]
+        for name, r in t["by_set"].items():
+            area = "[{:g}, {:g})".format(*r["area_fraction"]) if r["area_fraction"] else "-"
+            lines.append(f"  {name:>8}  {area:>15}  {r['n']:7d}  {r['mean']:9.4f}  "
+                         f"{r['median']:9.4f}  {r['nonzero_true']:8d}")
     lines += ["", f"({WARNING})"]
     return "\n".join(lines)
 
@@ -689,6 +965,8 @@ def plot_evaluation(result: dict, path: Any) -> Path:
         panels.append(("frequent", _plot_frequent))
     if "coverage" in tasks:
         panels.append(("coverage", _plot_coverage))
+    if "range-queries" in tasks:
+        panels.append(("range-queries", _plot_ranges))
     ncols = 2 if len(panels) > 1 else 1
     nrows = max(1, math.ceil(len(panels) / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(6 * ncols, 4 * nrows), squeeze=False)
@@ -773,3 +1051,17 @@ def _plot_coverage(ax, t):
     ax.set_ylim(0, 1.05)
     ax.legend(fontsize=7)
     ax.set_title("k-gram coverage")
+
+
+def _plot_ranges(ax, t):
+    sets = list(t["by_set"])
+    x = np.arange(len(sets))
+    ax.bar(x - 0.2, [t["by_set"][n]["mean"] for n in sets], 0.4, label="mean",
+           color="tab:green")
+    ax.bar(x + 0.2, [t["by_set"][n]["median"] for n in sets], 0.4, label="median",
+           color="tab:olive")
+    ax.set_xticks(x, sets)
+    ax.set_xlabel("query set")
+    ax.set_ylabel("relative error")
+    ax.legend(fontsize=7)
+    ax.set_title(f"range-count queries ({t['leaves']} leaves)")

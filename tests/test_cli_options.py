@@ -1,0 +1,150 @@
+"""Options shared by the mechanism commands: --json, --config, --quiet, --help examples."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dpgpu.cli import main
+
+SEQUENCES = "a b c\na b\nb c a\na b c d\nc a b\na b\nb c\na c b\n"
+POINTS = "x,y\n" + "".join(f"{(i * 37 % 100) / 100},{(i * 61 % 100) / 100}\n" for i in range(60))
+
+#: Each mechanism command: its input (file name, content), its own options and
+#: the files its release directory holds.
+COMMANDS = {
+    "ngram": ("seqs.txt", SEQUENCES, ["--l-max", "4"],
+              {"report.json", "ngrams.tsv", "synthetic.txt"}),
+    "pst": ("seqs.txt", SEQUENCES, ["--l-top", "4"], {"report.json", "pst.json", "synthetic.txt"}),
+    "privtree-spatial": ("points.csv", POINTS, ["--columns", "x,y", "--bounds", "0,1,0,1"],
+                         {"report.json", "leaves.csv", "tree.json"}),
+    "pfs2": ("seqs.txt", SEQUENCES, ["--threshold", "0.3"], {"report.json", "frequent.tsv"}),
+    # one line per user: no --user
+    "dpne": ("seqs.txt", SEQUENCES, ["--delta", "1e-6", "--max-n", "3", "--contribution", "5"],
+             {"report.json", "ngrams.tsv"}),
+}
+
+
+def data_file(tmp_path, command):
+    """Write the tiny input of ``command`` to ``tmp_path``; its path."""
+    name, content, _, _ = COMMANDS[command]
+    data = tmp_path / name
+    data.write_text(content)
+    return str(data)
+
+
+def argv(tmp_path, command, *extra):
+    """The command line of ``command`` on its tiny input with its own options, and ``extra``."""
+    return [command, data_file(tmp_path, command), *COMMANDS[command][2], *extra]
+
+
+def dpgpu(*args):
+    """Run ``python -m dpgpu ARGS`` in a subprocess."""
+    return subprocess.run([sys.executable, "-m", "dpgpu", *args], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_json_summary(tmp_path, command):
+    out = tmp_path / "rel"
+    done = dpgpu(*argv(tmp_path, command, "--epsilon", "2", "--seed", "1", "--json",
+                       "--out", str(out)))
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert set(summary) == {"mechanism", "epsilon", "delta", "out", "files", "seeded", "timings"}
+    assert summary["epsilon"] == pytest.approx(2.0) and summary["seeded"] is True
+    assert summary["out"] == str(out) and set(summary["files"]) == COMMANDS[command][3]
+    assert all((out / f).is_file() for f in summary["files"])
+    report = json.loads((out / "report.json").read_text())
+    assert summary["mechanism"] == report["mechanism"] and summary["delta"] == report["delta"]
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_config_file_and_command_line_override(tmp_path, command):
+    out = tmp_path / "rel"
+    config = tmp_path / "run.toml"
+    config.write_text(f'epsilon = 1.0\nseed = 1\nout = "{out}"\njson = true\n')
+    done = dpgpu(*argv(tmp_path, command, "--config", str(config), "--epsilon", "3"))
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["epsilon"] == pytest.approx(3.0) and summary["seeded"] is True
+    assert summary["out"] == str(out)
+
+
+@pytest.mark.parametrize("key", ["l-max", "l_max"])
+def test_config_sets_mechanism_options(tmp_path, capsys, key):
+    config = tmp_path / "run.toml"
+    config.write_text(f'epsilon = 1.0\n{key} = 3\nno-synthetic = true\nvariant = "uniform"\n')
+    out = tmp_path / "rel"
+    assert main(["ngram", data_file(tmp_path, "ngram"), "--config", str(config),
+                 "--out", str(out)]) == 0
+    parameters = json.loads((out / "report.json").read_text())["parameters"]
+    assert parameters["l_max"] == 3 and parameters["variant"] == "uniform"
+    assert not (out / "synthetic.txt").exists()
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("text, words", [
+    ("epsilon = 1.0\nbogus-option = 2\n", ["'bogus-option'"]),
+    ("epsilon = 1.0\nl-max = 2.5\n", ["l-max", "2.5"]),
+    ("epsilon = 1.0\nvariant = \"fast\"\n", ["variant", "'fast'"]),
+    ("epsilon = 1.0\nforce = \"yes\"\n", ["force"]),
+    ("epsilon = [1.0\n", ["TOML"]),
+])
+def test_bad_config_exit_2_one_line(tmp_path, text, words):
+    config = tmp_path / "run.toml"
+    config.write_text(text)
+    done = dpgpu(*argv(tmp_path, "ngram", "--config", str(config), "--out",
+                       str(tmp_path / "rel")))
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert str(config) in lines[0] and all(w in lines[0] for w in words), lines[0]
+    assert not (tmp_path / "rel").exists()
+
+
+def test_missing_config_file_and_missing_required_option(tmp_path, capsys):
+    assert main(argv(tmp_path, "ngram", "--config", str(tmp_path / "nope.toml"))) == 2
+    assert main(argv(tmp_path, "ngram", "--out", str(tmp_path / "rel"))) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "nope.toml" in err[0] and "--epsilon" in err[1]
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_quiet_prints_nothing(tmp_path, capsys, command):
+    out = tmp_path / "rel"
+    assert main(argv(tmp_path, command, "--epsilon", "2", "--seed", "1", "--quiet",
+                     "--out", str(out))) == 0
+    assert capsys.readouterr().out == "" and (out / "report.json").exists()
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_summary_line(tmp_path, capsys, command):
+    out = tmp_path / "rel"
+    assert main(argv(tmp_path, command, "--epsilon", "2", "--seed", "1", "--out", str(out))) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1 and "epsilon=2" in lines[0] and str(out) in lines[0]
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_help_has_an_example(capsys, command):
+    assert main([command, "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "example:\n  dpgpu " + command in text
+    for option in ("--epsilon", "--seed", "--backend", "--out", "--force", "--quiet", "--json",
+                   "--config"):
+        assert option in text, option
+
+
+def test_progress_draws_in_place_and_erases_or_logs(capsys, caplog):
+    from dpgpu.commands.common import Progress
+
+    with Progress("pfs2", show=True) as progress:
+        progress("level 1")
+        progress("level 2")
+    err = capsys.readouterr().err
+    assert err.count("\r\x1b[K") == 3 and "pfs2: level 2 [" in err and err.endswith("\r\x1b[K")
+    with caplog.at_level("INFO", logger="dpgpu"), Progress("pfs2", show=False) as progress:
+        progress("level 1")
+    assert capsys.readouterr().err == "" and "pfs2: level 1" in caplog.text
