@@ -126,4 +126,4 @@ def test_every_subcommand_has_help(capsys):
     for command in sub.choices:
         status = main([command, "--help"])
         out = capsys.readouterr().out
-        assert status == 0 and f"usage: dpgpu {command}" in out, command
+        assert status == 0 and f"usage: dpgpu {command}" in out and "example:" in out, command

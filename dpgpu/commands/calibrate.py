@@ -16,13 +16,14 @@ from __future__ import annotations
 import argparse
 
 from ..privacy import calibration
-from .common import print_json
+from .common import add_command, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``calibrate`` subcommand."""
-    p = sub.add_parser("calibrate", help="noise scale / threshold for a privacy target",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "calibrate", help="noise scale / threshold for a privacy target",
+                    description=__doc__,
+                    example="dpgpu calibrate gaussian --epsilon 1 --delta 1e-5 --sensitivity 1")
     kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True,
                              parser_class=type(p))
     gauss = kinds.add_parser("gaussian", help="analytic Gaussian sigma (Balle & Wang 2018)")

@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 
 from ..data.writers import WRITE_FORMATS
-from .common import add_data_arguments, load_from_args
+from .common import add_command, add_data_arguments, load_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``convert`` subcommand."""
-    p = sub.add_parser("convert", help="convert a dataset between formats",
-                       description=__doc__)
+    p = add_command(sub, "convert", help="convert a dataset between formats",
+                    description=__doc__, example="dpgpu convert log.xes.gz log.txt --to lines")
     add_data_arguments(p, "data")
     p.add_argument("output", help="output file (.gz to compress)")
     p.add_argument("--to", choices=WRITE_FORMATS,

@@ -17,15 +17,15 @@ from ..data.load import demo_path, load
 from ..eval.metrics import true_positive_ratio
 from ..eval.truth import top_k_strings
 from ..mechanisms.ngram import ngram
-from .common import add_backend_argument
+from .common import add_command, add_backend_argument
 
 K_VALUES = (20, 40, 60, 80, 100)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``demo`` subcommand."""
-    p = sub.add_parser("demo", help="run the main job on the bundled MSNBC data",
-                       description=__doc__)
+    p = add_command(sub, "demo", help="run the main job on the bundled MSNBC data",
+                    description=__doc__, example="dpgpu demo --epsilon 0.5 --out demo-release")
     add_backend_argument(p)
     p.add_argument("--epsilon", type=float, default=1.0, help="privacy budget (default 1)")
     p.add_argument("--l-max", type=int, default=20, help="items kept per sequence (default 20)")

@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 
 from ..errors import InvalidParameter
-from .common import (FORMAT_OPTIONS, add_backend_argument, add_data_arguments, load_from_args,
-                     print_json)
+from .common import (FORMAT_OPTIONS, add_backend_argument, add_command, add_data_arguments,
+                     load_from_args, print_json)
 
 
 def _int_list(text: str) -> list[int]:
@@ -36,8 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     from ..eval.evaluate import COVERAGE_KS, K_VALUES, TASKS
     from ..eval.metrics import QUERY_SIZES
 
-    p = sub.add_parser("evaluate", help="compare a release with its original data (exact "
-                       "diagnostic, not private)", description=__doc__)
+    p = add_command(sub, "evaluate", help="compare a release with its original data (exact "
+                    "diagnostic, not private)", description=__doc__,
+                    example="dpgpu evaluate --original data.seq --release rel/ --plot eval.png")
     add_data_arguments(p, "--original")
     for action in p._actions:  # the dataset is an option here, and it is required
         if action.dest == "original":

@@ -8,12 +8,13 @@ from importlib import metadata
 
 from .. import __version__
 from ..backend import get_backend
-from .common import add_backend_argument, print_json
+from .common import add_command, add_backend_argument, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``info`` subcommand."""
-    p = sub.add_parser("info", help="show versions, backend and device", description=__doc__)
+    p = add_command(sub, "info", help="show versions, backend and device", description=__doc__,
+                    example="dpgpu info --backend cupy --json")
     add_backend_argument(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)

@@ -6,14 +6,13 @@ import argparse
 
 from ..data.io import atomic_output
 from ..report import as_html, as_text, summarize
-from .common import print_json
+from .common import add_command, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``report`` subcommand."""
-    p = sub.add_parser("report", help="summarise a release directory",
-                       description=__doc__ + "\n\nexample: dpgpu report release/ --html r.html",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "report", help="summarise a release directory", description=__doc__,
+                    example="dpgpu report release/ --html release.html")
     p.add_argument("release", help="release directory (with report.json)")
     p.add_argument("--html", help="also write a self-contained HTML page here")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_data_arguments, load_from_args, print_json
+from .common import add_command, add_data_arguments, load_from_args, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``stats`` subcommand."""
-    p = sub.add_parser("stats", help="summarise a dataset (exact, not private)",
-                       description=__doc__)
+    p = add_command(sub, "stats", help="summarise a dataset (exact, not private)",
+                    description=__doc__, example="dpgpu stats clicks.csv --case session --json")
     add_data_arguments(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
