@@ -11,9 +11,13 @@ from .data.load import load, demo_path  # noqa: E402
 from .errors import BudgetExceeded, DPGPUError, InputError, InvalidParameter  # noqa: E402
 from .mechanisms.ngram import ngram  # noqa: E402
 from .mechanisms.pfs2 import pfs2  # noqa: E402
+from .mechanisms.privtree import privtree_spatial, pst  # noqa: E402
+from .mechanisms.dpne import dpne  # noqa: E402
+from .report import load_release  # noqa: E402
 
 __all__ = [
-    "SequenceDB", "Vocabulary", "load", "demo_path", "ngram", "pfs2",
+    "SequenceDB", "Vocabulary", "load", "demo_path", "load_release",
+    "ngram", "pst", "privtree_spatial", "pfs2", "dpne",
     "DPGPUError", "InvalidParameter", "InputError", "BudgetExceeded",
     "__version__",
 ]

@@ -44,11 +44,23 @@ def summarize(release_dir: Any) -> dict:
         When the directory is not a release.
     """
     d = Path(release_dir)
-    report = read_report(d)
+    facts = report_facts(read_report(d), str(d))
+    facts["files"] = {name: (d / name).stat().st_size for name in facts["files"]
+                      if (d / name).exists()}
+    evaluation = d / "evaluation.json"
+    if evaluation.exists():
+        try:
+            facts["evaluation"] = json.loads(evaluation.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{evaluation}: not valid JSON ({exc})") from None
+    return facts
+
+
+def report_facts(report: dict, where: str = "(not saved yet)") -> dict:
+    """The facts of a summary from a report dict (file sizes unknown: listed as 0)."""
     mechanism = report.get("mechanism", "unknown")
-    ledger = report.get("ledger", {})
-    facts = {
-        "release": str(d),
+    return {
+        "release": where,
         "mechanism": mechanism,
         "paper": report.get("paper"),
         "private": bool(report.get("private", True)),
@@ -57,22 +69,70 @@ def summarize(release_dir: Any) -> dict:
         "unit": UNITS.get(mechanism, "one record"),
         "seeded": bool(report.get("seeded")),
         "parameters": report.get("parameters", {}),
-        "steps": ledger.get("steps", []),
-        "files": {name: (d / name).stat().st_size for name in report.get("files", [])
-                  if (d / name).exists()},
+        "steps": report.get("ledger", {}).get("steps", []),
+        "files": {name: 0 for name in report.get("files", [])},
         "caveat": CAVEATS.get(mechanism, ""),
         "backend": report.get("backend"),
         "device": report.get("device"),
         "timings": report.get("timings", {}),
         "version": report.get("dpgpu"),
     }
-    evaluation = d / "evaluation.json"
-    if evaluation.exists():
-        try:
-            facts["evaluation"] = json.loads(evaluation.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{evaluation}: not valid JSON ({exc})") from None
-    return facts
+
+
+class Displayed:
+    """Mixin: a release object (with a ``report`` dict) shows its summary in notebooks."""
+
+    report: dict
+
+    def _repr_html_(self) -> str:
+        page = as_html(report_facts(self.report))
+        return page[page.index("<body>") + len("<body>"):page.index("</body>")]
+
+    def summary(self) -> str:
+        """The text summary ``dpgpu report`` prints."""
+        return as_text(report_facts(self.report))
+
+
+class LoadedRelease(Displayed):
+    """A release directory read back (:func:`load_release`).
+
+    Attributes
+    ----------
+    path : Path
+    report : dict
+        ``report.json``.
+    files : list of str
+        The release files present.
+    """
+
+    def __init__(self, path: Any):
+        self.path = Path(path)
+        self.report = read_report(self.path)
+        self.files = [f for f in self.report.get("files", []) if (self.path / f).exists()]
+
+    def __repr__(self) -> str:
+        return (f"LoadedRelease({self.report.get('mechanism')}, epsilon="
+                f"{self.report.get('epsilon')}, files={self.files})")
+
+    def synthetic(self, **options: Any) -> Any:
+        """The synthetic dataset of the release, loaded with :func:`dpgpu.load`.
+
+        Raises
+        ------
+        InputError
+            When the release has no synthetic dataset.
+        """
+        from .data.load import load  # noqa: PLC0415
+
+        name = self.report.get("synthetic_file")
+        if not name or not (self.path / name).exists():
+            raise InputError(f"{self.path}: this release holds no synthetic dataset")
+        return load(self.path / name, **options)
+
+
+def load_release(path: Any) -> LoadedRelease:
+    """Read a release directory written by any dpgpu mechanism."""
+    return LoadedRelease(path)
 
 
 def guarantee(facts: dict) -> str:

@@ -72,3 +72,20 @@ def test_report_includes_an_evaluation(tmp_path, capsys):
     assert main(["report", str(rel), "--html", str(tmp_path / "r.html")]) == 0
     assert "total variation distance" in capsys.readouterr().out
     assert "Utility" in (tmp_path / "r.html").read_text()
+
+
+def test_notebook_display_and_load_release(tmp_path):
+    db = SequenceDB.from_sequences(SEQS, vocab=list("abc"))
+    release = dpgpu.ngram(db, 1.0, l_max=4, n_max=3, seed=4)
+    page = release._repr_html_()
+    assert 'class="guarantee"' in page and "<body>" not in page
+    assert "guarantee: (1" in release.summary()
+    out = release.save(tmp_path / "r")
+    back = dpgpu.load_release(out)
+    assert back.report["mechanism"] == "ngram" and "ngrams.tsv" in back.files
+    assert sorted(back.synthetic()) == sorted(release.synthetic)
+    assert 'class="ledger"' in back._repr_html_()
+    with pytest.raises(dpgpu.InputError, match="no synthetic"):
+        dpgpu.load_release(dpgpu.dpne(SequenceDB(db.items, db.offsets, db.vocab,
+                                                 users=np.arange(len(db))), 1.0, 1e-5,
+                                      max_n=2, seed=1).save(tmp_path / "d")).synthetic()

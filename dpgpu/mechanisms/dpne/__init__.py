@@ -74,6 +74,7 @@ from ...privacy import Bernoulli, DiscreteGaussian, PrivacyLedger, analytic_gaus
     dpsu_threshold, sampling_delta, split_gaussian_sigma
 from ...privacy.samplers import MAX_GAUSSIAN_SIGMA
 from ...release import ReleaseWriter, encode_gram, vocabulary_fingerprint
+from ...report import Displayed
 from ...validation import check_choice, check_positive_int, check_positive_real, \
     check_probability
 from .calibration import GRID, dpsu_integer_threshold, tail_probability, tail_threshold, \
@@ -89,7 +90,7 @@ SCHEDULES = ("equal", "geometric")
 __all__ = ["dpne", "DPNERelease", "RULES", "SCHEDULES", "METHODS", "POLICIES"]
 
 
-class DPNERelease:
+class DPNERelease(Displayed):
     """The output of :func:`dpne`: the released k-gram sets and the report.
 
     Attributes

@@ -55,6 +55,7 @@ from ...ops.grams import GramEngine
 from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta
 from ...privacy.samplers import LAPLACE_TV_BOUND, MAX_LAPLACE_SCALE
 from ...release import ReleaseWriter, encode_gram, vocabulary_fingerprint
+from ...report import Displayed
 from ...validation import check_choice, check_positive_int, check_positive_real
 from .consistency import enforce_consistency
 from .synthesis import ModelLevel, decompose, extend, model_level
@@ -67,7 +68,7 @@ VARIANTS = ("adaptive", "uniform", "no-approx", "baseline")
 MAX_DRAWS = 10_000_000
 
 
-class NGramRelease:
+class NGramRelease(Displayed):
     """The output of :func:`ngram`: tree, n-gram model, synthetic data and report.
 
     Attributes

@@ -82,6 +82,7 @@ from ...privacy import DiscreteLaplace, PrivacyLedger
 from ...privacy.ledger import split_budget
 from ...privacy.rng import NoiseKey
 from ...release import ReleaseWriter, encode_gram, vocabulary_fingerprint
+from ...report import Displayed
 from ...validation import check_positive_int, check_positive_real, check_positive_reals, \
     check_probability
 from .premining import PreMining, length_constraint, max_frequent_length, noisy_size, tv_delta
@@ -139,7 +140,7 @@ class Level:
                 "capped": self.capped}
 
 
-class PFS2Release:
+class PFS2Release(Displayed):
     """The output of :func:`pfs2`: frequent subsequences with noisy supports.
 
     Attributes

@@ -55,6 +55,7 @@ from ...ops import keys as K
 from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta, split_budget
 from ...privacy.samplers import LAPLACE_TV_BOUND
 from ...release import ReleaseWriter, vocabulary_fingerprint
+from ...report import Displayed
 from ...validation import check_positive_int, check_positive_real
 from . import sampling
 from .core import SplitTest, mix64, split_params
@@ -217,7 +218,7 @@ def noisy_histograms(levels: list[PSTLevel], exact: list[np.ndarray], key: Any, 
         lvl.hist = np.maximum(noisy, 0)
 
 
-class PSTRelease:
+class PSTRelease(Displayed):
     """The output of :func:`pst`: the noisy PST, its uses, synthetic data and report.
 
     Attributes

@@ -52,6 +52,7 @@ from ...errors import InvalidParameter
 from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta, split_budget
 from ...privacy.samplers import LAPLACE_TV_BOUND
 from ...release import ReleaseWriter
+from ...report import Displayed
 from ...validation import check_positive_int, check_positive_real
 from .core import SplitTest, child_ids, mix64, split_params
 
@@ -116,7 +117,7 @@ class SpatialHistogram:
         return out
 
 
-class SpatialRelease:
+class SpatialRelease(Displayed):
     """The output of :func:`privtree_spatial`.
 
     Attributes
