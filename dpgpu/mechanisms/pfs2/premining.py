@@ -30,6 +30,7 @@ from ...data.sequencedb import SequenceDB
 from ...eval.truth import frequent_subsequences
 from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta
 from ...privacy.samplers import LAPLACE_TV_BOUND
+from ..lengths import coverage_length, noisy_count, noisy_length_histogram
 
 #: Public floor of the maximal-support queries, as a fraction of the noisy threshold.
 BETA_FLOOR = 0.5
@@ -64,9 +65,7 @@ def tv_delta(n_draws: int, epsilon: float) -> float:
 def noisy_size(db: SequenceDB, ledger: PrivacyLedger, epsilon: float) -> int:
     """``|D|~``: ``|D|`` + discrete Laplace ``(1 / eps_1)``, at least 1."""
     step = ledger.charge("pfs2: noisy |D|", epsilon, sampling_delta=tv_delta(1, epsilon))
-    noise = DiscreteLaplace(1.0 / epsilon).sample(step.key, np.array([0]), tag=TAG_SIZE,
-                                                  backend="numpy")
-    return max(1, len(db) + int(noise[0]))
+    return noisy_count(db, step.key, epsilon, tag=TAG_SIZE)
 
 
 def length_constraint(db: SequenceDB, ledger: PrivacyLedger, epsilon: float, n_noisy: int,
@@ -74,12 +73,8 @@ def length_constraint(db: SequenceDB, ledger: PrivacyLedger, epsilon: float, n_n
     """``l_max = min(l_1, l_2)`` from the noisy length histogram (lengths ``1 .. l_1``)."""
     step = ledger.charge("pfs2: noisy length histogram (lengths 1..l_1, disjoint)", epsilon,
                          sampling_delta=tv_delta(l_upper, epsilon))
-    lengths = np.arange(1, l_upper + 1)
-    exact = np.bincount(np.minimum(db.lengths, l_upper + 1), minlength=l_upper + 2)[1:l_upper + 1]
-    noisy = exact + DiscreteLaplace(1.0 / epsilon).sample(step.key, lengths, tag=TAG_LENGTHS,
-                                                         backend="numpy")
-    reached = np.flatnonzero(np.cumsum(noisy) >= eta * n_noisy)
-    return int(lengths[reached[0]]) if reached.size else l_upper
+    noisy = noisy_length_histogram(db, step.key, epsilon, l_upper, tag=TAG_LENGTHS)
+    return coverage_length(noisy, n_noisy, eta)
 
 
 def max_frequent_length(db: SequenceDB, ledger: PrivacyLedger, epsilon: float, l_max: int,
