@@ -301,58 +301,11 @@ def _rank_tuples(patterns: Sequence[tuple[int, ...]], counts: Sequence[int]) -> 
 
 
 # --------------------------------------------------------- subsequence support
-_KERNEL: list[Any] = []
-
-
 def _support_kernel():
-    """The Numba kernel (compiled on first use; importing dpgpu never imports numba)."""
-    if _KERNEL:
-        return _KERNEL[0]
-    import numba  # noqa: PLC0415 - lazy on purpose
+    """The Numba support loop (imported on first use; importing dpgpu never imports numba)."""
+    from .subseq_numba import support_counts  # noqa: PLC0415 - lazy on purpose
 
-    @numba.njit(parallel=True, nogil=True, cache=True)
-    def kernel(items, offsets, weights, pre_flat, pre_off, grp_off, ext_item, n_sym, n_chunks):
-        n_seq = offsets.size - 1
-        n_grp = pre_off.size - 1
-        partial = np.zeros((n_chunks, ext_item.size), dtype=np.int64)
-        for c in numba.prange(n_chunks):
-            lo = n_seq * c // n_chunks
-            hi = n_seq * (c + 1) // n_chunks
-            last = np.full(n_sym, -1, dtype=np.int64)
-            row = partial[c]
-            for s in range(lo, hi):
-                a = offsets[s]
-                b = offsets[s + 1]
-                if a == b:
-                    continue
-                w = weights[s]
-                for p in range(a, b):
-                    last[items[p]] = p
-                for g in range(n_grp):
-                    p0 = pre_off[g]
-                    p1 = pre_off[g + 1]
-                    if p1 - p0 >= b - a:
-                        continue
-                    pos = a - 1
-                    ok = True
-                    for j in range(p0, p1):
-                        x = pre_flat[j]
-                        if last[x] <= pos:  # x does not occur after pos
-                            ok = False
-                            break
-                        pos += 1
-                        while items[pos] != x:
-                            pos += 1
-                    if ok:
-                        for e in range(grp_off[g], grp_off[g + 1]):
-                            if last[ext_item[e]] > pos:
-                                row[e] += w
-                for p in range(a, b):
-                    last[items[p]] = -1
-        return partial.sum(axis=0)
-
-    _KERNEL.append(kernel)
-    return kernel
+    return support_counts
 
 
 def subsequence_supports(db: Any, patterns: Iterable[Any], *, l_max: int | None = None,

@@ -52,7 +52,6 @@ from ...eval.truth import group_by_prefix
 MAX_PATTERN = 3
 #: Bound on ``sequences x candidates`` cells of one containment-kernel call.
 _CONTAIN_CELLS = 2 ** 24
-_KERNEL: list = []
 
 
 def is_subsequence(pattern: Sequence[int], seq: Sequence[int]) -> bool:
@@ -106,49 +105,6 @@ def compress(seq: Sequence[int], k: int, max_pattern: int = MAX_PATTERN) -> list
     return cur
 
 
-def _contain_kernel():
-    """Numba kernel: ``out[r, e]`` = sequence ``r`` contains grouped pattern ``e``."""
-    if _KERNEL:
-        return _KERNEL[0]
-    import numba  # noqa: PLC0415 - lazy, like the support kernel
-
-    @numba.njit(parallel=True, nogil=True, cache=True)
-    def kernel(items, offsets, pre_flat, pre_off, grp_off, ext_item, n_sym, out):
-        n_seq = offsets.size - 1
-        n_grp = pre_off.size - 1
-        for s in numba.prange(n_seq):
-            a = offsets[s]
-            b = offsets[s + 1]
-            if a == b:
-                continue
-            last = np.full(n_sym, -1, dtype=np.int64)
-            for p in range(a, b):
-                last[items[p]] = p
-            for g in range(n_grp):
-                p0 = pre_off[g]
-                p1 = pre_off[g + 1]
-                if p1 - p0 >= b - a:
-                    continue
-                pos = a - 1
-                ok = True
-                for j in range(p0, p1):
-                    x = pre_flat[j]
-                    if last[x] <= pos:
-                        ok = False
-                        break
-                    pos += 1
-                    while items[pos] != x:
-                        pos += 1
-                if ok:
-                    for e in range(grp_off[g], grp_off[g + 1]):
-                        if last[ext_item[e]] > pos:
-                            out[s, e] = True
-        return out
-
-    _KERNEL.append(kernel)
-    return kernel
-
-
 def contained_candidates(seqs: Sequence[Sequence[int]], candidates: Sequence[tuple[int, ...]],
                          n_items: int) -> list[list[tuple[int, ...]]]:
     """``Contain_k`` of each sequence: the candidates it contains, in candidate order.
@@ -163,14 +119,15 @@ def contained_candidates(seqs: Sequence[Sequence[int]], candidates: Sequence[tup
     lens = np.array([len(q) for q in seqs], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
     items = np.fromiter((x for q in seqs for x in q), dtype=np.int32, count=int(offsets[-1]))
-    kernel = _contain_kernel()
+    from ...eval.subseq_numba import contain_matrix  # noqa: PLC0415 - imports numba
+
     step = max(1, _CONTAIN_CELLS // len(candidates))
     result: list[list[tuple[int, ...]]] = []
     for lo in range(0, len(seqs), step):
         hi = min(len(seqs), lo + step)
         out = np.zeros((hi - lo, len(candidates)), dtype=np.bool_)
-        kernel(items, offsets[lo:hi + 1], pre_flat, pre_off, grp_off, ext_item,
-               n_items, out)
+        contain_matrix(items, offsets[lo:hi + 1], pre_flat, pre_off, grp_off, ext_item,
+                       n_items, out)
         hit = np.zeros_like(out)
         hit[:, members] = out  # back to candidate order
         for row in hit:
