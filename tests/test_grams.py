@@ -110,7 +110,7 @@ def test_hash_collisions_are_detected_and_counted_exactly(monkeypatch, caplog):
     seqs = [["1", "2", "3", "4", "5"], ["5", "4", "3", "2", "1"], ["1", "2", "3", "4", "5"], []]
     db = SequenceDB.from_sequences(seqs, vocab=vocab_of(100_000))
     assert not K.fits_exact(4, db.vocab.size + 2)
-    monkeypatch.setattr(K, "hashed_keys", lambda tokens, n: np.zeros(
+    monkeypatch.setattr(K, "hashed_keys", lambda tokens, n: K.array_module(tokens).zeros(
         (tokens.shape[0], max(tokens.shape[1] - n + 1, 0)), dtype=np.uint64))
     with caplog.at_level("WARNING", logger="dpgpu"):
         assert db.gram_counts(4) == brute_grams(seqs, 4)

@@ -75,6 +75,18 @@ def to_numpy(a: Any) -> np.ndarray:
     return np.asarray(a)
 
 
+def backend_of(array: Any, backend: "str | Backend | None" = None) -> Backend:
+    """The backend for work on ``array``: ``backend`` when given, else the array's own.
+
+    Functions that take an array and return one follow their input when no
+    backend is named, so NumPy in gives NumPy out on a GPU machine too.
+    """
+    if backend is not None:
+        return get_backend(backend)
+    on_gpu = hasattr(array, "__cuda_array_interface__")
+    return get_backend("cupy" if on_gpu else "numpy")
+
+
 def gpu_available() -> bool:
     """True when CuPy imports and sees a usable CUDA device."""
     return _cupy_module() is not None

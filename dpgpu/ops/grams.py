@@ -280,12 +280,7 @@ class _Collision(Exception):
 
 def scatter_add(target: Any, index: Any, values: Any) -> None:
     """``target[index] += values`` with repeated indices accumulated (NumPy or CuPy)."""
-    if K.array_module(target) is np:
-        np.add.at(target, index, values)
-    else:
-        import cupyx  # noqa: PLC0415 - CuPy path only
-
-        cupyx.scatter_add(target, index, values)
+    K.array_module(target).add.at(target, index, values)
 
 
 #: Device bytes one padded cell may need at the peak of a level (tokens, cached

@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import Backend, get_backend
+from ..backend import Backend, backend_of, get_backend
 from ..errors import InvalidParameter
 from ..validation import check_positive_int
 
@@ -215,13 +215,13 @@ class NoiseKey:
         n_words : int
             Words per identity (word ``k`` is the same whatever ``n_words``).
         backend : str, Backend or None
-            Where to compute (see :func:`dpgpu.backend.get_backend`).
+            Where to compute; by default where ``identities`` live.
 
         Returns
         -------
         (n_words, M) uint64 array of the backend's namespace
         """
-        be = get_backend(backend)
+        be = backend_of(identities, backend)
         xp = be.xp
         ids = as_identities(identities, xp)
         tag = check_positive_int(tag, "tag", minimum=0, maximum=2 ** 32 - 1)

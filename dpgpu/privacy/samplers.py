@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import Backend, get_backend
+from ..backend import Backend, backend_of, get_backend
 from ..errors import InvalidParameter
 from ..validation import check_positive_int, check_positive_real, check_probability
 from .rng import NoiseKey, as_identities, chunk_size
@@ -98,13 +98,13 @@ class _Sampler:
         tag : int
             Domain tag in ``[0, 2**32)`` of this quantity within the release.
         backend : str, Backend or None
-            Where to compute.
+            Where to compute; by default where ``identities`` live.
 
         Returns
         -------
         (M,) array of the backend's namespace
         """
-        be = get_backend(backend)
+        be = backend_of(identities, backend)
         xp = be.xp
         ids = as_identities(identities, xp)
         out = xp.empty(ids.shape[0], dtype=self.dtype)
