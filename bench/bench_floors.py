@@ -1,0 +1,178 @@
+"""Hot operations against their hardware floors, and the MSNBC release time.
+
+For counting all n-grams, n = 1..5, of a generated corpus (default 1e8
+tokens; ``dpgpu.data.generate.markov_sequences``) with
+:class:`dpgpu.ops.grams.GramEngine`, reports per level
+
+* the measured time (after a warm-up on a small corpus, with a device
+  synchronize),
+* the **bandwidth floor**: the bytes no algorithm can avoid moving -- the
+  int32 tokens read once (4 B per token) and each distinct gram written once
+  with its count (4n + 8 B) -- divided by the device-to-device copy bandwidth
+  measured in the same run,
+* the **operations floor**: one multiply-add per token to form the key,
+  divided by the nominal INT32 rate (multiprocessors x clock x 64 lanes on a
+  GPU; cores x clock x 8 on the CPU, an AVX2 estimate),
+
+and the ratio of measured time to the larger floor.  It also times the whole
+N-gram release (epsilon 1, l_max 20, n_max 5) on the bundled MSNBC file on
+this backend and, once, on NumPy for the ratio.  Results, with the device
+name and versions: ``bench/results/floors-<backend>-<device>.{json,md}``.
+
+Usage: ``python bench/bench_floors.py [--backend cupy] [--tokens 1e8]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+import dpgpu
+from dpgpu.backend import get_backend
+from dpgpu.data.generate import markov_sequences
+from dpgpu.mechanisms.ngram import ngram
+from dpgpu.ops.grams import GramEngine
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def seconds(fn, be, repeat: int = 1) -> float:
+    """Best wall time of ``repeat`` calls of ``fn``, device work included."""
+    best = float("inf")
+    for _ in range(repeat):
+        be.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        be.synchronize()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def copy_bandwidth(be) -> float:
+    """Bytes per second of a large array copy (bytes read plus bytes written)."""
+    xp = be.xp
+    n = 2 ** 28 if be.is_gpu else 2 ** 26
+    src = xp.ones(n, dtype=xp.int64)
+    dst = xp.empty_like(src)
+    t = seconds(lambda: xp.copyto(dst, src), be, repeat=5)
+    return 2 * src.nbytes / t
+
+
+def peak_int_ops(be) -> float:
+    """Nominal INT32 multiply-adds per second (see the module docstring)."""
+    if be.is_gpu:
+        rt = be.xp.cuda.runtime
+        props = rt.getDeviceProperties(be.xp.cuda.Device().id)
+        sms = props["multiProcessorCount"]
+        try:
+            clock_khz = rt.deviceGetAttribute(rt.cudaDevAttrClockRate, be.xp.cuda.Device().id)
+        except AttributeError:  # attribute enum not exposed: property field
+            clock_khz = props["clockRate"]
+        return sms * clock_khz * 1e3 * 64
+    return (os.cpu_count() or 1) * 3e9 * 8
+
+
+def count_levels(db, be, n_max: int, bandwidth: float, peak: float) -> list[dict]:
+    """Time each level's count and compare it with its floors."""
+    engine = GramEngine(db, None, backend=be)
+    rows = []
+    for n in range(1, n_max + 1):
+        out = {}
+        t = seconds(lambda: out.setdefault("r", engine.count(n)), be)
+        distinct = int(out["r"][1].shape[0])
+        floor_bytes = 4 * db.n_events + (4 * n + 8) * distinct
+        t_bw, t_ops = floor_bytes / bandwidth, db.n_events / peak
+        rows.append({"n": n, "distinct": distinct, "seconds": round(t, 5),
+                     "bandwidth_floor_s": round(t_bw, 6), "ops_floor_s": round(t_ops, 6),
+                     "x_floor": round(t / max(t_bw, t_ops), 1)})
+        print(rows[-1], flush=True)
+    return rows
+
+
+def release_seconds(db, be, repeat: int) -> float:
+    """Best time of the full default N-gram release on ``db``."""
+    return seconds(lambda: ngram(db, 1.0, seed=1, backend=be), be, repeat)
+
+
+def device_facts(be) -> dict:
+    facts = {"backend": be.name, "device": be.device_name(), "machine": platform.machine(),
+             "python": platform.python_version(), "numpy": np.__version__,
+             "dpgpu": dpgpu.__version__, "cpu_count": os.cpu_count()}
+    if be.is_gpu:
+        cp = be.xp
+        facts.update(cupy=cp.__version__, cuda_runtime=cp.cuda.runtime.runtimeGetVersion(),
+                     cuda_driver=cp.cuda.runtime.driverGetVersion())
+    return facts
+
+
+def write(result: dict) -> Path:
+    """Write the JSON and a markdown table; return the JSON path."""
+    RESULTS.mkdir(exist_ok=True)
+    stem = f"floors-{result['backend']}-{result['device'].replace(' ', '_')}"
+    path = RESULTS / f"{stem}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    lines = [f"# Hot-op floors on {result['device']} ({result['backend']}), {result['date']}",
+             "", f"Corpus: {result['tokens']:,} tokens, {result['sequences']:,} sequences "
+             f"(markov_sequences, seed 1). Copy bandwidth measured: "
+             f"{result['bandwidth_GBps']:.0f} GB/s; nominal INT32 rate "
+             f"{result['peak_int_ops'] / 1e12:.1f} Tops/s.", "",
+             "| n | distinct grams | time (s) | bandwidth floor (s) | ops floor (s) | x floor |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {r['n']} | {r['distinct']:,} | {r['seconds']} | {r['bandwidth_floor_s']} | "
+              f"{r['ops_floor_s']} | {r['x_floor']} |" for r in result["levels"]]
+    lines += ["", f"All levels: {result['count_total_s']} s, {result['count_x_floor']}x the "
+              f"summed floors.", "",
+              f"Full N-gram release on MSNBC (989,818 sequences; epsilon 1, l_max 20, "
+              f"n_max 5): {result['msnbc_release_s']} s on {result['backend']}, "
+              f"{result['msnbc_release_numpy_s']} s on numpy in the same run "
+              f"({result['msnbc_speedup']}x).", "",
+              "Versions: " + ", ".join(f"{k} {result[k]}" for k in
+                                      ("python", "numpy", "cupy", "cuda_runtime", "dpgpu")
+                                      if k in result)]
+    (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    return path
+
+
+def main() -> None:
+    """Measure and write."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--backend", default=None)
+    ap.add_argument("--tokens", type=float, default=1e8)
+    ap.add_argument("--n-max", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    be = get_backend(args.backend)
+    result = {"benchmark": "hot-op floors", **device_facts(be),
+              "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    bandwidth, peak = copy_bandwidth(be), peak_int_ops(be)
+    result.update(bandwidth_GBps=round(bandwidth / 1e9, 1), peak_int_ops=peak)
+    print(f"{result['device']}: copy bandwidth {bandwidth / 1e9:.0f} GB/s", flush=True)
+
+    count_levels(markov_sequences(200_000, seed=2), be, args.n_max, bandwidth, peak)  # warm-up
+    db = markov_sequences(int(args.tokens), seed=1)
+    levels = count_levels(db, be, args.n_max, bandwidth, peak)
+    total = sum(r["seconds"] for r in levels)
+    floor = sum(max(r["bandwidth_floor_s"], r["ops_floor_s"]) for r in levels)
+    result.update(tokens=db.n_events, sequences=len(db), levels=levels,
+                  count_total_s=round(total, 4), count_x_floor=round(total / floor, 1))
+    del db
+
+    msnbc = dpgpu.load(dpgpu.demo_path())
+    release_seconds(msnbc, be, 1)  # warm-up
+    result["msnbc_release_s"] = round(release_seconds(msnbc, be, args.repeat), 3)
+    result["msnbc_release_numpy_s"] = round(release_seconds(msnbc, get_backend("numpy"), 1), 3)
+    result["msnbc_speedup"] = round(result["msnbc_release_numpy_s"]
+                                    / result["msnbc_release_s"], 1)
+    print(json.dumps(result, indent=2))
+    print(f"written to {write(result)}")
+
+
+if __name__ == "__main__":
+    main()
