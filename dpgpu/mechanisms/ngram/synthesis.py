@@ -120,18 +120,17 @@ def decompose(levels: list[ModelLevel], end_id: int) -> tuple[np.ndarray, np.nda
         Length of each synthetic sequence.
     """
     remaining = [lvl.count.astype(float).copy() for lvl in levels]
+    shrink = [None] + [_shrink_maps(levels[n - 2], levels[n - 1]) for n in range(2, len(levels) + 1)]
     parts_items, parts_len = [], []
     for n in range(len(levels), 0, -1):
         lvl = levels[n - 1]
         copies = np.floor(np.maximum(remaining[n - 1], 0))
-        subs = [(s, _sub_rows(levels[s - 1], lvl.grams, s, end_id)) for s in range(1, n)]
+        subs = _sub_rows(levels, shrink, n, end_id)
         copies = _affordable(copies, subs, remaining)
         if not copies.any():
             continue
         for s, idx in subs:
-            hit = (idx >= 0) & (copies[:, None] > 0)
-            np.subtract.at(remaining[s - 1], idx[hit], np.broadcast_to(copies[:, None],
-                                                                       idx.shape)[hit])
+            remaining[s - 1] -= _per_row_total(idx, copies, remaining[s - 1].shape[0])
         remaining[n - 1] -= copies
         rows = np.repeat(np.arange(lvl.grams.shape[0]), copies)
         seqs = lvl.grams[rows]
@@ -143,20 +142,42 @@ def decompose(levels: list[ModelLevel], end_id: int) -> tuple[np.ndarray, np.nda
     return np.concatenate(parts_items), np.concatenate(parts_len).astype(np.int64)
 
 
-def _sub_rows(level: ModelLevel, grams: np.ndarray, s: int, end_id: int) -> np.ndarray:
-    """Row in ``level`` of every length-``s`` sub-gram of each gram, ``(M, n - s + 1)``.
+def _shrink_maps(shorter: ModelLevel, level: ModelLevel) -> tuple[np.ndarray, np.ndarray]:
+    """Row in ``shorter`` of each gram's prefix and of its suffix (-1 where absent)."""
+    g = level.grams
+    return (shorter.index.find(np.ascontiguousarray(g[:, :-1])),
+            shorter.index.find(np.ascontiguousarray(g[:, 1:])))
 
-    -1 marks a sub-gram the model lacks; -2 the lone end marker, which is no
-    1-gram and constrains nothing.
+
+def _sub_rows(levels: list[ModelLevel], shrink: list, n: int,
+              end_id: int) -> list[tuple[int, np.ndarray]]:
+    """Rows of the length-``s`` sub-grams of every level-``n`` gram, for s = 1 .. n - 1.
+
+    Returns ``[(s, idx)]`` with ``idx[i, o]`` the row in level ``s`` of the
+    sub-gram at offset ``o`` of gram ``i`` (shape ``(M, n - s + 1)``); -1
+    marks a sub-gram the model lacks, -2 the lone end marker, which is no
+    1-gram and constrains nothing.  The sub-grams of length ``s`` are the
+    prefixes (and, for the last offset, the suffix) of those of length
+    ``s + 1``, so each is found by one gather through :func:`_shrink_maps`;
+    only where that chain breaks at an absent gram is it looked up directly.
     """
-    n = grams.shape[1]
-    cols = [level.index.find(np.ascontiguousarray(grams[:, o:o + s])) for o in range(n - s + 1)]
-    if not cols:
-        return np.zeros((grams.shape[0], 0), dtype=np.int64)
-    idx = np.stack(cols, axis=1)
-    if s == 1:
-        idx[grams == end_id] = -2
-    return idx
+    grams = levels[n - 1].grams
+    cur = np.arange(grams.shape[0], dtype=np.int64)[:, None]
+    out = []
+    for s in range(n - 1, 0, -1):
+        prefix, suffix = shrink[s]
+        safe = np.maximum(cur, 0)
+        nxt = np.concatenate([np.where(cur >= 0, prefix[safe], -1),
+                              np.where(cur[:, -1:] >= 0, suffix[safe[:, -1:]], -1)], axis=1)
+        r, o = np.nonzero(nxt < 0)
+        if r.size:
+            nxt[r, o] = levels[s - 1].index.find(grams[r[:, None], o[:, None] + np.arange(s)])
+        out.append((s, nxt))
+        cur = nxt
+    if out:
+        ones = out[-1][1]
+        ones[grams == end_id] = -2
+    return out[::-1]
 
 
 def _affordable(copies: np.ndarray, subs: list, remaining: list) -> np.ndarray:
@@ -173,7 +194,7 @@ def _affordable(copies: np.ndarray, subs: list, remaining: list) -> np.ndarray:
     for s, idx in subs:
         if idx.shape[1] == 0:
             continue
-        mult = (idx[:, :, None] == idx[:, None, :]).sum(axis=2)
+        mult = _multiplicity(idx)
         left = np.where(idx >= 0, remaining[s - 1][np.maximum(idx, 0)],
                         np.where(idx == -2, np.inf, 0.0))
         cap = np.floor(np.maximum(left, 0) / mult).min(axis=1)
@@ -181,12 +202,30 @@ def _affordable(copies: np.ndarray, subs: list, remaining: list) -> np.ndarray:
     for s, idx in subs:
         if idx.shape[1] == 0 or not copies.any():
             continue
-        demand = np.zeros(remaining[s - 1].shape[0])
+        demand = _per_row_total(idx, copies, remaining[s - 1].shape[0])
         hit = idx >= 0
-        np.add.at(demand, idx[hit], np.broadcast_to(copies[:, None], idx.shape)[hit])
         with np.errstate(divide="ignore", invalid="ignore"):
             factor = np.where(demand > remaining[s - 1],
                               np.maximum(remaining[s - 1], 0) / demand, 1.0)
         worst = np.where(hit, factor[np.maximum(idx, 0)], 1.0).min(axis=1)
         copies = np.floor(copies * worst).astype(np.int64)
     return copies
+
+
+def _per_row_total(idx: np.ndarray, copies: np.ndarray, size: int) -> np.ndarray:
+    """Total of ``copies`` over the rows ``idx`` point to (negative entries point nowhere)."""
+    hit = idx >= 0
+    weights = np.broadcast_to(copies[:, None], idx.shape)[hit].astype(float)
+    return np.bincount(idx[hit], weights=weights, minlength=size)
+
+
+def _multiplicity(idx: np.ndarray) -> np.ndarray:
+    """How many times each entry's value occurs in its own row."""
+    order = np.argsort(idx, axis=1, kind="stable")
+    srt = np.take_along_axis(idx, order, axis=1)
+    new = np.ones(srt.shape, dtype=bool)
+    new[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    run = np.cumsum(new.ravel()) - 1  # each row starts a new run
+    mult = np.empty(idx.shape, dtype=np.int64)
+    np.put_along_axis(mult, order, np.bincount(run)[run].reshape(idx.shape), axis=1)
+    return mult
