@@ -23,7 +23,7 @@ from .errors import DPGPUError
 
 #: Modules of dpgpu.commands, in the order their subcommands are listed.
 COMMAND_MODULES = ("info", "stats", "demo", "convert", "ngram", "evaluate", "dpne", "pst",
-                   "privtree_spatial", "calibrate", "pfs2", "report", "advise")
+                   "privtree_spatial", "calibrate", "pfs2", "report", "advise", "completion")
 
 
 def build_parser() -> Parser:

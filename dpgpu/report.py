@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from .errors import InputError
 from .release import read_report
@@ -91,6 +91,53 @@ class Displayed:
     def summary(self) -> str:
         """The text summary ``dpgpu report`` prints."""
         return as_text(report_facts(self.report))
+
+    def to_pandas(self) -> Any:
+        """What was released, one row per released item (needs ``dpgpu[pandas]``).
+
+        Labels are decoded to the vocabulary's strings; counts are the noisy
+        ones, never exact statistics.  The columns depend on the mechanism:
+        see :mod:`dpgpu.notebook`.
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Raises
+        ------
+        InvalidParameter
+            When pandas is not installed (names ``pip install dpgpu[pandas]``).
+        """
+        from .notebook import to_pandas  # noqa: PLC0415 - pandas is optional
+
+        return to_pandas(self)
+
+    def plot(self, ax: Any = None, *, k: int = 20, min_length: int = 1,
+             dims: Sequence[int] = (0, 1)) -> Any:
+        """Draw the release (needs ``dpgpu[plot]`` and ``dpgpu[pandas]``).
+
+        Top-``k`` released strings (N-gram, PFS2), the root's next-symbol
+        counts (PST), leaf boxes by noisy density (spatial) or released
+        n-grams per ``k`` (DPNE); see :func:`dpgpu.notebook.plot`.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw; default a new figure's.
+        k : int
+            Bars in the top-k charts.
+        min_length : int
+            Shortest string in the N-gram and PFS2 charts.
+        dims : pair of int
+            Dimensions drawn for a spatial release of 3 or more dimensions.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        from .notebook import plot  # noqa: PLC0415 - matplotlib is optional
+
+        return plot(self, ax, k=k, min_length=min_length, dims=dims)
 
 
 class LoadedRelease(Displayed):

@@ -1,0 +1,330 @@
+"""Releases as pandas DataFrames and matplotlib plots, for notebooks.
+
+Every release object -- what :func:`dpgpu.ngram`, :func:`dpgpu.pst`,
+:func:`dpgpu.privtree_spatial`, :func:`dpgpu.pfs2`, :func:`dpgpu.dpne` and
+:func:`dpgpu.load_release` return -- has ``.to_pandas()`` and ``.plot()``
+(from :class:`dpgpu.report.Displayed`), which call :func:`to_pandas` and
+:func:`plot` here.  A frame holds what was released and nothing else: item
+labels decoded to the vocabulary's strings (``&`` is the end marker, ``$``
+the start marker), noisy counts, never an exact statistic of the data.  A
+release read back with :func:`dpgpu.load_release` gives the same frame as
+the object that was saved (the saved consistent counts of N-gram are
+rounded to three decimals).
+
+=====================  =====================================================
+mechanism              one row per
+=====================  =====================================================
+``ngram``              released n-gram: ``gram``, ``n``, ``noisy_count``,
+                       ``count`` (the consistent count)
+``privtree-pst``       node and next symbol: ``context``, ``depth``,
+                       ``leaf``, ``symbol``, ``noisy_count``
+``privtree-spatial``   leaf box: ``lo_<column>``, ``hi_<column>`` per
+                       dimension, ``count`` (noisy)
+``pfs2``               frequent pattern: ``pattern``, ``length``,
+                       ``support`` (noisy)
+``dpne``               released n-gram: ``k``, ``gram`` (DPNE releases sets,
+                       no counts)
+=====================  =====================================================
+
+pandas and matplotlib are optional (``pip install dpgpu[pandas]``,
+``pip install dpgpu[plot]``) and imported only here, on first use.
+:func:`plot` uses whatever matplotlib backend is active (inline in a
+notebook; set ``MPLBACKEND=Agg`` to draw without a display).
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib
+import json
+from pathlib import Path
+from typing import Any, Callable, Sequence
+from urllib.parse import unquote
+
+import numpy as np
+
+from .errors import InputError, InvalidParameter
+
+#: Optional packages dpgpu imports on demand, with the extra that installs each.
+EXTRAS = {"pandas": "pandas", "matplotlib.pyplot": "plot", "matplotlib.collections": "plot",
+          "matplotlib.patches": "plot", "shtab": "completion"}
+
+END, START = "&", "$"
+
+
+def require(module: str) -> Any:
+    """Import an optional dependency, or say which dpgpu extra installs it.
+
+    Parameters
+    ----------
+    module : str
+        ``"pandas"``, a matplotlib module or ``"shtab"``.
+
+    Returns
+    -------
+    module
+
+    Raises
+    ------
+    InvalidParameter
+        When the package is not installed; the message names the extra
+        (``pip install dpgpu[pandas]``, ``pip install dpgpu[plot]``, ...).
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        top, extra = module.split(".")[0], EXTRAS.get(module, module.split(".")[0])
+        raise InvalidParameter(f"{top} is not installed; this needs the dpgpu extra "
+                               f"'{extra}': pip install dpgpu[{extra}]") from None
+
+
+# ------------------------------------------------------------------ frames
+def to_pandas(release: Any) -> Any:
+    """The released statistics of ``release`` as a :class:`pandas.DataFrame`.
+
+    Parameters
+    ----------
+    release : Displayed
+        A release object of any mechanism, or a :class:`~dpgpu.report.LoadedRelease`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per released item (see the table in the module docstring).
+
+    Raises
+    ------
+    InvalidParameter
+        When pandas is not installed, or the release's mechanism has no table.
+    InputError
+        When a loaded release's file cannot be read.
+    """
+    pd = require("pandas")
+    mechanism = release.report.get("mechanism")
+    columns, dtypes = _columns(release, mechanism)
+    from .report import LoadedRelease  # noqa: PLC0415 - report imports this module lazily
+
+    if isinstance(release, LoadedRelease):
+        try:
+            rows = list(_FILE_ROWS[mechanism](release))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"{release.path}: a release file is malformed ({exc!r})") from None
+    else:
+        rows = list(_MEMORY_ROWS[mechanism](release))
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.astype(dict(zip(columns, dtypes)))
+
+
+def _columns(release: Any, mechanism: str) -> tuple[list[str], list[Any]]:
+    """Column names and dtypes of a mechanism's frame."""
+    if mechanism == "privtree-spatial":
+        names = _spatial_columns(release)
+        return ([f"{side}_{c}" for c in names for side in ("lo", "hi")] + ["count"],
+                [np.float64] * (2 * len(names)) + [np.int64])
+    try:
+        return _TABLES[mechanism]
+    except KeyError:
+        raise InvalidParameter(f"to_pandas: no table for mechanism {mechanism!r}") from None
+
+
+_TABLES: dict[str, tuple[list[str], list[Any]]] = {
+    "ngram": (["gram", "n", "noisy_count", "count"], [object, np.int64, np.int64, np.float64]),
+    "privtree-pst": (["context", "depth", "leaf", "symbol", "noisy_count"],
+                     [object, np.int64, bool, object, np.int64]),
+    "pfs2": (["pattern", "length", "support"], [object, np.int64, np.int64]),
+    "dpne": (["k", "gram"], [np.int64, object]),
+}
+
+
+def _spatial_columns(release: Any) -> list[str]:
+    names = getattr(release, "columns", None)
+    if names is None or not isinstance(names, (list, tuple)):  # a loaded release
+        names = release.report.get("parameters", {}).get("columns")
+    if not names:
+        raise InputError("privtree-spatial release: the report names no columns")
+    return list(names)
+
+
+def _pst_rows(nodes: Sequence[dict], symbols: Sequence[str]):
+    for node in nodes:
+        context = tuple(node["context"])
+        for symbol, count in zip(symbols, node["hist"]):
+            yield context, node["depth"], node["leaf"], symbol, count
+
+
+_MEMORY_ROWS: dict[str, Callable[[Any], Any]] = {
+    "ngram": lambda r: ((g, len(g), a, c) for g, a, c in r.ngrams()),
+    "privtree-pst": lambda r: _pst_rows(r.nodes(), list(r.vocab.labels) + [END]),
+    "privtree-spatial": lambda r: (
+        [v for j in range(r.leaves.lo.shape[1]) for v in (lo[j], hi[j])] + [n]
+        for lo, hi, n in zip(r.leaves.lo.tolist(), r.leaves.hi.tolist(),
+                             r.leaves.counts.tolist())),
+    "pfs2": lambda r: ((p, len(p), s) for p, s in r.frequent()),
+    "dpne": lambda r: ((len(g), g) for g in r.grams()),
+}
+
+
+def decode_gram(text: str) -> tuple[str, ...]:
+    """A gram as release files write it (:func:`dpgpu.release.encode_gram`) as labels."""
+    return tuple(unquote(t) for t in text.split(" "))
+
+
+def _table(release: Any, name: str, columns: Sequence[str], sep: str = "\t") -> list[dict]:
+    """The rows of release file ``name`` (a header naming at least ``columns``)."""
+    path = Path(release.path) / name
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            reader = csv.DictReader(f, delimiter=sep, quoting=csv.QUOTE_NONE)
+            missing = set(columns) - set(reader.fieldnames or ())
+            if missing:
+                raise InputError(f"{path}:1: the header lacks {', '.join(sorted(missing))}")
+            return list(reader)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def _pst_file_rows(release: Any):
+    path = Path(release.path) / "pst.json"
+    try:
+        tree = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: cannot read ({exc})") from None
+    return _pst_rows(tree["nodes"], tree["symbols"])
+
+
+def _spatial_file_rows(release: Any):
+    names = _columns(release, "privtree-spatial")[0]
+    for row in _table(release, "leaves.csv", names, sep=","):
+        yield [float(row[c]) for c in names[:-1]] + [int(row["count"])]
+
+
+def _gram_rows(release: Any, name: str, gram: str, values: Sequence[str]):
+    """``(labels, row)`` for every row of release file ``name``, its ``gram`` column decoded."""
+    for row in _table(release, name, (gram, *values)):
+        yield decode_gram(row[gram]), row
+
+
+_FILE_ROWS: dict[str, Callable[[Any], Any]] = {
+    "ngram": lambda r: ((g, len(g), int(t["noisy_count"]), float(t["count"]))
+                        for g, t in _gram_rows(r, "ngrams.tsv", "gram", ("noisy_count", "count"))),
+    "privtree-pst": _pst_file_rows,
+    "privtree-spatial": _spatial_file_rows,
+    "pfs2": lambda r: ((g, len(g), int(t["support"]))
+                       for g, t in _gram_rows(r, "frequent.tsv", "pattern", ("support",))),
+    "dpne": lambda r: ((int(t["k"]), g) for g, t in _gram_rows(r, "ngrams.tsv", "gram", ("k",))),
+}
+
+
+# ------------------------------------------------------------------- plots
+def plot(release: Any, ax: Any = None, *, k: int = 20, min_length: int = 1,
+         dims: Sequence[int] = (0, 1)) -> Any:
+    """Draw what ``release`` holds on a matplotlib Axes.
+
+    ``ngram`` and ``pfs2``: a horizontal bar chart of the ``k`` released
+    strings with the largest noisy counts (N-gram: consistent counts;
+    grams ending with ``&`` are left out).  ``privtree-pst``: the root's noisy
+    histogram of next symbols, ``k`` largest.  ``privtree-spatial``: the leaf
+    boxes, coloured by noisy density (count per unit area), as rectangles
+    (2-d and more, projected on ``dims``) or bars (1-d).  ``dpne``: the
+    number of released n-grams for each ``k = 1 .. max_n``.
+
+    Parameters
+    ----------
+    release : Displayed
+        A release object or a :class:`~dpgpu.report.LoadedRelease`.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; default a new figure's.
+    k : int
+        Bars in the top-k charts.
+    min_length : int
+        Shortest string in the top-k charts of ``ngram`` and ``pfs2``.
+    dims : pair of int
+        Dimensions drawn for a spatial release of 3 or more dimensions.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Raises
+    ------
+    InvalidParameter
+        When pandas or matplotlib is not installed, or for a bad ``k``.
+    """
+    from .validation import check_positive_int  # noqa: PLC0415
+
+    k = check_positive_int(k, "k")
+    min_length = check_positive_int(min_length, "min_length")
+    frame = to_pandas(release)
+    plt = require("matplotlib.pyplot")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 5))
+    report = release.report
+    mechanism = report.get("mechanism")
+    eps = report.get("epsilon")
+    title = f"{mechanism} release (epsilon {eps:g})" if eps is not None else f"{mechanism} release"
+    if mechanism == "ngram":
+        items = frame[(frame["n"] >= min_length) & frame["gram"].map(lambda g: END not in g)]
+        top = items.sort_values(["count", "noisy_count"], ascending=False, kind="stable").head(k)
+        _bars(ax, top["gram"], top["count"], "consistent noisy count", title)
+    elif mechanism == "pfs2":
+        top = frame[frame["length"] >= min_length].sort_values("support", ascending=False,
+                                                               kind="stable").head(k)
+        _bars(ax, top["pattern"], top["support"], "noisy support", title)
+    elif mechanism == "privtree-pst":
+        root = frame[frame["depth"] == 0].sort_values("noisy_count", ascending=False,
+                                                      kind="stable").head(k)
+        _bars(ax, root["symbol"].map(lambda s: (s,)), root["noisy_count"],
+              "noisy count at the root (next symbol)", title)
+    elif mechanism == "dpne":
+        max_n = int(report.get("parameters", {}).get("max_n") or frame["k"].max() or 1)
+        per_k = np.bincount(frame["k"].to_numpy(np.int64), minlength=max_n + 1)[1:max_n + 1]
+        ax.bar(np.arange(1, max_n + 1), per_k, color="tab:blue")
+        ax.set_xlabel("k (n-gram length)")
+        ax.set_ylabel("released n-grams")
+        ax.set_title(title)
+    else:
+        _spatial(ax, frame, release, dims, title)
+    return ax
+
+
+def _bars(ax: Any, grams: Any, values: Any, xlabel: str, title: str) -> None:
+    """Horizontal bars, largest on top, labelled by the grams' labels."""
+    labels = [" ".join(g) for g in grams]
+    ax.barh(np.arange(len(labels))[::-1], np.asarray(values, dtype=np.float64),
+            tick_label=labels, color="tab:blue")
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+
+
+def _spatial(ax: Any, frame: Any, release: Any, dims: Sequence[int], title: str) -> None:
+    """Leaf boxes coloured by noisy density (negative counts drawn as 0)."""
+    names = _spatial_columns(release)
+    lo = frame[[f"lo_{c}" for c in names]].to_numpy(np.float64)
+    hi = frame[[f"hi_{c}" for c in names]].to_numpy(np.float64)
+    counts = np.maximum(frame["count"].to_numpy(np.float64), 0)
+    if len(names) == 1:
+        width = hi[:, 0] - lo[:, 0]
+        ax.bar(lo[:, 0], counts / np.maximum(width, 1e-300), width=width, align="edge",
+               color="tab:blue", edgecolor="white", linewidth=0.3)
+        ax.set_xlabel(names[0])
+        ax.set_ylabel("noisy density (count per unit length)")
+        ax.set_title(title)
+        return
+    i, j = (int(d) for d in dims)
+    if not (0 <= i < len(names) and 0 <= j < len(names) and i != j):
+        raise InvalidParameter(f"dims: two different dimensions among 0..{len(names) - 1}")
+    collections = require("matplotlib.collections")
+    patches = require("matplotlib.patches")
+    w, h = hi[:, i] - lo[:, i], hi[:, j] - lo[:, j]
+    boxes = [patches.Rectangle((x, y), a, b) for x, y, a, b in zip(lo[:, i], lo[:, j], w, h)]
+    coll = collections.PatchCollection(boxes, cmap="viridis", edgecolor="white", linewidth=0.2)
+    coll.set_array(counts / np.maximum(w * h, 1e-300))
+    ax.add_collection(coll)
+    if len(boxes):
+        ax.set_xlim(lo[:, i].min(), hi[:, i].max())
+        ax.set_ylim(lo[:, j].min(), hi[:, j].max())
+    ax.figure.colorbar(coll, ax=ax, label="noisy density (count per unit area)"
+                       + (" in the projection" if len(names) > 2 else ""))
+    ax.set_xlabel(names[i])
+    ax.set_ylabel(names[j])
+    ax.set_title(title)
