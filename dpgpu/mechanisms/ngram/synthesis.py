@@ -119,19 +119,25 @@ def decompose(levels: list[ModelLevel], end_id: int) -> tuple[np.ndarray, np.nda
     lengths : int64 array
         Length of each synthetic sequence.
     """
-    remaining = [lvl.count.astype(float).copy() for lvl in levels]
+    from .decompose_numba import publish_level  # noqa: PLC0415 - Numba loads on first use
+
+    base = np.concatenate([[0, 0], np.cumsum([lvl.grams.shape[0] for lvl in levels])])
+    remaining = np.concatenate([lvl.count.astype(float) for lvl in levels])
     shrink = [None] + [_shrink_maps(levels[n - 2], levels[n - 1]) for n in range(2, len(levels) + 1)]
     parts_items, parts_len = [], []
     for n in range(len(levels), 0, -1):
         lvl = levels[n - 1]
-        copies = np.floor(np.maximum(remaining[n - 1], 0))
+        own = remaining[base[n]:base[n + 1]]
+        copies = np.floor(np.maximum(own, 0)).astype(np.int64)
         subs = _sub_rows(levels, shrink, n, end_id)
-        copies = _affordable(copies, subs, remaining)
+        rows = np.concatenate([np.where(idx >= 0, idx + base[s], idx) for s, idx in subs]
+                              + [np.zeros((len(copies), 0), dtype=np.int64)], axis=1)
+        starts = np.cumsum([0] + [idx.shape[1] for _, idx in subs])
+        copies = publish_level(copies, rows, starts, np.array([s for s, _ in subs], dtype=np.int64),
+                               remaining, base)
         if not copies.any():
             continue
-        for s, idx in subs:
-            remaining[s - 1] -= _per_row_total(idx, copies, remaining[s - 1].shape[0])
-        remaining[n - 1] -= copies
+        own -= copies
         rows = np.repeat(np.arange(lvl.grams.shape[0]), copies)
         seqs = lvl.grams[rows]
         keep = seqs != end_id
@@ -178,54 +184,3 @@ def _sub_rows(levels: list[ModelLevel], shrink: list, n: int,
         ones = out[-1][1]
         ones[grams == end_id] = -2
     return out[::-1]
-
-
-def _affordable(copies: np.ndarray, subs: list, remaining: list) -> np.ndarray:
-    """Copies of each gram that its sub-grams' remaining counts can pay for.
-
-    A gram is published at most as often as every sub-gram it contains has
-    occurrences left (a sub-gram occurring ``k`` times in it pays ``k`` per
-    copy), so no n-gram count of the synthetic data exceeds the model's.
-    Grams of one level compete for shared sub-grams: where their joint
-    demand exceeds what is left, all of them are scaled down by the same
-    factor.
-    """
-    copies = copies.astype(np.int64)
-    for s, idx in subs:
-        if idx.shape[1] == 0:
-            continue
-        mult = _multiplicity(idx)
-        left = np.where(idx >= 0, remaining[s - 1][np.maximum(idx, 0)],
-                        np.where(idx == -2, np.inf, 0.0))
-        cap = np.floor(np.maximum(left, 0) / mult).min(axis=1)
-        copies = np.minimum(copies, cap.astype(np.int64))
-    for s, idx in subs:
-        if idx.shape[1] == 0 or not copies.any():
-            continue
-        demand = _per_row_total(idx, copies, remaining[s - 1].shape[0])
-        hit = idx >= 0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            factor = np.where(demand > remaining[s - 1],
-                              np.maximum(remaining[s - 1], 0) / demand, 1.0)
-        worst = np.where(hit, factor[np.maximum(idx, 0)], 1.0).min(axis=1)
-        copies = np.floor(copies * worst).astype(np.int64)
-    return copies
-
-
-def _per_row_total(idx: np.ndarray, copies: np.ndarray, size: int) -> np.ndarray:
-    """Total of ``copies`` over the rows ``idx`` point to (negative entries point nowhere)."""
-    hit = idx >= 0
-    weights = np.broadcast_to(copies[:, None], idx.shape)[hit].astype(float)
-    return np.bincount(idx[hit], weights=weights, minlength=size)
-
-
-def _multiplicity(idx: np.ndarray) -> np.ndarray:
-    """How many times each entry's value occurs in its own row."""
-    order = np.argsort(idx, axis=1, kind="stable")
-    srt = np.take_along_axis(idx, order, axis=1)
-    new = np.ones(srt.shape, dtype=bool)
-    new[:, 1:] = srt[:, 1:] != srt[:, :-1]
-    run = np.cumsum(new.ravel()) - 1  # each row starts a new run
-    mult = np.empty(idx.shape, dtype=np.int64)
-    np.put_along_axis(mult, order, np.bincount(run)[run].reshape(idx.shape), axis=1)
-    return mult
