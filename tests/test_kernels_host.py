@@ -1,4 +1,4 @@
-"""The ``__host__ __device__`` functions of kernels/grams.cuh, run on the host.
+"""The ``__host__ __device__`` functions of kernels/grams.cuh and chacha.cuh, run on the host.
 
 A tiny g++ driver includes the header and applies the per-element functions
 to every work item, as the kernels in kernels/grams.cu do (minus the grid and
@@ -21,6 +21,7 @@ from dpgpu import SequenceDB
 from dpgpu.backend import cuda
 from dpgpu.ops import keys as K
 from dpgpu.ops.grams import GramEngine
+from dpgpu.privacy.rng import words_xp
 
 pytestmark = pytest.mark.compile
 
@@ -30,6 +31,7 @@ DRIVER = r"""
 #include <cstring>
 #include <vector>
 
+#include "chacha.cuh"
 #include "grams.cuh"
 
 // stdin: an op name, then its integers; stdout: its results, one per line.
@@ -83,6 +85,18 @@ int main() {
         if (bin >= 0) ++counts[static_cast<size_t>(bin)];
       }
       for (long long c : counts) std::printf("%lld\n", c);
+    } else if (std::strcmp(op, "chacha") == 0) {  // key(8) tag n_words m ids(m)
+      const std::vector<unsigned int> key = scan_vector<unsigned int>(8);
+      const unsigned int tag = static_cast<unsigned int>(scan());
+      const int n_words = static_cast<int>(scan());
+      const long long m = scan();
+      const std::vector<long long> ids = scan_vector<long long>(m);
+      std::vector<unsigned long long> words(static_cast<size_t>(n_words * m));
+      for (long long i = 0; i < m; ++i)
+        for (int block = 0; 8 * block < n_words; ++block)
+          dpgpu_chacha_words_of_block(key.data(), tag, static_cast<unsigned long long>(ids[i]),
+                                      block, n_words, words.data() + i, m);
+      for (unsigned long long w : words) std::printf("%lld\n", static_cast<long long>(w));
     } else {
       return 3;
     }
@@ -279,3 +293,16 @@ def test_level_histogram_matches_engine(driver, m):
               for tokens, lengths in engine.blocks)
     np.testing.assert_array_equal(got, expected)
     assert expected.sum() > 0
+
+
+# --------------------------------------------------------------------- chacha20
+@pytest.mark.parametrize("n_words,tag", [(1, 0), (8, 77), (9, 2 ** 32 - 1), (19, 5)])
+def test_chacha_words_match_the_reference(driver, n_words, tag):
+    """kernels/chacha.cuh gives the words of dpgpu.privacy.rng.words_xp, bit for bit."""
+    rng = np.random.default_rng(n_words)
+    key = rng.integers(0, 2 ** 32, size=8, dtype=np.uint64).astype(np.uint32)
+    ids = np.concatenate([np.array([0, 1, 2 ** 63, 2 ** 64 - 1], dtype=np.uint64),
+                          rng.integers(0, 2 ** 63, size=40).astype(np.uint64)])
+    got = driver("chacha", key, [tag, n_words, ids.size], ids.view(np.int64))
+    expected = words_xp(key, ids, tag, n_words, np)
+    np.testing.assert_array_equal(got.view(np.uint64).reshape(n_words, ids.size), expected)

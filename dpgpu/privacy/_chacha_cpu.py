@@ -1,7 +1,7 @@
 """ChaCha20 words on the CPU, one identity at a time, compiled with Numba.
 
 The same function as :func:`dpgpu.privacy.rng.words_xp` (the array-namespace
-version that runs on CuPy), for the NumPy backend: the vectorised version
+reference), for the NumPy backend: the vectorised version
 spends most of its time moving the 16 state rows through memory, the scalar
 loop keeps them in registers (about 4x faster on one core).  The test suite
 checks both against the RFC 8439 vector and against each other, bit for bit.

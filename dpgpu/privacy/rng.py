@@ -20,11 +20,13 @@ identity whatever the batch size, chunking, ordering or device, which is what
 makes a chunked, distributed or GPU release bit-identical to the local one.
 
 The block function is written once against the array namespace ``xp``
-(:func:`words_xp`, 32-bit unsigned wrap-around arithmetic); it runs on CuPy
-and is the reference.  On the CPU the same words come from a Numba loop
-(:mod:`dpgpu.privacy._chacha_cpu`, about 4x faster).  The RFC 8439 test vector
-and a bit-for-bit comparison of the two paths are unit tests, so NumPy and
-CuPy releases are identical.
+(:func:`words_xp`, 32-bit unsigned wrap-around arithmetic) and is the
+reference.  On the CPU the same words come from a Numba loop
+(:mod:`dpgpu.privacy._chacha_cpu`, about 4x faster), on the GPU from one
+CUDA kernel (``kernels/chacha.cu`` via :mod:`dpgpu.privacy._chacha_gpu`).
+The RFC 8439 test vector and bit-for-bit comparisons of the paths (the
+kernel's header on the host in CI, the kernel itself on a GPU) are tests, so
+NumPy and CuPy releases are identical.
 
 Keys
 ----
@@ -228,7 +230,9 @@ class NoiseKey:
         n_words = check_positive_int(n_words, "n_words")
         key_words = np.frombuffer(self._key, dtype="<u4").astype(np.uint32)
         if be.is_gpu:
-            return words_xp(xp.asarray(key_words), ids, tag, n_words, xp, chunk=chunk_size(be))
+            from ._chacha_gpu import words_gpu  # noqa: PLC0415 - loads the kernel on first use
+
+            return words_gpu(key_words, ids, tag, n_words)
         from ._chacha_cpu import words_cpu  # noqa: PLC0415 - Numba loads on first use
 
         out = np.empty((n_words, ids.shape[0]), dtype=np.uint64)
