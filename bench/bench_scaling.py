@@ -38,13 +38,20 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def timed(fn, be):
-    """(seconds, peak traced bytes) of one call."""
+    """(seconds, peak bytes) of one call.
+
+    Peak bytes are the host bytes traced plus, on a GPU, what CuPy's memory
+    pool grew to (the pool keeps what it allocated, so its total is the peak).
+    """
+    pool = be.xp.get_default_memory_pool() if be.is_gpu else None
+    if pool is not None:
+        pool.free_all_blocks()
     tracemalloc.start()
     t0 = time.perf_counter()
     fn()
     be.synchronize()
     seconds = time.perf_counter() - t0
-    peak = tracemalloc.get_traced_memory()[1]
+    peak = tracemalloc.get_traced_memory()[1] + (pool.total_bytes() if pool is not None else 0)
     tracemalloc.stop()
     return seconds, peak
 

@@ -2,13 +2,15 @@
 # The GPU checks in one run, for a machine with an NVIDIA GPU and CuPy already
 # installed (no network needed): the environment, the whole test suite on the
 # default backend (CuPy where a GPU is usable, so every mechanism's GPU path
-# runs, the `gpu`-marked tests included), then the GPU benchmarks.
+# runs, the `gpu`-marked tests included), then the benchmarks.
 #
 #   OUT=/some/dir bash bench/gpu_check.sh [tests|bench|all]
 #
-# Logs go to $OUT (default ./gpu-check); benchmark results to bench/results/
-# and, tarred, to $OUT/results.tar.gz.  Each stage has a time limit
-# (T_TESTS, T_BENCH seconds) so that one stuck stage cannot eat the rest.
+# Logs go to $OUT (default ./gpu-check): env.txt, pytest.txt, bench.txt,
+# profile.txt, scaling.txt; benchmark results to bench/results/ and, tarred,
+# to $OUT/results.tar.gz.  Each stage has a time limit (seconds; T_TESTS,
+# T_SCALING) so that one stuck stage cannot eat the rest.  Tests that read
+# ../shared/datasets skip where it is missing.
 set -u
 stage=${1:-all}
 OUT=${OUT:-$PWD/gpu-check}
@@ -31,12 +33,15 @@ fi
 
 if [[ $stage == bench || $stage == all ]]; then
   {
-    timeout "${T_BENCH:-150}" "$py" bench/bench_floors.py --backend cupy
-    echo "bench_floors exit $?"
-    timeout 60 "$py" bench/bench_grams.py --backend cupy
-    echo "bench_grams exit $?"
-    timeout 40 "$py" bench/bench_noise.py
-    echo "bench_noise exit $?"
+    timeout 100 "$py" bench/bench_floors.py --backend cupy; echo "bench_floors exit $?"
+    for b in cupy numpy; do
+      timeout 70 "$py" bench/bench_grams.py --backend "$b"; echo "bench_grams $b exit $?"
+    done
+    timeout 40 "$py" bench/bench_noise.py; echo "bench_noise exit $?"
   } > "$OUT/bench.txt" 2>&1
+  timeout 120 "$py" bench/profile_release.py --backend cupy --top 15 > "$OUT/profile.txt" 2>&1
+  timeout "${T_SCALING:-120}" "$py" bench/bench_scaling.py --backend cupy --max-tokens 1e8 \
+    > "$OUT/scaling.txt" 2>&1
+  echo "bench_scaling exit $?" >> "$OUT/scaling.txt"
   tar czf "$OUT/results.tar.gz" bench/results
 fi
