@@ -192,23 +192,30 @@ class SequenceDB:
         full = self.lengths if rows is None else self.lengths[np.asarray(rows)]
         kept = np.minimum(full, l_max)
         width = max(int(kept.max()) if kept.size else 0, 1)
-        col = np.arange(width)
-        tokens = np.full((kept.size, width + int(start) + int(bool(end))), PAD, dtype=np.int32)
-        if self.items.size:
-            itype = np.int32 if self.items.size < 2 ** 31 else np.int64
-            gather = starts.astype(itype)[:, None] + col.astype(itype)[None, :]
-            tokens[:, int(start):int(start) + width] = np.where(
-                col[None, :] < kept[:, None], np.take(self.items, gather, mode="clip"), PAD)
         lengths = kept.astype(np.int32)
         if start:
-            tokens[:, 0] = self.vocab.start_id
             lengths += 1
         if end:
             ends = np.flatnonzero(full <= l_max) if end in (True, "uncut") else \
                 np.arange(kept.size)
-            tokens[ends, lengths[ends]] = self.vocab.end_id
             lengths[ends] += 1
-        return be.asarray(tokens), be.asarray(lengths)
+        # Built where it will live: on a GPU only the items travel, not the padding.
+        xp = be.xp
+        tokens = xp.full((kept.size, width + int(start) + int(bool(end))), PAD, dtype=xp.int32)
+        if self.items.size and kept.size:
+            itype = np.int32 if self.items.size < 2 ** 31 else np.int64
+            col = xp.arange(width, dtype=itype)
+            gather = xp.asarray(starts.astype(itype))[:, None] + col[None, :]
+            items = xp.asarray(self.items)
+            tokens[:, int(start):int(start) + width] = xp.where(
+                col[None, :] < xp.asarray(kept)[:, None],
+                items[xp.minimum(gather, items.size - 1)], PAD)
+        if start:
+            tokens[:, 0] = self.vocab.start_id
+        if end:
+            ends_dev = xp.asarray(ends)
+            tokens[ends_dev, xp.asarray(lengths[ends] - 1)] = self.vocab.end_id
+        return tokens, be.asarray(lengths)
 
     # ---------------------------------------------------------------- counting
     def gram_counts(self, n: int, l_max: int | None = None, *,
