@@ -8,9 +8,15 @@ the same absolute threshold (relative to the original ``|D|``, as the paper
 does).  Then the support-counting hot loop on the CPU backend is timed
 against a pure-Python subsequence check on the same candidates and data.
 
+The runs (PFS^2 run ``r`` with seed ``r``; N-gram run ``r`` with seed
+``1000 + r``, mined at every threshold) run in ``--jobs`` worker processes
+(default: one per core; :mod:`parallel`), so the scores do not depend on
+``--jobs``; the per-run seconds do (runs then share the CPU), and the
+support-counting speed test runs alone.
+
 Usage::
 
-    python bench/bench_pfs2.py [--runs 5] [--datasets msnbc bms1] [--out bench/results]
+    python bench/bench_pfs2.py [--runs 5] [--datasets msnbc bms1] [--jobs N] [--out bench/results]
 
 Results go to ``<out>/pfs2-numpy.json`` (merged per dataset with an
 existing file, rewritten after every threshold so a partial run survives)
@@ -36,6 +42,7 @@ from dpgpu.eval.truth import _dedupe, frequent_subsequences, subsequence_support
     support_threshold
 from dpgpu.mechanisms.pfs2.shrink import is_subsequence
 from dpgpu.mechanisms.pfs2.support import supports
+from parallel import add_jobs_argument, run_repetitions, use_jobs
 
 DATASETS = {
     "msnbc": ("/work/shared/datasets/msnbc/msnbc990928.seq.gz", (0.005, 0.01, 0.015, 0.02, 0.025)),
@@ -108,7 +115,8 @@ def write_report(out: Path, results: dict) -> None:
     """The Markdown summary of ``results``."""
     m = results.get("machine", {})
     lines = ["# PFS^2 vs N-gram + exact miner (PFS^2 ICDE'16, Fig. 2)", "",
-             f"epsilon = {results['epsilon']}, mean over runs (runs per dataset below). "
+             f"epsilon = {results['epsilon']}, mean over runs (runs per dataset below; "
+             f"{results.get('jobs', 1)} at a time, so s/run is per run on a shared CPU). "
              f"Machine: {m.get('cpu')} ({m.get('cpu_count')} CPUs, {m.get('numba_threads')} "
              f"Numba threads), backend `{m.get('backend')}` ({m.get('device')}), "
              f"Python {m.get('python')}, NumPy {m.get('numpy')}, Numba {m.get('numba')}.", "",
@@ -156,6 +164,7 @@ def main() -> None:
     ap.add_argument("--no-ngram", action="store_true", help="skip the N-gram baseline")
     ap.add_argument("--report-only", action="store_true", help="rewrite the .md from the .json")
     ap.add_argument("--out", default="bench/results")
+    add_jobs_argument(ap)
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -165,7 +174,9 @@ def main() -> None:
         write_report(out, results)
         return
     be = get_backend("numpy")
-    results.update({"epsilon": args.epsilon, "runs": args.runs, "machine": machine(be)})
+    jobs = use_jobs(args.jobs, get_backend(None).name)  # the N-gram baseline's backend
+    results.update({"epsilon": args.epsilon, "runs": args.runs, "jobs": jobs,
+                    "machine": machine(be)})
     results.setdefault("datasets", {})
     results.setdefault("paper", PAPER)
 
@@ -184,30 +195,38 @@ def main() -> None:
             entry["note"] = ("BMS-WebView-1 is not in the PFS^2 paper; thresholds 0.004-0.012 "
                              "chosen here (short click sequences, mean length 2.5: 58-286 "
                              "exact frequent subsequences, like MSNBC's 69-844).")
-        synth = []
-        if not args.no_ngram:
-            for r in range(args.runs):
-                t = time.perf_counter()
-                synth.append(dpgpu.ngram(db, args.epsilon, seed=1000 + r).synthetic)
-                print(f"{name}: ngram run {r} {time.perf_counter() - t:.1f}s", flush=True)
+        truth = {theta: frequent_subsequences(db, support_threshold(theta, len(db)))
+                 for theta in thresholds}
+
+        def ngram_run(r: int) -> dict:
+            """One N-gram release, its synthetic data mined at every threshold."""
+            t = time.perf_counter()
+            synth = dpgpu.ngram(db, args.epsilon, seed=1000 + r).synthetic
+            print(f"{name}: ngram run {r} {time.perf_counter() - t:.1f}s", flush=True)
+            scores = {}
+            for theta in thresholds:
+                p, s = frequent_subsequences(synth, support_threshold(theta, len(db)))
+                f, re = score(db, *truth[theta], p, s.tolist())
+                scores[theta] = {"f": f, "re": re, "released": len(p)}
+            return scores
+
+        ngram_runs = [] if args.no_ngram else run_repetitions(ngram_run, range(args.runs), jobs)
         for theta in thresholds:
-            min_sup = support_threshold(theta, len(db))
-            true_p, true_s = frequent_subsequences(db, min_sup)
-            row = {"true_frequent": len(true_p), "pfs2": [], "ngram": []}
-            for r in range(args.runs):
+            true_p, true_s = truth[theta]
+
+            def pfs2_run(r: int) -> dict:
                 t = time.perf_counter()
                 rel = dpgpu.pfs2(db, args.epsilon, theta, seed=r, backend=be)
                 secs = time.perf_counter() - t
                 f, re = score(db, true_p, true_s, rel.patterns, rel.supports.tolist())
-                row["pfs2"].append({"f": f, "re": re, "released": len(rel.patterns),
-                                    "L_f": rel.report["pre_mining"]["L_f"],
-                                    "l_max": rel.report["pre_mining"]["l_max"],
-                                    "seconds": secs})
                 print(f"  {name} theta={theta} pfs2 run {r}: {secs:.1f}s f={f:.3f}", flush=True)
-                if synth:
-                    p, s = frequent_subsequences(synth[r], min_sup)
-                    f, re = score(db, true_p, true_s, p, s.tolist())
-                    row["ngram"].append({"f": f, "re": re, "released": len(p)})
+                return {"f": f, "re": re, "released": len(rel.patterns),
+                        "L_f": rel.report["pre_mining"]["L_f"],
+                        "l_max": rel.report["pre_mining"]["l_max"], "seconds": secs}
+
+            row = {"true_frequent": len(true_p),
+                   "pfs2": run_repetitions(pfs2_run, range(args.runs), jobs),
+                   "ngram": [run[theta] for run in ngram_runs]}
             for mech in ("pfs2", "ngram"):
                 if row[mech]:
                     keys = ("f", "re", "released") + (("seconds",) if mech == "pfs2" else ())

@@ -16,7 +16,14 @@ Spatial data (Section 6.1): average relative error of range-count queries
 the airports file (longitude, latitude; public domain [-180, -60] x [10, 75])
 and on a seeded skewed synthetic point set in the unit square.
 
-Usage: ``python bench/bench_privtree.py [--reps R] [--backend numpy|cupy] [--quick]``
+The repetitions (PST and N-gram releases per epsilon and seed; spatial
+releases per epsilon and seed) run in ``--jobs`` worker processes (default:
+one per core; :mod:`parallel`); every repetition has its own seed, so the
+results do not depend on ``--jobs`` (the timings inside them do: they then
+share the CPU).  The build-time table is measured serially.
+
+Usage: ``python bench/bench_privtree.py [--reps R] [--backend numpy|cupy] [--queries Q]
+[--jobs N] [--out DIR]``; ``--reps 1 --queries 200`` for a quick CPU check.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from dpgpu.eval import metrics as M
 from dpgpu.eval import truth as T
 from dpgpu.mechanisms.ngram import ngram
 from dpgpu.mechanisms.privtree import privtree_spatial, pst, uniform_grid
+from parallel import add_jobs_argument, run_repetitions, use_jobs
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MSNBC = Path("/work/shared/datasets/msnbc/msnbc990928.seq.gz")
@@ -45,40 +53,48 @@ TABLE4_EPSILONS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
 K_VALUES = (20, 40, 60, 80, 100)
 
 
-def sequences(db, reps: int, backend: str) -> dict:
+def sequences(db, reps: int, backend: str, jobs: int = 1) -> dict:
     """Top-k precision and length TV distance, PrivTree vs N-gram."""
     true_top, _ = T.top_k_strings(db, max(K_VALUES), backend=backend)
     true_len = T.length_distribution(db)
+
+    def one(task: tuple[float, int]) -> dict:
+        eps, r = task
+        rel = pst(db, eps, l_top=20, seed=1000 + r, backend=backend)
+        top = [tuple(db.vocab.id_of(x) for x in g) for g, _ in rel.top_k(max(K_VALUES))]
+        out = {"privtree": {"precision": [M.true_positive_ratio(true_top[:k], top[:k], k)
+                                          for k in K_VALUES],
+                            "tv": M.total_variation_distance(
+                                true_len, T.length_distribution(rel.synthetic)),
+                            "build_s": rel.report["timings"]["build_s"],
+                            "synthetic_s": rel.report["timings"]["synthetic_s"]}}
+        t = time.perf_counter()
+        ng = ngram(db, eps, l_max=20, n_max=5, seed=2000 + r, backend=backend)
+        release_s = round(time.perf_counter() - t, 3)
+        top = [tuple(db.vocab.id_of(x) for x in g)
+               for g, _ in ng.top_k(max(K_VALUES), min_length=1)]
+        out["ngram"] = {"precision": [M.true_positive_ratio(true_top[:k], top[:k], k)
+                                      for k in K_VALUES],
+                        "tv": M.total_variation_distance(
+                            true_len, T.length_distribution(ng.synthetic)),
+                        "release_s": release_s}
+        print(f"eps={eps} rep={r}: privtree P@100={out['privtree']['precision'][-1]:.2f}"
+              f" tv={out['privtree']['tv']:.3f} | ngram "
+              f"P@100={out['ngram']['precision'][-1]:.2f} tv={out['ngram']['tv']:.3f}",
+              flush=True)
+        return out
+
+    tasks = [(eps, r) for eps in EPSILONS for r in range(reps)]
+    runs = dict(zip(tasks, run_repetitions(one, tasks, jobs)))
     out = {}
     for eps in EPSILONS:
-        row: dict = {"privtree": {"precision": [], "tv": [], "build_s": [], "synthetic_s": []},
-                     "ngram": {"precision": [], "tv": [], "release_s": []}}
-        for r in range(reps):
-            rel = pst(db, eps, l_top=20, seed=1000 + r, backend=backend)
-            top = [tuple(db.vocab.id_of(x) for x in g) for g, _ in rel.top_k(max(K_VALUES))]
-            row["privtree"]["precision"].append(
-                [M.true_positive_ratio(true_top[:k], top[:k], k) for k in K_VALUES])
-            row["privtree"]["tv"].append(M.total_variation_distance(
-                true_len, T.length_distribution(rel.synthetic)))
-            row["privtree"]["build_s"].append(rel.report["timings"]["build_s"])
-            row["privtree"]["synthetic_s"].append(rel.report["timings"]["synthetic_s"])
-            t = time.perf_counter()
-            ng = ngram(db, eps, l_max=20, n_max=5, seed=2000 + r, backend=backend)
-            row["ngram"]["release_s"].append(round(time.perf_counter() - t, 3))
-            top = [tuple(db.vocab.id_of(x) for x in g)
-                   for g, _ in ng.top_k(max(K_VALUES), min_length=1)]
-            row["ngram"]["precision"].append(
-                [M.true_positive_ratio(true_top[:k], top[:k], k) for k in K_VALUES])
-            row["ngram"]["tv"].append(M.total_variation_distance(
-                true_len, T.length_distribution(ng.synthetic)))
-            print(f"eps={eps} rep={r}: privtree P@100={row['privtree']['precision'][-1][-1]:.2f}"
-                  f" tv={row['privtree']['tv'][-1]:.3f} | ngram "
-                  f"P@100={row['ngram']['precision'][-1][-1]:.2f} tv={row['ngram']['tv'][-1]:.3f}",
-                  flush=True)
+        row: dict = {}
         for name in ("privtree", "ngram"):
-            m = row[name]
+            m = {key: [runs[eps, r][name][key] for r in range(reps)]
+                 for key in runs[eps, 0][name]}
             m["precision_mean"] = np.round(np.mean(m["precision"], axis=0), 3).tolist()
             m["tv_mean"] = round(float(np.mean(m["tv"])), 4)
+            row[name] = m
         out[f"epsilon={eps}"] = row
     return out
 
@@ -108,31 +124,36 @@ def skewed_points(n: int, seed: int = 7) -> np.ndarray:
     return np.clip(pts, 0.0, 1.0 - 1e-12)
 
 
-def spatial(points: np.ndarray, bounds: list, reps: int, backend: str, n_queries: int) -> dict:
-    """Average relative error per query set, PrivTree vs UG."""
-    domain = (bounds[0][0], bounds[1][0], bounds[0][1], bounds[1][1])
-    pts = np.clip(points, [bounds[0][0], bounds[1][0]], [bounds[0][1], bounds[1][1]])
-    queries = {s: M.random_range_queries(domain, n_queries, s, seed=11)
+def spatial(points: np.ndarray, bounds: list, reps: int, backend: str, n_queries: int,
+            jobs: int = 1) -> dict:
+    """Average relative error per query set, PrivTree vs UG (any dimension)."""
+    b = np.asarray(bounds, dtype=np.float64)
+    d = b.shape[0]
+    pts = np.clip(points, b[:, 0], b[:, 1])
+    queries = {s: M.random_range_queries(b, n_queries, s, seed=11)
                for s in ("small", "medium", "large")}
     truth = {s: T.range_counts(pts, q) for s, q in queries.items()}
+
+    def one(task: tuple[float, int]) -> dict:
+        eps, r = task
+        rel = privtree_spatial(pts, eps, bounds=bounds, seed=4000 + r, backend=backend)
+        ug = uniform_grid(pts, eps, n=len(pts), bounds=bounds, seed=5000 + r, backend=backend)
+        out = {name: {s: float(M.range_relative_errors(hist.range_count(q[:, :d], q[:, d:]),
+                                                       truth[s], len(pts)).mean())
+                      for s, q in queries.items()}
+               for name, hist in (("privtree", rel.leaves), ("ug", ug))}
+        return {**out, "privtree_leaves": len(rel.leaves)}
+
+    tasks = [(eps, r) for eps in EPSILONS for r in range(reps)]
+    runs = dict(zip(tasks, run_repetitions(one, tasks, jobs)))
     out = {}
     for eps in EPSILONS:
-        row = {"privtree": {s: [] for s in queries}, "ug": {s: [] for s in queries},
-               "privtree_leaves": []}
-        for r in range(reps):
-            rel = privtree_spatial(pts, eps, bounds=bounds, seed=4000 + r, backend=backend)
-            ug = uniform_grid(pts, eps, n=len(pts), bounds=bounds, seed=5000 + r,
-                              backend=backend)
-            row["privtree_leaves"].append(len(rel.leaves))
-            for s, q in queries.items():
-                for name, hist in (("privtree", rel.leaves), ("ug", ug)):
-                    est = hist.range_count(q[:, :2], q[:, 2:])
-                    row[name][s].append(float(M.range_relative_errors(est, truth[s],
-                                                                      len(pts)).mean()))
+        rows = [runs[eps, r] for r in range(reps)]
         out[f"epsilon={eps}"] = {
-            name: {s: round(float(np.mean(v)), 4) for s, v in row[name].items()}
+            name: {s: round(float(np.mean([row[name][s] for row in rows])), 4) for s in queries}
             for name in ("privtree", "ug")} | {"privtree_leaves_mean":
-                                               float(np.mean(row["privtree_leaves"]))}
+                                               float(np.mean([row["privtree_leaves"]
+                                                              for row in rows]))}
         print(f"spatial eps={eps}: {out[f'epsilon={eps}']}", flush=True)
     return out
 
@@ -143,7 +164,10 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--backend", default="numpy")
     ap.add_argument("--queries", type=int, default=2000)
+    ap.add_argument("--out", default=str(RESULTS), help="results folder (default bench/results)")
+    add_jobs_argument(ap)
     args = ap.parse_args()
+    jobs = use_jobs(args.jobs, args.backend)
     t0 = time.perf_counter()
     db = dpgpu.load(MSNBC)
     result = {
@@ -151,25 +175,26 @@ def main() -> None:
         "machine": platform.machine(), "python": platform.python_version(),
         "backend": args.backend, "dpgpu": dpgpu.__version__,
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "reps": args.reps, "k_values": list(K_VALUES),
+        "reps": args.reps, "jobs": jobs, "k_values": list(K_VALUES),
         "notes": ("top-k: items-only strings of any length, exact top-k of the full MSNBC; "
                   "TV: synthetic vs full-data length distributions; PrivTree synthetic "
                   "sequences are capped at l_top = 20 items; UG takes n as public"),
         "pst_build_time": {"paper_table4_s": "1.73-3.05 (C++, epsilon 0.05-1.6)",
                            **build_times(db, args.reps, args.backend)},
-        "msnbc": sequences(db, args.reps, args.backend),
+        "msnbc": sequences(db, args.reps, args.backend, jobs),
     }
     air = read_points(AIRPORTS, "longitude,latitude")
     result["airports"] = {"n": len(air), "bounds": [[-180, -60], [10, 75]],
                           **spatial(air, [[-180, -60], [10, 75]], args.reps, args.backend,
-                                    args.queries)}
+                                    args.queries, jobs)}
     sk = skewed_points(200_000)
     result["skewed_synthetic"] = {"n": len(sk), "generator": "skewed_points(200000, seed=7)",
                                   **spatial(sk, [[0, 1], [0, 1]], args.reps, args.backend,
-                                            args.queries)}
+                                            args.queries, jobs)}
     result["total_s"] = round(time.perf_counter() - t0, 1)
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"privtree-{args.backend}.json"
+    results = Path(args.out)
+    results.mkdir(parents=True, exist_ok=True)
+    path = results / f"privtree-{args.backend}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     print(f"written {path}")
 

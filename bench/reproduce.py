@@ -9,11 +9,14 @@ dpne       DPNE (NeurIPS'21) Table 5 on MSNBC, with the DPSU baselines   bench_d
 pfs2       PFS² (ICDE'16) Fig. 2 on MSNBC and BMS1, vs N-gram + miner    bench_pfs2.py
 =========  ===========================================================  ==========================
 
-Every script repeats each release with fresh keys, reports mean and spread,
+Every script repeats each release with other keys, reports mean and spread,
 writes JSON, a markdown summary with the paper's numbers beside ours, and
-(where it plots) a PNG to ``bench/results/``, naming the machine and backend.
-Options after PAPER go to the script (``--help`` lists them; each has a
-reduced setting for a quick CPU run, e.g. ``--runs 1`` / ``--reps 1``).
+(where it plots) a PNG to ``bench/results/`` (``--out DIR`` elsewhere),
+naming the machine and backend.  The repetitions run in ``--jobs N`` worker
+processes (default: one per core; ``bench/parallel.py``), with the same
+results as ``--jobs 1`` for the same seeds.  Options after PAPER go to the
+script (``--help`` lists them; each has a reduced setting for a quick CPU
+run, e.g. ``--runs 1`` / ``--reps 1``).
 """
 
 from __future__ import annotations

@@ -16,10 +16,16 @@ Measures, on the full MSNBC file (989,818 sequences; l_max = 20, n_max = 5):
   synthetic data, for epsilon in {0.1, 0.5, 1.0}, and for the non-private
   Baseline.
 
-Results go to ``bench/results/ngram-<backend>.json``, a markdown summary
-with the paper's numbers beside ours (``.md``) and a figure (``.png``).
-Usage: ``python bench/reproduce_ngram.py [--runs 5] [--queries 2000] [--backend numpy|cupy]``
-(``--runs 1 --queries 200`` for a quick CPU check).
+The releases of the top-K runs and of the count-query settings run in
+``--jobs`` worker processes (default: one per core; :mod:`parallel`); with
+``--seed S`` run ``r`` uses seed ``S + r`` and count-query setting ``i``
+seed ``S + 1000 + i``, so the results do not depend on ``--jobs``.
+
+Results go to ``<out>/ngram-<backend>.json`` (``--out``, default
+``bench/results``), a markdown summary with the paper's numbers beside ours
+(``.md``) and a figure (``.png``).
+Usage: ``python bench/reproduce_ngram.py [--runs 5] [--queries 2000] [--backend numpy|cupy]
+[--jobs N] [--seed S] [--out DIR]`` (``--runs 1 --queries 200`` for a quick CPU check).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from dpgpu.eval.metrics import (random_count_queries, relative_errors, sanity_bo
 from dpgpu.eval.truth import pattern_counts, top_k_strings
 from dpgpu.mechanisms.ngram import ngram
 from naive import naive_seconds
+from parallel import add_jobs_argument, run_repetitions, use_jobs
 
 RESULTS = Path(__file__).resolve().parent / "results"
 K_VALUES = (20, 40, 60, 80, 100)
@@ -52,8 +59,12 @@ def main() -> None:
     ap.add_argument("--backend", default=None)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--queries", type=int, default=2000, help="random queries per size class")
+    ap.add_argument("--seed", type=int, help="base seed of the releases (default: fresh keys)")
+    ap.add_argument("--out", default=str(RESULTS), help="results folder (default bench/results)")
+    add_jobs_argument(ap)
     args = ap.parse_args()
     be = get_backend(args.backend)
+    jobs = use_jobs(args.jobs, be.name)
     db = dpgpu.load(dpgpu.demo_path())
     truncated = db.truncate(20)
     out: dict = {"benchmark": "ngram on MSNBC", "machine": platform.machine(),
@@ -61,7 +72,7 @@ def main() -> None:
                  "python": platform.python_version(), "backend": be.name,
                  "device": be.device_name(), "dpgpu": dpgpu.__version__,
                  "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                 "l_max": 20, "n_max": 5, "runs": args.runs}
+                 "l_max": 20, "n_max": 5, "runs": args.runs, "jobs": jobs, "seed": args.seed}
 
     t_naive = naive_seconds(db, 5, 20)
     times = []
@@ -76,15 +87,17 @@ def main() -> None:
 
     true_top, _ = top_k_strings(db, max(K_VALUES), min_length=2, backend=be)
     trunc_top, _ = top_k_strings(truncated, max(K_VALUES), min_length=2, backend=be)
-    ratios = {"full": [], "truncated": []}
-    sizes = []
-    for _ in range(args.runs):
-        rel = ngram(db, 1.0, backend=be)
+
+    def top_k_run(r: int) -> tuple[list, list, int]:
+        rel = ngram(db, 1.0, backend=be, seed=_seed(args.seed, r))
         top, _ = top_k_strings(rel.synthetic, max(K_VALUES), min_length=2, backend=be)
-        ratios["full"].append([true_positive_ratio(true_top[:k], top[:k]) for k in K_VALUES])
-        ratios["truncated"].append([true_positive_ratio(trunc_top[:k], top[:k])
-                                    for k in K_VALUES])
-        sizes.append(len(rel.synthetic))
+        return ([true_positive_ratio(true_top[:k], top[:k]) for k in K_VALUES],
+                [true_positive_ratio(trunc_top[:k], top[:k]) for k in K_VALUES],
+                len(rel.synthetic))
+
+    runs = run_repetitions(top_k_run, range(args.runs), jobs)
+    ratios = {"full": [r[0] for r in runs], "truncated": [r[1] for r in runs]}
+    sizes = [r[2] for r in runs]
     out["top_k"] = {
         "K": list(K_VALUES), "epsilon": 1.0, "paper_table5_percent": PAPER_TABLE5,
         **{f"vs_{w}_mean_percent": [round(100 * statistics.mean(r[i] for r in ratios[w]), 1)
@@ -99,22 +112,33 @@ def main() -> None:
     queries = {m: random_count_queries(db.vocab.size, m, args.queries, seed=m)
                for m in QUERY_SIZES}
     truth = {m: pattern_counts(db, q, backend=be) for m, q in queries.items()}
-    errors = {}
-    for label, eps, variant in (("epsilon=0.1", 0.1, "adaptive"), ("epsilon=0.5", 0.5, "adaptive"),
-                                ("epsilon=1.0", 1.0, "adaptive"), ("baseline", 1.0, "baseline")):
-        syn = ngram(db, eps, variant=variant, backend=be).synthetic
-        errors[label] = [round(float(relative_errors(pattern_counts(syn, queries[m], backend=be),
-                                                     truth[m], bound).mean()), 4)
-                         for m in QUERY_SIZES]
-        print(label, errors[label])
+    settings = (("epsilon=0.1", 0.1, "adaptive"), ("epsilon=0.5", 0.5, "adaptive"),
+                ("epsilon=1.0", 1.0, "adaptive"), ("baseline", 1.0, "baseline"))
+
+    def count_run(i: int) -> list[float]:
+        label, eps, variant = settings[i]
+        syn = ngram(db, eps, variant=variant, backend=be, seed=_seed(args.seed, 1000 + i)).synthetic
+        err = [round(float(relative_errors(pattern_counts(syn, queries[m], backend=be),
+                                           truth[m], bound).mean()), 4) for m in QUERY_SIZES]
+        print(label, err, flush=True)
+        return err
+
+    errors = dict(zip((s[0] for s in settings),
+                      run_repetitions(count_run, range(len(settings)), jobs)))
     out["count_queries"] = {"max_sizes": list(QUERY_SIZES), "queries_per_size": args.queries,
                             "sanity_bound": bound, "average_relative_error": errors}
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"ngram-{be.name}.json"
+    results = Path(args.out)
+    results.mkdir(parents=True, exist_ok=True)
+    path = results / f"ngram-{be.name}.json"
     path.write_text(json.dumps(out, indent=2) + "\n")
     path.with_suffix(".md").write_text(summary(out))
     plot(out, path.with_suffix(".png"))
     print(f"written to {path} (.md, .png)")
+
+
+def _seed(base: int | None, offset: int) -> int | None:
+    """Seed ``base + offset``, or None (a fresh key) without a base."""
+    return None if base is None else base + offset
 
 
 def summary(out: dict) -> str:
@@ -134,7 +158,9 @@ def summary(out: dict) -> str:
     return (f"# N-gram (CCS'12) on MSNBC\n\nMachine: {out['processor']}, backend "
             f"{out['backend']} ({out['device']}), Python {out['python']}, dpgpu {out['dpgpu']}, "
             f"{out['date']}. l_max = {out['l_max']}, n_max = {out['n_max']}, "
-            f"{out['runs']} runs with fresh keys.\n\n"
+            f"{out['runs']} runs with "
+            + ("fresh keys" if out.get("seed") is None else f"seeds from {out['seed']}")
+            + f", {out.get('jobs', 1)} at a time.\n\n"
             f"## Time\n\nWhole release (tree, consistency, synthetic data): {t['release_s']} s; "
             f"naive Python Counter of the n-grams alone: {t['naive_counter_s']} s "
             f"({t['speedup']}x).\n\n"

@@ -69,7 +69,7 @@ def test_relative_errors_by_hand(tmp_path, points):
     a, b = t["by_set"]["a"], t["by_set"]["b"]
     assert a["mean"] == pytest.approx((1 / 5 + 1 / 2) / 2)
     assert a["median"] == pytest.approx((1 / 5 + 1 / 2) / 2)
-    assert (a["n"], a["nonzero_true"], a["area_fraction"]) == (2, 2, None)
+    assert (a["n"], a["nonzero_true"], a["volume_fraction"]) == (2, 2, None)
     assert b["mean"] == pytest.approx((0 + 1 / 3 + 0.16 / 0.009) / 3)
     assert b["median"] == pytest.approx(1 / 3)
     assert b["max"] == pytest.approx(0.16 / 0.009)
@@ -87,7 +87,7 @@ def test_cli_random_workload_and_table(tmp_path, points, capsys):
     assert r["private"] is False and r["settings"]["tasks"] == ["range-queries"]
     by_set = r["tasks"]["range-queries"]["by_set"]
     assert list(by_set) == ["small", "medium", "large"]
-    assert by_set["large"]["area_fraction"] == [0.01, 0.1]
+    assert by_set["large"]["volume_fraction"] == [0.01, 0.1]
     assert all(v["n"] == 50 for v in by_set.values())
     # the same seed draws the same workload: the hand-made API call agrees with the CLI
     again = evaluate_spatial_release(points, rel, seed=3, n_queries=50)
@@ -180,7 +180,7 @@ def test_bad_original_or_options(tmp_path, capsys, original, extra, message):
     ({"leaves": LEAVES + "5,5,0,10,1\n"}, "empty box"),
     ({"columns": ()}, "parameters.columns"),
     ({"bounds": ((0, 10),)}, "bounds"),
-    ({"columns": ("x", "y", "z"), "bounds": ((0, 1),) * 3}, "2-D"),
+    ({"columns": ("x", "y", "z"), "bounds": ((0, 1),) * 3}, "no column 'z'"),
 ])
 def test_bad_spatial_release(tmp_path, points, capsys, kwargs, message):
     rel = make_release(tmp_path, **kwargs)

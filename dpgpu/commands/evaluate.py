@@ -2,9 +2,12 @@
 
 Reads the release directory, picks the metrics its files allow (synthetic
 data: count queries, top-K patterns, length distribution; ngrams.tsv: errors
-of the released counts; frequent.tsv: precision/recall/F-score and relative
+of the released counts; pst.json, a PrivTree PST: precision of the top-K
+strings and relative error of random count queries, both from the model's
+Eq. 12 estimates; frequent.tsv: precision/recall/F-score and relative
 error of supports; kgrams.tsv: K-anonymity coverage; leaves.csv, a PrivTree
-spatial release: relative error of random range counts), prints a table and
+spatial release: relative error of random range counts in any number of
+dimensions, small/medium/large query sets), prints a table and
 writes ``evaluation.json`` into the release directory.  The original of a
 spatial release is a points file (CSV or Parquet) read with the coordinate
 columns recorded in its report.json (``--columns`` overrides them).  The
@@ -61,8 +64,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="maximal query sizes (default 4,8,12,16,20)")
     p.add_argument("--k", dest="k_values", type=_int_list, default=list(K_VALUES),
                    help="K values of the top-K comparisons (default 20,40,60,80,100)")
-    p.add_argument("--min-length", type=int, default=2,
-                   help="shortest pattern in top-K lists (default 2: single items excluded)")
+    p.add_argument("--min-length", type=int,
+                   help="shortest pattern in top-K lists (default: 2 for the synthetic data, "
+                        "single items excluded as in the N-gram paper; 1 for a PST model, as "
+                        "in the PrivTree paper)")
     p.add_argument("--threshold", type=float,
                    help="relative support threshold for frequent subsequences "
                         "(default: from report.json parameters)")

@@ -6,7 +6,7 @@ diagnostics for the data holder and must never be published as a release.
 
 * :mod:`dpgpu.eval.truth` -- exact counts: occurrences of contiguous
   patterns, subsequence supports, top-k frequent strings and subsequences,
-  length distributions, per-user gram counts, 2-D range counts.
+  length distributions, per-user gram counts, range counts in d dimensions.
 * :mod:`dpgpu.eval.metrics` -- relative error with a sanity bound, the
   N-gram paper's random count-query protocol, top-k true positive ratio,
   utility loss, precision / recall / F-score, total variation distance,

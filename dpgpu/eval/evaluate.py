@@ -10,6 +10,10 @@ release file        tasks
                     positive ratio / precision and utility loss), ``lengths``
                     (total variation distance of length distributions),
                     ``frequent`` when a support threshold is known
+``pst.json``        ``pst`` (PrivTree 6.2 on the released model itself: precision
+                    of the top-k frequent strings by its Eq. 12 estimates, relative
+                    error of the random count queries answered by Eq. 12, the
+                    noisy number of sequences)
 ``ngrams.tsv``      ``ngrams`` (relative error of the released counts)
 ``frequent.tsv``    ``frequent`` (precision, recall, F-score, relative error
                     of supports; per pattern length)
@@ -55,9 +59,10 @@ from . import truth as T
 log = logging.getLogger("dpgpu")
 
 EVALUATION = "evaluation.json"
-TASKS = ("count-queries", "top-k", "lengths", "ngrams", "frequent", "coverage",
+TASKS = ("count-queries", "top-k", "lengths", "pst", "ngrams", "frequent", "coverage",
          "range-queries")
 LEAVES = "leaves.csv"
+PST = "pst.json"
 #: Formats a spatial release's original may have (the content decides when none is given).
 POINT_FORMATS = ("csv", "parquet")
 K_VALUES = (20, 40, 60, 80, 100)
@@ -71,7 +76,9 @@ _ABSOLUTE_KEYS = ("min_support",)
 
 # ------------------------------------------------------------------ release
 def release_files(release_dir: Any) -> dict[str, Path]:
-    """The release files present: ``{"synthetic"|"ngrams"|"frequent"|"kgrams"|"leaves": path}``.
+    """The release files present, by kind: ``{"synthetic"|"ngrams"|..|"leaves": path}``.
+
+    Kinds: ``synthetic``, ``ngrams``, ``frequent``, ``kgrams``, ``pst``, ``leaves``.
 
     An ``ngrams.tsv`` with just the columns ``k`` and ``gram`` (DPNE's) is a
     set of extracted grams without counts and counts as ``kgrams``.
@@ -94,6 +101,8 @@ def release_files(release_dir: Any) -> dict[str, Path]:
                          "a release holds one")
     if syn:
         found["synthetic"] = syn[0]
+    if (d / PST).is_file():
+        found["pst"] = d / PST
     if (d / LEAVES).is_file():
         found["leaves"] = d / LEAVES
     return found
@@ -138,6 +147,8 @@ def applicable_tasks(files: dict[str, Path], has_threshold: bool) -> list[str]:
     out = []
     if "synthetic" in files:
         out += ["count-queries", "top-k", "lengths"]
+    if "pst" in files:
+        out.append("pst")
     if "ngrams" in files:
         out.append("ngrams")
     if "frequent" in files or ("synthetic" in files and has_threshold):
@@ -163,7 +174,8 @@ def choose_tasks(tasks: Iterable[str] | None, allowed: Sequence[str], release_di
     if tasks is None:
         if not allowed:
             raise InputError(f"{release_dir}: no release file to evaluate (expected "
-                             "synthetic.*, ngrams.tsv, frequent.tsv, kgrams.tsv or leaves.csv)")
+                             "synthetic.*, ngrams.tsv, frequent.tsv, kgrams.tsv, pst.json or "
+                             "leaves.csv)")
         return list(allowed)
     chosen: list[str] = []
     for t in tasks:
@@ -267,7 +279,7 @@ def _check_theta(theta: Any, name: str) -> float:
 def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | None = None,
                      seed: int = 0, n_queries: int = 10_000,
                      query_sizes: Sequence[int] = M.QUERY_SIZES,
-                     k_values: Sequence[int] = K_VALUES, min_length: int = 2,
+                     k_values: Sequence[int] = K_VALUES, min_length: int | None = None,
                      threshold: float | None = None,
                      coverage_ks: Sequence[int] = COVERAGE_KS, backend: Any = None,
                      reader_options: dict | None = None,
@@ -290,9 +302,11 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
         Maximal query sizes (N-gram paper: 4, 8, 12, 16, 20).
     k_values : sequence of int
         K of the top-K comparisons.
-    min_length : int
-        Shortest pattern in top-K lists (2: size-1 patterns excluded, as in
-        the N-gram paper).
+    min_length : int, optional
+        Shortest pattern in top-K lists.  Default: the papers' choices, 2 for
+        ``top-k`` on synthetic data (size-1 patterns excluded, as in the
+        N-gram paper) and 1 for the ``pst`` model's top-k strings (any
+        length, as in PrivTree Section 6.2).
     threshold : float, optional
         Relative support threshold for ``frequent`` (default: from the
         report's parameters ``threshold``/``theta``/``min_support``).
@@ -326,7 +340,8 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
     n_queries = check_positive_int(n_queries, "n_queries")
     query_sizes = [check_positive_int(m, "query_sizes") for m in query_sizes]
     k_values = sorted({check_positive_int(k, "k_values") for k in k_values})
-    min_length = check_positive_int(min_length, "min_length")
+    if min_length is not None:
+        min_length = check_positive_int(min_length, "min_length")
     coverage_ks = sorted({check_positive_int(k, "coverage_ks") for k in coverage_ks})
     seed = check_positive_int(seed, "seed", minimum=0)
 
@@ -342,9 +357,12 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
         if task == "count-queries":
             results[task] = _count_queries(ctx, syn, query_sizes, n_queries, seed)
         elif task == "top-k":
-            results[task] = _top_k(ctx, syn, k_values, min_length)
+            results[task] = _top_k(ctx, syn, k_values, min_length or 2)
         elif task == "lengths":
             results[task] = _lengths(ctx, syn)
+        elif task == "pst":
+            results[task] = _pst(ctx, files["pst"], k_values, min_length or 1, query_sizes,
+                                 n_queries, seed)
         elif task == "ngrams":
             results[task] = _ngrams(ctx, files["ngrams"])
         elif task == "frequent":
@@ -382,6 +400,7 @@ def _evaluation(rdir: Path, report: dict, files: dict[str, Path], original: dict
 def _needs(task: str) -> str:
     return {"count-queries": "needs a synthetic dataset", "top-k": "needs a synthetic dataset",
             "lengths": "needs a synthetic dataset", "ngrams": "needs ngrams.tsv",
+            "pst": f"needs {PST} (a PrivTree PST release)",
             "frequent": "needs frequent.tsv, or a synthetic dataset and --threshold",
             "coverage": "needs kgrams.tsv",
             "range-queries": f"needs {LEAVES} (a spatial release)"}[task]
@@ -394,6 +413,7 @@ class _Context:
         self.db = db
         self.backend = backend
         self._engine = None
+        self._workload: tuple | None = None
         self.labels = db.vocab.labels
 
     @property
@@ -406,6 +426,22 @@ class _Context:
 
     def counts(self, patterns: list[tuple[int, ...]]) -> np.ndarray:
         return T.pattern_counts(self.db, patterns, engine=self.engine)
+
+    def count_workload(self, sizes: Sequence[int], n_queries: int, seed: int
+                       ) -> tuple[list[tuple[int, ...]], np.ndarray]:
+        """The random count queries (N-gram 6.2.1) and their exact answers, drawn once.
+
+        All subsets come from one generator seeded with ``seed``, in the
+        order of ``sizes``; every task that answers count queries (the
+        synthetic data, the PST model) is judged on the same queries.
+        """
+        key = (tuple(sizes), n_queries, seed)
+        if self._workload is None or self._workload[0] != key:
+            rng = np.random.default_rng(seed)
+            qs = [tuple(int(x) for x in q) for m in sizes
+                  for q in M.random_count_queries(self.db.vocab.size, m, n_queries, seed=rng)]
+            self._workload = (key, qs, self.counts(qs))  # one level-wise pass for all subsets
+        return self._workload[1], self._workload[2]
 
     def label(self, pattern: Iterable[int]) -> str:
         return T.decode_pattern(self.db.vocab, pattern)
@@ -440,18 +476,19 @@ def _labels(db: Any, patterns: Iterable[Iterable[int]]) -> list[tuple[str, ...]]
 
 def _count_queries(ctx: _Context, syn: Any, sizes: Sequence[int], n_queries: int,
                    seed: int) -> dict:
-    db = ctx.db
-    bound = M.sanity_bound(len(db))
-    rng = np.random.default_rng(seed)
-    subsets = [[tuple(int(x) for x in q)
-                for q in M.random_count_queries(db.vocab.size, m, n_queries, seed=rng)]
-               for m in sizes]
-    qs = [q for sub in subsets for q in sub]  # one level-wise pass for all subsets
-    true = ctx.counts(qs)
-    enc, ok = _to_vocab(_labels(db, qs), syn.vocab)
+    qs, true = ctx.count_workload(sizes, n_queries, seed)
+    enc, ok = _to_vocab(_labels(ctx.db, qs), syn.vocab)
     est = np.zeros(len(qs), dtype=np.int64)
     if enc and len(syn):
         est[ok] = T.pattern_counts(syn, enc, backend=ctx.backend)
+    return {**_count_errors(ctx, est, true, sizes, n_queries, seed),
+            "synthetic_sequences": len(syn)}
+
+
+def _count_errors(ctx: _Context, est: np.ndarray, true: np.ndarray, sizes: Sequence[int],
+                  n_queries: int, seed: int) -> dict:
+    """Relative errors (sanity bound 0.1 % of |D|) per maximal query size."""
+    bound = M.sanity_bound(len(ctx.db))
     err = M.relative_errors(est, true, bound)
     by_size = {}
     for i, m in enumerate(sizes):
@@ -460,7 +497,7 @@ def _count_queries(ctx: _Context, syn: Any, sizes: Sequence[int], n_queries: int
                            "nonzero_true": int(np.count_nonzero(true[part]))}
     return {"sanity_bound": bound, "n_queries": n_queries, "seed": seed,
             "query_items": "uniform with replacement over the item universe",
-            "synthetic_sequences": len(syn), "by_max_size": by_size}
+            "by_max_size": by_size}
 
 
 def _top_k(ctx: _Context, syn: Any, k_values: Sequence[int], min_length: int) -> dict:
@@ -470,18 +507,25 @@ def _top_k(ctx: _Context, syn: Any, k_values: Sequence[int], min_length: int) ->
         kw = {"backend": ctx.backend} if kind == "strings" else {}
         tp, tc = fn(ctx.db, kmax, min_length=min_length, **kw)
         sp, sc = fn(syn, kmax, min_length=min_length, **kw) if len(syn) else ([], np.zeros(0))
-        tl, sl = _labels(ctx.db, tp), _labels(syn, sp)
-        rows = {}
-        for k in k_values:
-            true_k = dict(zip(tl[:k], tc[:k].tolist()))
-            syn_k = dict(zip(sl[:k], sc[:k].tolist()))
-            rows[str(k)] = {"true_positive_ratio": M.true_positive_ratio(true_k, syn_k, k),
-                            "utility_loss": M.utility_loss(true_k, syn_k),
-                            "available": len(true_k)}
+        tl = _labels(ctx.db, tp)
+        rows = _top_k_rows(tl, tc, _labels(syn, sp), sc, k_values, "true_positive_ratio")
         out[kind] = {"frequency": "occurrences" if kind == "strings" else "supporting sequences",
                      "by_k": rows,
                      "top": [[" ".join(p), int(c)] for p, c in zip(tl[:10], tc[:10].tolist())]}
     return out
+
+
+def _top_k_rows(true_top: list, true_freq: np.ndarray, released_top: list,
+                released_freq: np.ndarray, k_values: Sequence[int], ratio: str) -> dict:
+    """Per K: the share of the true top-K that the released top-K holds (named ``ratio``)
+    and the utility loss of the released frequencies."""
+    rows = {}
+    for k in k_values:
+        true_k = dict(zip(true_top[:k], true_freq[:k].tolist()))
+        rel_k = dict(zip(released_top[:k], released_freq[:k].tolist()))
+        rows[str(k)] = {ratio: M.true_positive_ratio(true_k, rel_k, k),
+                        "utility_loss": M.utility_loss(true_k, rel_k), "available": len(true_k)}
+    return rows
 
 
 def _lengths(ctx: _Context, syn: Any) -> dict:
@@ -503,6 +547,116 @@ def _head(hist: np.ndarray, n: int = 50) -> list[int]:
     if len(h) <= n:
         return h
     return h[:n - 1] + [int(sum(h[n - 1:]))]
+
+
+def read_pst(path: Path, vocab: Any) -> tuple[list[Any], int]:
+    """The levels of a released PST, read from its ``pst.json`` (``PSTRelease.save``).
+
+    Parameters
+    ----------
+    path : Path
+    vocab : Vocabulary
+        The original's vocabulary; ``pst.json``'s ``symbols`` must be its
+        labels followed by ``&``.
+
+    Returns
+    -------
+    levels : list of PSTLevel
+        One per depth, with the noisy histograms (contexts oldest symbol
+        first, ``$`` is ``vocab.size + 1``).
+    l_top : int
+
+    Raises
+    ------
+    InputError
+        Not JSON, other symbols, a bad ``l_top``, or a node whose context,
+        depth or histogram is malformed (naming the node); depths that are
+        not ``0 .. H`` with one root; a context given twice.
+    """
+    from ..mechanisms.privtree.pst import PSTLevel
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: cannot read ({exc})") from None
+    labels = list(vocab.labels)
+    if not isinstance(doc, dict) or doc.get("symbols") != labels + ["&"]:
+        raise InputError(f"{path}: symbols are not the original's {len(labels)} items followed "
+                         "by '&'; was it made from another dataset?")
+    l_top = doc.get("l_top")
+    if not isinstance(l_top, int) or isinstance(l_top, bool) or l_top < 1:
+        raise InputError(f"{path}: l_top must be a positive integer, got {l_top!r}")
+    nodes = doc.get("nodes")
+    if not isinstance(nodes, list):
+        raise InputError(f"{path}: no list of nodes")
+    start, ids = doc.get("start_marker", "$"), {x: i for i, x in enumerate(labels)}
+    beta = len(labels) + 1
+    by_depth: dict[int, tuple[list, list, list]] = {}
+    for no, node in enumerate(nodes):
+        try:
+            ctx, hist = node["context"], node["hist"]
+            row = [len(labels) + 1 if j == 0 and c == start else ids[c]
+                   for j, c in enumerate(ctx)]
+            if node.get("depth", len(row)) != len(row):
+                raise ValueError("depth is not the context's length")
+            if (len(hist) != beta or not all(isinstance(v, int) and not isinstance(v, bool)
+                                             and v >= 0 for v in hist)):
+                raise ValueError(f"hist must be {beta} counts >= 0")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"{path}: node {no}: malformed ({type(exc).__name__}: {exc})"
+                             ) from None
+        level = by_depth.setdefault(len(row), ([], [], []))
+        level[0].append(row)
+        level[1].append(hist)
+        level[2].append(bool(node.get("leaf", True)))
+    if sorted(by_depth) != list(range(len(by_depth))) or len(by_depth.get(0, ([],))[0]) != 1:
+        raise InputError(f"{path}: the nodes must fill depths 0 .. H with one root")
+    levels = []
+    for depth in range(len(by_depth)):
+        rows, hists, leaf = by_depth[depth]
+        ctx = np.asarray(rows, dtype=np.int32).reshape(len(rows), depth)
+        if np.unique(ctx, axis=0).shape[0] != len(rows):
+            raise InputError(f"{path}: a context of depth {depth} is given twice")
+        n = len(rows)
+        levels.append(PSTLevel(ctx, np.zeros(n, dtype=np.int64), np.asarray(leaf, dtype=bool),
+                               np.full(n, -1, dtype=np.int64),
+                               np.asarray(hists, dtype=np.int64).reshape(n, beta)))
+    return levels, l_top
+
+
+def _model_estimates(model: Any, queries: Sequence[tuple[int, ...]]) -> np.ndarray:
+    """Eq. 12 estimates of item strings, one batch per string length."""
+    est = np.zeros(len(queries), dtype=np.float64)
+    lengths = np.array([len(q) for q in queries], dtype=np.int64)
+    for n in np.unique(lengths).tolist():
+        idx = np.flatnonzero(lengths == n)
+        est[idx] = model.estimate(np.array([queries[i] for i in idx], dtype=np.int32))
+    return est
+
+
+def _pst(ctx: _Context, path: Path, k_values: Sequence[int], min_length: int,
+         sizes: Sequence[int], n_queries: int, seed: int) -> dict:
+    from ..mechanisms.privtree.sampling import Model
+
+    db = ctx.db
+    levels, l_top = read_pst(path, db.vocab)
+    model = Model(levels, db.vocab.size, ctx.backend)
+    kmax = max(k_values)
+    tp, tc = T.top_k_strings(db, kmax, min_length=min_length, backend=ctx.backend)
+    mp, mc = model.top_k(kmax, min_length=min_length, max_length=l_top)
+    ml = _labels(db, mp)
+    rows = _top_k_rows(_labels(db, tp), tc, ml, mc, k_values, "precision")
+    qs, true = ctx.count_workload(sizes, n_queries, seed)
+    n_est = model.sequence_count()
+    return {"l_top": l_top, "nodes": int(sum(lvl.hist.shape[0] for lvl in levels)),
+            "depth": len(levels) - 1,
+            "sequences": {"estimated": n_est, "original": len(db),
+                          "relative_error": abs(n_est - len(db)) / max(len(db), 1)},
+            "top_k": {"min_length": min_length, "frequency": "occurrences",
+                      "estimates": "Eq. 12 of the released histograms", "by_k": rows,
+                      "top": [[" ".join(p), float(c)] for p, c in zip(ml[:10], mc[:10].tolist())]},
+            "count_queries": _count_errors(ctx, _model_estimates(model, qs), true, sizes,
+                                           n_queries, seed)}
 
 
 def _ngrams(ctx: _Context, path: Path) -> dict:
@@ -639,8 +793,9 @@ def evaluate_spatial_release(points_path: Any, release_dir: Any, *,
         Seed of the random query boxes (evaluation only).
     n_queries : int
         Boxes per query set (small, medium, large; the paper uses 10,000).
-    workload : dict of str to (Q, 4) array, optional
-        Query boxes ``(x0, y0, x1, y1)`` per set, instead of the random ones.
+    workload : dict of str to (Q, 2 d) array, optional
+        Query boxes ``(lo_1, .., lo_d, hi_1, .., hi_d)`` per set (in 2-D
+        ``(x0, y0, x1, y1)``), instead of the random ones.
     original_name : str, optional
         How to name the original in messages (default its path).
 
@@ -653,8 +808,8 @@ def evaluate_spatial_release(points_path: Any, release_dir: Any, *,
     ------
     InputError
         Not a spatial release, a report without columns or bounds, a bad
-        ``leaves.csv``, an original that is not a points file with the
-        columns, or a release that is not 2-D.
+        ``leaves.csv``, or an original that is not a points file with the
+        columns.
     InvalidParameter
         Bad ``columns``, ``format``, ``tasks``, ``seed`` or ``n_queries``.
     """
@@ -666,9 +821,6 @@ def evaluate_spatial_release(points_path: Any, release_dir: Any, *,
     if "leaves" not in files:
         raise InputError(f"{rdir}: not a spatial release (no {LEAVES})")
     names, bounds = spatial_layout(report, rdir)
-    if len(names) != 2:
-        raise InputError(f"{rdir}: range-query evaluation needs a 2-D release; this one has "
-                         f"{len(names)} dimensions ({', '.join(names)})")
     chosen = choose_tasks(tasks, ["range-queries"], rdir)
     n_queries = check_positive_int(n_queries, "n_queries")
     seed = check_positive_int(seed, "seed", minimum=0)
@@ -786,15 +938,14 @@ def read_leaves(path: Path, columns: Sequence[str]) -> tuple[np.ndarray, np.ndar
 
 
 def range_workload(bounds: Any, n_queries: int, seed: int) -> dict[str, np.ndarray]:
-    """PrivTree's small / medium / large range-query sets over a 2-D domain ``(2, 2)``.
+    """PrivTree's small / medium / large range-query sets over a domain ``(d, 2)``, any ``d``.
 
     One generator seeded with ``seed`` draws the sets in turn
-    (:func:`dpgpu.eval.metrics.random_range_queries`).
+    (:func:`dpgpu.eval.metrics.random_range_queries`); each set is a
+    ``(n_queries, 2 d)`` array of boxes ``(lo_1, .., lo_d, hi_1, .., hi_d)``.
     """
-    b = np.asarray(bounds, dtype=np.float64)
     rng = np.random.default_rng(seed)
-    domain = (b[0, 0], b[1, 0], b[0, 1], b[1, 1])
-    return {name: M.random_range_queries(domain, n_queries, name, seed=rng)
+    return {name: M.random_range_queries(bounds, n_queries, name, seed=rng)
             for name in M.RANGE_SETS}
 
 
@@ -802,18 +953,24 @@ def _range_queries(points: np.ndarray, bounds: np.ndarray,
                    leaves: tuple[np.ndarray, np.ndarray, np.ndarray],
                    workload: dict[str, Any]) -> dict:
     lo, hi, counts = leaves
+    d = bounds.shape[0]
     inside = np.clip(points, bounds[:, 0], bounds[:, 1])
     boxes = np.column_stack([lo, hi])
     by_set = {}
     for name, queries in workload.items():
-        q = np.asarray(queries, dtype=np.float64).reshape(-1, 4)
+        q = np.asarray(queries, dtype=np.float64)
+        if q.size % (2 * d):
+            raise InvalidParameter(f"workload: the boxes of {name!r} need 2 d = {2 * d} "
+                                   "numbers each (lo..., hi...)")
+        q = q.reshape(-1, 2 * d)
         true = T.range_counts(inside, q)
         est = M.histogram_range_estimates(boxes, counts, q)
         err = M.range_relative_errors(est, true, points.shape[0])
-        area = M.RANGE_SETS.get(name)
-        by_set[name] = {**M.summarize(err), "area_fraction": list(area) if area else None,
+        vol = M.RANGE_SETS.get(name)
+        by_set[name] = {**M.summarize(err), "volume_fraction": list(vol) if vol else None,
                         "nonzero_true": int(np.count_nonzero(true))}
     return {"sanity_bound": M.sanity_bound(points.shape[0]), "points": int(points.shape[0]),
+            "dimensions": d,
             "outside_domain": int(np.count_nonzero((inside != points).any(axis=1))),
             "domain": bounds.tolist(), "leaves": int(counts.size),
             "released_total": float(counts.sum()), "by_set": by_set}
@@ -878,6 +1035,23 @@ def format_table(result: dict) -> str:
         lines += ["", f"length distribution: total variation distance "
                   f"{t['total_variation_distance']:.4f} (mean length original "
                   f"{t['original']['mean']:.2f}, synthetic {t['synthetic']['mean']:.2f})"]
+    if "pst" in tasks:
+        t = tasks["pst"]
+        n = t["sequences"]
+        lines += ["", f"PST model ({t['nodes']} nodes, depth {t['depth']}, l_top {t['l_top']}; "
+                  f"noisy sequence count {n['estimated']} for {n['original']}, relative error "
+                  f"{n['relative_error']:.4f})",
+                  f"  top-K frequent strings by the model's Eq. 12 estimates (length >= "
+                  f"{t['top_k']['min_length']})",
+                  f"  {'K':>5}  {'precision':>9}  {'utility loss':>12}"]
+        for k, r in t["top_k"]["by_k"].items():
+            lines.append(f"  {k:>5}  {r['precision']:9.3f}  {r['utility_loss']:12.4f}")
+        c = t["count_queries"]
+        lines += [f"  count queries answered by Eq. 12 ({c['n_queries']} random queries per max "
+                  f"size, sanity bound {c['sanity_bound']:g})",
+                  f"  {'max size':>8}  {'mean RE':>9}  {'median RE':>9}  {'true > 0':>8}"]
+        for m, r in c["by_max_size"].items():
+            lines.append(f"  {m:>8}  {r['mean']:9.4f}  {r['median']:9.4f}  {r['nonzero_true']:8d}")
     if "ngrams" in tasks:
         t = tasks["ngrams"]
         lines += ["", f"released n-gram counts ({t['released_grams']} grams, sanity bound "
@@ -915,14 +1089,14 @@ def format_table(result: dict) -> str:
                      + "  ".join(f"{t['coverage'][K]:8.3f}" for K in ks))
     if "range-queries" in tasks:
         t = tasks["range-queries"]
-        lines += ["", f"range-count queries on the {t['leaves']} leaves (sanity bound "
-                  f"{t['sanity_bound']:g}; {t['outside_domain']} of {t['points']} points "
-                  "outside the domain, clipped)",
-                  f"  {'set':>8}  {'area fraction':>15}  {'queries':>7}  {'mean RE':>9}  "
+        lines += ["", f"range-count queries on the {t['leaves']} leaves ({len(t['domain'])}-D; "
+                  f"sanity bound {t['sanity_bound']:g}; {t['outside_domain']} of {t['points']} "
+                  "points outside the domain, clipped)",
+                  f"  {'set':>8}  {'volume fraction':>15}  {'queries':>7}  {'mean RE':>9}  "
                   f"{'median RE':>9}  {'true > 0':>8}"]
         for name, r in t["by_set"].items():
-            area = "[{:g}, {:g})".format(*r["area_fraction"]) if r["area_fraction"] else "-"
-            lines.append(f"  {name:>8}  {area:>15}  {r['n']:7d}  {r['mean']:9.4f}  "
+            vol = "[{:g}, {:g})".format(*r["volume_fraction"]) if r["volume_fraction"] else "-"
+            lines.append(f"  {name:>8}  {vol:>15}  {r['n']:7d}  {r['mean']:9.4f}  "
                          f"{r['median']:9.4f}  {r['nonzero_true']:8d}")
     lines += ["", f"({WARNING})"]
     return "\n".join(lines)
@@ -959,6 +1133,8 @@ def plot_evaluation(result: dict, path: Any) -> Path:
         panels.append(("top-k", _plot_topk))
     if "lengths" in tasks:
         panels.append(("lengths", _plot_lengths))
+    if "pst" in tasks:
+        panels.append(("pst", _plot_pst))
     if "ngrams" in tasks:
         panels.append(("ngrams", _plot_ngrams))
     if "frequent" in tasks:
@@ -1016,6 +1192,19 @@ def _plot_lengths(ax, t):
     ax.set_ylabel("share of sequences")
     ax.set_title(f"lengths (TVD {t['total_variation_distance']:.3f})")
     ax.legend(fontsize=7)
+
+
+def _plot_pst(ax, t):
+    rows = t["top_k"]["by_k"]
+    ks = [int(k) for k in rows]
+    ax.plot(ks, [r["precision"] for r in rows.values()], "o-", label="top-K precision")
+    ax.plot(ks, [r["utility_loss"] for r in rows.values()], "s--", label="utility loss")
+    ax.set_xlabel("K")
+    ax.set_ylim(0, 1.05)
+    ax.legend(fontsize=7)
+    sizes = t["count_queries"]["by_max_size"]
+    ax.set_title("PST model: top-K strings; count-query mean RE "
+                 + "/".join(f"{r['mean']:.2f}" for r in sizes.values()), fontsize=8)
 
 
 def _plot_ngrams(ax, t):

@@ -24,13 +24,14 @@ function's docstring.  Summary of definitions:
 * **K-anonymity coverage** (DPNE Section 3.1.2, Figure 4): the fraction of
   the k-grams held by at least ``K`` users that the release contains.
 * **range-count query sets** (PrivTree Section 6.1): boxes covering
-  ``[0.01 %, 0.1 %)``, ``[0.1 %, 1 %)``, ``[1 %, 10 %)`` of the domain.
+  ``[0.01 %, 0.1 %)``, ``[0.1 %, 1 %)``, ``[1 %, 10 %)`` of the domain's
+  volume, in any dimension ``d >= 1``.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
@@ -41,7 +42,7 @@ from ..validation import check_positive_int, check_positive_real
 SANITY_FRACTION = 0.001
 #: Maximal query sizes of the N-gram paper's five query subsets.
 QUERY_SIZES = (4, 8, 12, 16, 20)
-#: Area fractions of PrivTree's small / medium / large range-query sets.
+#: Volume fractions (area in 2-D) of PrivTree's small / medium / large range-query sets.
 RANGE_SETS = {"small": (1e-4, 1e-3), "medium": (1e-3, 1e-2), "large": (1e-2, 1e-1)}
 
 
@@ -297,32 +298,66 @@ def spurious_fraction(released: Iterable[Any], present: Iterable[Any] | Mapping)
 
 
 # --------------------------------------------------------------- spatial data
-def random_range_queries(domain: Sequence[float], n_queries: int = 10_000,
-                         size: str | tuple[float, float] = "small", *, seed: Any = 0,
-                         max_aspect: float = 4.0) -> np.ndarray:
-    """Random range-count query boxes in the style of PrivTree Section 6.1.
-
-    Each box covers a fraction ``a`` of the domain's area, ``a`` drawn
-    log-uniformly from ``[lo, hi)`` (small ``[0.01 %, 0.1 %)``, medium
-    ``[0.1 %, 1 %)``, large ``[1 %, 10 %)``).  The paper does not say how
-    shapes are drawn; here the aspect ratio ``r`` (width over height, in
-    domain-relative units) is log-uniform on ``[1/max_aspect, max_aspect]``,
-    the box's relative sides are ``sqrt(a r)`` and ``sqrt(a / r)`` (clipped
-    to 1), and its position is uniform among those that keep it inside the
-    domain.
+def domain_bounds(domain: Any) -> np.ndarray:
+    """A box domain as a ``(d, 2)`` array of ``[lo, hi]`` rows.
 
     Parameters
     ----------
-    domain : (x0, y0, x1, y1)
+    domain : array of float
+        Either ``(d, 2)`` rows ``[lo_j, hi_j]`` (the layout of
+        ``report.json``'s ``domain.bounds``) or a flat ``(lo_1, .., lo_d,
+        hi_1, .., hi_d)`` (in 2-D ``(x0, y0, x1, y1)``, like a query box).
+
+    Raises
+    ------
+    InvalidParameter
+        Not finite, or ``lo >= hi`` in some dimension.
+    """
+    b = np.asarray(domain, dtype=np.float64)
+    if b.ndim == 1 and b.size >= 2 and b.size % 2 == 0:
+        b = b.reshape(2, -1).T
+    if b.ndim != 2 or b.shape[1] != 2 or b.shape[0] == 0:
+        raise InvalidParameter("domain: need (d, 2) rows [lo, hi] or a flat (lo..., hi...)")
+    if not (np.all(np.isfinite(b)) and np.all(b[:, 1] > b[:, 0])):
+        raise InvalidParameter("domain: need finite lo < hi in every dimension")
+    return b
+
+
+def random_range_queries(domain: Any, n_queries: int = 10_000,
+                         size: str | tuple[float, float] = "small", *, seed: Any = 0,
+                         max_aspect: float = 4.0) -> np.ndarray:
+    """Random range-count query boxes of PrivTree Section 6.1, in ``d >= 1`` dimensions.
+
+    "Each query in the small, medium, and large set has a region that cover
+    [0.01 %, 0.1 %), [0.1 %, 1 %), and [1 %, 10 %) of the data domain": each
+    box covers a fraction ``a`` of the domain's *volume*, ``a`` drawn
+    log-uniformly from ``[lo, hi)``.  The paper does not say how shapes are
+    drawn; here, in domain-relative units, the logarithms of the sides are
+    ``ln(a) / d + e`` with ``e`` uniform over the shapes whose sides differ
+    by at most a factor ``max_aspect`` (``sum(e) = 0``, ``max(e) - min(e) <=
+    ln(max_aspect)``; drawn by rejection).  In 2-D this is the aspect ratio
+    ``r`` log-uniform on ``[1/max_aspect, max_aspect]`` and sides
+    ``sqrt(a r)``, ``sqrt(a / r)``; in 1-D an interval of length ``a``.  A
+    side longer than the domain is cut to it and the others are scaled up
+    to keep the volume ``a``.  The position is uniform among those that
+    keep the box inside the domain.
+
+    Parameters
+    ----------
+    domain : array of float
+        ``(d, 2)`` rows ``[lo, hi]``, or a flat ``(lo_1, .., lo_d, hi_1, .., hi_d)``
+        (:func:`domain_bounds`).
     n_queries : int
     size : {"small", "medium", "large"} or (lo, hi)
+        A set of :data:`RANGE_SETS`, or a volume fraction range ``0 < lo < hi <= 1``.
     seed : int or numpy.random.Generator
     max_aspect : float
+        Largest ratio of two sides (domain-relative); 1 gives cubes.
 
     Returns
     -------
-    numpy.ndarray of float64, shape (n_queries, 4)
-        Rows ``(x0, y0, x1, y1)``.
+    numpy.ndarray of float64, shape (n_queries, 2 d)
+        Rows ``(lo_1, .., lo_d, hi_1, .., hi_d)``; in 2-D ``(x0, y0, x1, y1)``.
     """
     n_queries = check_positive_int(n_queries, "n_queries")
     if isinstance(size, str):
@@ -333,49 +368,82 @@ def random_range_queries(domain: Sequence[float], n_queries: int = 10_000,
         lo, hi = (check_positive_real(v, "size") for v in size)
         if not lo < hi <= 1:
             raise InvalidParameter("size: need 0 < lo < hi <= 1")
-    max_aspect = check_positive_real(max_aspect, "max_aspect")
-    x0, y0, x1, y1 = (float(v) for v in domain)
-    if not (math.isfinite(x0 + y0 + x1 + y1) and x1 > x0 and y1 > y0):
-        raise InvalidParameter("domain: need finite x0 < x1 and y0 < y1")
+    spread = math.log(max(check_positive_real(max_aspect, "max_aspect"), 1.0))
+    b = domain_bounds(domain)
+    d = b.shape[0]
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     a = np.exp(rng.uniform(math.log(lo), math.log(hi), n_queries))
-    r = np.exp(rng.uniform(-math.log(max(max_aspect, 1.0)), math.log(max(max_aspect, 1.0)),
-                           n_queries))
-    w = np.minimum(np.sqrt(a * r), 1.0)
-    h = np.minimum(a / w, 1.0)
-    w = a / h
-    fx = rng.uniform(0.0, 1.0, n_queries) * (1.0 - w)
-    fy = rng.uniform(0.0, 1.0, n_queries) * (1.0 - h)
-    dx, dy = x1 - x0, y1 - y0
-    return np.column_stack([x0 + fx * dx, y0 + fy * dy, x0 + (fx + w) * dx, y0 + (fy + h) * dy])
+    # t_j = e_j - e_d, uniform on [-spread, spread]^(d-1), kept where the sides' spread fits
+    t = np.zeros((n_queries, d))
+    todo = np.arange(n_queries)
+    while todo.size:
+        draw = np.zeros((todo.size, d))
+        draw[:, :-1] = rng.uniform(-spread, spread, (todo.size, d - 1))
+        ok = draw.max(axis=1) - draw.min(axis=1) <= spread
+        t[todo[ok]] = draw[ok]
+        todo = todo[~ok]
+    side = np.exp(np.log(a)[:, None] / d + t - t.mean(axis=1, keepdims=True))
+    for _ in range(d):  # cut sides longer than the domain; the free ones keep the volume a
+        over = side > 1.0
+        if not over.any():
+            break
+        side[over] = 1.0
+        free = side < 1.0
+        scale = (a / side.prod(axis=1)) ** (1.0 / np.maximum(free.sum(axis=1), 1))
+        side = np.where(free, side * scale[:, None], side)
+    side = np.minimum(side, 1.0)
+    start = np.column_stack([rng.uniform(0.0, 1.0, n_queries) for _ in range(d)]) * (1.0 - side)
+    width = b[:, 1] - b[:, 0]
+    return np.hstack([b[:, 0] + start * width, b[:, 0] + (start + side) * width])
+
+
+def _boxes(boxes: Any, d: int | None, name: str) -> np.ndarray:
+    """Boxes as a ``(n, 2 d)`` float64 array (``d`` from the shape when not given)."""
+    arr = np.asarray(boxes, dtype=np.float64)
+    if d is None:
+        if arr.ndim != 2 or arr.shape[1] == 0 or arr.shape[1] % 2:
+            raise InvalidParameter(f"{name}: need a (n, 2 d) array of rows (lo..., hi...)")
+        return arr
+    if arr.size % (2 * d):
+        raise InvalidParameter(f"{name}: rows of 2 d = {2 * d} numbers are needed")
+    return arr.reshape(-1, 2 * d)
 
 
 def histogram_range_estimates(leaf_boxes: Any, leaf_counts: Any, query_boxes: Any) -> np.ndarray:
     """Answers of range-count queries from a spatial histogram (uniformity assumption).
 
-    Each leaf ``(x0, y0, x1, y1)`` with (noisy) count ``c`` contributes
-    ``c * area(leaf & query) / area(leaf)``, the standard way a private
-    decomposition answers a range query.
+    Each leaf with (noisy) count ``c`` contributes ``c * vol(leaf & query) /
+    vol(leaf)``, the standard way a private decomposition answers a range
+    query (PrivTree Section 2).
+
+    Parameters
+    ----------
+    leaf_boxes : array of float, shape (L, 2 d)
+        Rows ``(lo_1, .., lo_d, hi_1, .., hi_d)``.
+    leaf_counts : array of float, shape (L,)
+    query_boxes : array of float, shape (Q, 2 d)
 
     Returns
     -------
     numpy.ndarray of float64, shape (Q,)
     """
-    L = np.asarray(leaf_boxes, dtype=np.float64).reshape(-1, 4)
+    L = _boxes(leaf_boxes, None, "leaf_boxes")
+    d = L.shape[1] // 2
+    Q = _boxes(query_boxes, d, "query_boxes")
     c = np.asarray(leaf_counts, dtype=np.float64).ravel()
-    Q = np.asarray(query_boxes, dtype=np.float64).reshape(-1, 4)
     if c.size != L.shape[0]:
         raise InvalidParameter("leaf_counts: one count per leaf box is needed")
-    area = np.maximum((L[:, 2] - L[:, 0]) * (L[:, 3] - L[:, 1]), 1e-300)
+    width = np.maximum(L[:, d:] - L[:, :d], 1e-300)
     out = np.zeros(Q.shape[0], dtype=np.float64)
     step = max(1, 2 ** 22 // max(L.shape[0], 1))
     for s in range(0, Q.shape[0], step):
         q = Q[s:s + step]
-        wx = np.clip(np.minimum(q[:, None, 2], L[None, :, 2])
-                     - np.maximum(q[:, None, 0], L[None, :, 0]), 0, None)
-        wy = np.clip(np.minimum(q[:, None, 3], L[None, :, 3])
-                     - np.maximum(q[:, None, 1], L[None, :, 1]), 0, None)
-        out[s:s + step] = (wx * wy / area[None, :]) @ c
+        frac = np.ones((q.shape[0], L.shape[0]))
+        for j in range(d):
+            overlap = (np.minimum(q[:, None, d + j], L[None, :, d + j])
+                       - np.maximum(q[:, None, j], L[None, :, j]))
+            frac *= np.clip(overlap, 0, None) / width[None, :, j]
+        out[s:s + step] = frac @ c
     return out
 
 

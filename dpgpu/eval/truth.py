@@ -645,18 +645,19 @@ def gram_user_counts(db: Any, n: int, *, by: str = "user"
 
 
 # --------------------------------------------------------------- spatial data
-_RANGE_KERNEL: list[Any] = []
+_RANGE_KERNELS: dict[str, Any] = {}
 
 
 def range_counts(points: Any, boxes: Any) -> np.ndarray:
-    """Exact number of points in each axis-aligned box ``[x0, x1) x [y0, y1)``.
+    """Exact number of points in each axis-aligned box ``[lo_1, hi_1) x .. x [lo_d, hi_d)``.
 
     Parameters
     ----------
-    points : array of float, shape (n, 2)
-    boxes : array of float, shape (Q, 4)
-        Rows ``(x0, y0, x1, y1)``; half-open on the upper sides (a box with
-        ``x1 <= x0`` or ``y1 <= y0`` is empty).
+    points : array of float, shape (n, d)
+        ``d >= 1`` coordinates per point (a 1-D array is ``n`` points of ``d = 1``).
+    boxes : array of float, shape (Q, 2 d)
+        Rows ``(lo_1, .., lo_d, hi_1, .., hi_d)``; in 2-D ``(x0, y0, x1, y1)``.
+        Half-open on the upper sides; a box with ``hi_j <= lo_j`` is empty.
 
     Returns
     -------
@@ -664,40 +665,69 @@ def range_counts(points: Any, boxes: Any) -> np.ndarray:
 
     Notes
     -----
-    Offline dominance counting: ``F(X, Y) = #{x < X, y < Y}`` at the four
-    corners of every box, by one sweep over the points sorted by ``x`` with a
-    Fenwick tree over ``y`` ranks (Numba); ``O((n + Q) log n)``.
+    * ``d = 1``: two binary searches per interval in the sorted coordinates.
+    * ``d = 2``: offline dominance counting: ``F(X, Y) = #{x < X, y < Y}`` at
+      the four corners of every box, by one sweep over the points sorted by
+      ``x`` with a Fenwick tree over ``y`` ranks (Numba); ``O((n + Q) log n)``.
+    * ``d >= 3``: binary searches give, in every dimension, the slab of
+      points whose coordinate lies in the box's side; each box scans the
+      smallest of its ``d`` slabs and tests the other coordinates (Numba);
+      ``O(d Q log n + sum of the smallest slabs)``.
     """
-    pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)
-    bx = np.asarray(boxes, dtype=np.float64).reshape(-1, 4).copy()
-    bx[:, 2] = np.maximum(bx[:, 2], bx[:, 0])  # an inverted box is empty
-    bx[:, 3] = np.maximum(bx[:, 3], bx[:, 1])
-    if bx.shape[0] == 0:
-        return np.zeros(0, dtype=np.int64)
-    if pts.shape[0] == 0:
+    pts = np.asarray(points, dtype=np.float64)
+    pts = pts.reshape(-1, 1) if pts.ndim == 1 else pts
+    if pts.ndim != 2 or pts.shape[1] == 0:
+        raise InvalidParameter("points: need an (n, d) array of coordinates")
+    d = pts.shape[1]
+    bx = np.asarray(boxes, dtype=np.float64)
+    if bx.size % (2 * d):
+        raise InvalidParameter(f"boxes: rows of 2 d = {2 * d} numbers are needed for "
+                               f"{d}-D points")
+    bx = bx.reshape(-1, 2 * d)
+    lo, hi = bx[:, :d], np.maximum(bx[:, d:], bx[:, :d])  # an inverted box is empty
+    if bx.shape[0] == 0 or pts.shape[0] == 0:
         return np.zeros(bx.shape[0], dtype=np.int64)
+    if d == 2:
+        return _range_counts_2d(pts, lo, hi)
+    order = np.argsort(pts, axis=0, kind="stable")                 # (n, d)
+    srt = np.take_along_axis(pts, order, axis=0)
+    start = np.column_stack([np.searchsorted(srt[:, j], lo[:, j], side="left")
+                             for j in range(d)])
+    stop = np.column_stack([np.searchsorted(srt[:, j], hi[:, j], side="left")
+                            for j in range(d)])
+    if d == 1:
+        return (stop[:, 0] - start[:, 0]).astype(np.int64)
+    best = np.argmin(stop - start, axis=1)
+    rows = np.arange(bx.shape[0])
+    return _range_kernel("slab")(np.ascontiguousarray(pts), np.ascontiguousarray(order.T),
+                                 best, start[rows, best], stop[rows, best],
+                                 np.ascontiguousarray(lo), np.ascontiguousarray(hi))
+
+
+def _range_counts_2d(pts: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """2-D range counts by a Fenwick sweep (see :func:`range_counts`)."""
     ys = np.unique(pts[:, 1])
     prank = np.searchsorted(ys, pts[:, 1]).astype(np.int64)  # 0-based rank
     porder = np.argsort(pts[:, 0], kind="stable")
     px = pts[porder, 0]
     prank = prank[porder]
-    cx = np.concatenate([bx[:, 0], bx[:, 2], bx[:, 0], bx[:, 2]])
-    cy = np.concatenate([bx[:, 1], bx[:, 1], bx[:, 3], bx[:, 3]])
+    cx = np.concatenate([lo[:, 0], hi[:, 0], lo[:, 0], hi[:, 0]])
+    cy = np.concatenate([lo[:, 1], lo[:, 1], hi[:, 1], hi[:, 1]])
     cyr = np.searchsorted(ys, cy, side="left").astype(np.int64)  # ranks < cyr have y < Y
     corder = np.argsort(cx, kind="stable")
     f = np.empty(cx.size, dtype=np.int64)
-    f[corder] = _range_kernel()(px, prank, cx[corder], cyr[corder], ys.size)
-    q = bx.shape[0]
+    f[corder] = _range_kernel("fenwick")(px, prank, cx[corder], cyr[corder], ys.size)
+    q = lo.shape[0]
     return f[3 * q:] - f[2 * q:3 * q] - f[q:2 * q] + f[:q]
 
 
-def _range_kernel():
-    if _RANGE_KERNEL:
-        return _RANGE_KERNEL[0]
+def _range_kernel(name: str):
+    if name in _RANGE_KERNELS:
+        return _RANGE_KERNELS[name]
     import numba  # noqa: PLC0415 - lazy on purpose
 
     @numba.njit(nogil=True, cache=True)
-    def kernel(px, prank, cx, cyr, n_ranks):
+    def fenwick(px, prank, cx, cyr, n_ranks):
         tree = np.zeros(n_ranks + 1, dtype=np.int64)
         out = np.empty(cx.size, dtype=np.int64)
         p = 0
@@ -716,6 +746,24 @@ def _range_kernel():
             out[i] = s
         return out
 
-    _RANGE_KERNEL.append(kernel)
-    return kernel
+    @numba.njit(nogil=True, cache=True)
+    def slab(pts, order, best, start, stop, lo, hi):
+        d = pts.shape[1]
+        out = np.zeros(best.size, dtype=np.int64)
+        for q in range(best.size):
+            dim = best[q]
+            c = 0
+            for r in range(start[q], stop[q]):
+                p = order[dim, r]
+                inside = True
+                for j in range(d):
+                    if j != dim and not (lo[q, j] <= pts[p, j] < hi[q, j]):
+                        inside = False
+                        break
+                if inside:
+                    c += 1
+            out[q] = c
+        return out
 
+    _RANGE_KERNELS.update(fenwick=fenwick, slab=slab)
+    return _RANGE_KERNELS[name]

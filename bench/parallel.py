@@ -1,0 +1,150 @@
+"""Run a benchmark's repetitions in parallel: a process pool on the CPU (``--jobs``).
+
+The reproduction scripts repeat releases with different keys; the
+repetitions are independent, so they run in worker processes::
+
+    ap = argparse.ArgumentParser()
+    add_jobs_argument(ap)
+    args = ap.parse_args()
+    jobs = use_jobs(args.jobs, backend_name)     # before any Numba work
+    rows = run_repetitions(lambda r: one_run(db, seed=1000 + r), range(reps), jobs)
+
+``run_repetitions`` returns the results in the order of its items, whatever
+order the workers finish in, so for the same seeds the results are the same
+as those of the serial loop (``--jobs 1``).  Workers are forked: they inherit
+the loaded data and the function (a closure is fine; only the item index
+goes to a worker and only the result comes back, pickled), so a result
+should be small (numbers, not releases).  Each worker runs Numba's parallel
+loops on ``cores / jobs`` threads, so the pool does not oversubscribe the
+cores.  Timings taken inside a repetition measure runs that share the CPU
+with ``jobs - 1`` others.
+
+On the GPU backend the repetitions stay serial (a CUDA context does not
+survive a fork; batching releases on the device is another matter).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, Callable, Iterable
+
+_WORK: tuple[Callable[[Any], Any], list] | None = None
+
+
+def default_jobs() -> int:
+    """The number of CPU cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def add_jobs_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--jobs N`` (default: the number of cores)."""
+    parser.add_argument("--jobs", type=_positive, default=default_jobs(),
+                        help="repetitions run at once in worker processes (default: the "
+                             f"number of cores, here {default_jobs()}; 1 runs them in turn)")
+
+
+def use_jobs(jobs: int, backend: str | None = None) -> int:
+    """The number of worker processes to use; call it before any Numba work.
+
+    With several workers, Numba's threading layer is set to a fork-safe one
+    (``forksafe``: TBB, else the work queue), since GNU OpenMP cannot be used
+    again in a forked child.  Returns 1 (serial) on the GPU backend, or when
+    the process already started OpenMP threads.
+    """
+    if jobs < 1:
+        raise ValueError(f"jobs: expected a positive integer, got {jobs!r}")
+    if jobs == 1:
+        return 1
+    if backend == "cupy":
+        print("parallel: the cupy backend runs the repetitions in turn", file=sys.stderr)
+        return 1
+    numba = sys.modules.get("numba")
+    if numba is None:
+        os.environ.setdefault("NUMBA_THREADING_LAYER", "forksafe")
+    elif _numba_layer() is None:
+        numba.config.THREADING_LAYER = "forksafe"
+    return 1 if _omp_started() else jobs
+
+
+def _numba_layer() -> str | None:
+    """The threading layer Numba launched in this process, None before any parallel code."""
+    numba = sys.modules.get("numba")
+    if numba is None:
+        return None
+    try:
+        return numba.threading_layer()
+    except ValueError:  # no layer launched yet
+        return None
+
+
+def _omp_started() -> bool:
+    """Whether Numba runs GNU OpenMP threads here (a forked child could not use them)."""
+    if _numba_layer() != "omp":
+        return False
+    print("parallel: Numba already runs OpenMP threads in this process; the repetitions run "
+          "in turn (call use_jobs before any Numba work)", file=sys.stderr)
+    return True
+
+
+def _init_worker(threads: int) -> None:
+    """Share the cores: each of the workers runs Numba's parallel loops on ``threads`` threads."""
+    numba = sys.modules.get("numba")
+    if numba is None:
+        os.environ["NUMBA_NUM_THREADS"] = str(threads)  # read when Numba is imported
+    else:
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+
+
+def _run_one(index: int) -> Any:
+    fn, items = _WORK
+    return fn(items[index])
+
+
+def run_repetitions(fn: Callable[[Any], Any], items: Iterable[Any], jobs: int) -> list:
+    """``[fn(x) for x in items]``, with up to ``jobs`` worker processes.
+
+    Parameters
+    ----------
+    fn : callable
+        One repetition; it may close over large data (the workers inherit it).
+    items : iterable
+        One item per repetition (e.g. its seed).
+    jobs : int
+        From :func:`use_jobs`; 1 runs the loop in this process.
+
+    Returns
+    -------
+    list
+        The results in the order of ``items``.  A repetition's exception is
+        raised here.
+    """
+    global _WORK
+    items = list(items)
+    jobs = max(1, min(int(jobs), len(items)))
+    if jobs == 1 or _omp_started():
+        return [fn(x) for x in items]
+    _WORK = (fn, items)
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
+                                 initializer=_init_worker,
+                                 initargs=(max(1, default_jobs() // jobs),)) as pool:
+            return list(pool.map(_run_one, range(len(items))))
+    finally:
+        _WORK = None
