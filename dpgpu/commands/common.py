@@ -4,13 +4,14 @@ and the options, progress display and summary of the mechanism commands."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -18,6 +19,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 from ..data.load import FORMATS, load
+from ..scale.partitions import ENGINES
 
 log = logging.getLogger("dpgpu")
 
@@ -172,6 +174,34 @@ def add_backend_argument(parser: argparse.ArgumentParser | argparse._ArgumentGro
     """Add ``--backend``."""
     parser.add_argument("--backend", choices=("auto", "numpy", "cupy"),
                         help="array backend (default: $DPGPU_BACKEND, else auto)")
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """Add ``--engine {local,dask}`` and ``--scheduler ADDRESS`` (read by :func:`engine_client`)."""
+    parser.add_argument("--engine", choices=ENGINES, default="local",
+                        help="count here, or over Dask partitions (same release for the same key)")
+    parser.add_argument("--scheduler", help="with --engine dask: scheduler address "
+                        "(default: a local cluster of two workers)")
+
+
+@contextlib.contextmanager
+def engine_client(args: argparse.Namespace) -> Iterator[Any]:
+    """The Dask client of ``--engine dask [--scheduler ADDRESS]`` (None for ``--engine local``).
+
+    A context manager: the client, and the local cluster it started when no
+    address was given, are closed at exit.  Dask's own INFO messages are
+    shown with ``-v`` only.
+    """
+    if args.engine != "dask":
+        yield None
+        return
+    from ..scale.dask import close, connect  # noqa: PLC0415 - optional dependency
+
+    client = connect(args.scheduler, quiet=not getattr(args, "verbose", 0))
+    try:
+        yield client
+    finally:
+        close(client)
 
 
 def load_from_args(args: argparse.Namespace, name: str = "data") -> Any:

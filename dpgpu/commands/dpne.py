@@ -10,8 +10,8 @@ import argparse
 from typing import Any
 
 from ..mechanisms.dpne import METHODS, POLICIES, RULES, SCHEDULES, DPNERelease, dpne
-from .common import (Progress, add_data_arguments, add_mechanism_command, load_from_args,
-                     run_mechanism)
+from .common import (Progress, add_data_arguments, add_engine_arguments, add_mechanism_command,
+                     engine_client, load_from_args, run_mechanism)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="DPSU policy of the baselines (default weighted)")
     p.add_argument("--alpha", type=float, default=5.0,
                    help="Policy Laplace cutoff Gamma = rho + alpha * lambda (default 5)")
+    add_engine_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -46,11 +47,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _release(args: argparse.Namespace, db: Any, progress: Progress) -> DPNERelease:
     """The k-grams of ``db`` released by DPNE or a DPSU baseline (no stages to report)."""
-    return dpne(db, args.epsilon, args.delta, max_n=args.max_n,
-                contribution=args.contribution, eta=args.eta, rule=args.rule,
-                schedule=args.schedule, decay=args.decay, seed=args.seed,
-                backend=args.backend, method=args.method, policy=args.policy,
-                alpha=args.alpha)
+    with engine_client(args) as client:
+        return dpne(db, args.epsilon, args.delta, max_n=args.max_n,
+                    contribution=args.contribution, eta=args.eta, rule=args.rule,
+                    schedule=args.schedule, decay=args.decay, seed=args.seed,
+                    backend=args.backend, method=args.method, policy=args.policy,
+                    alpha=args.alpha, engine=args.engine, client=client)
 
 
 def _describe(release: DPNERelease) -> str:

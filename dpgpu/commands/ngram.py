@@ -11,8 +11,8 @@ import argparse
 from typing import Any
 
 from ..mechanisms.ngram import VARIANTS, NGramRelease, ngram
-from .common import (Progress, add_data_arguments, add_mechanism_command, load_from_args,
-                     run_mechanism)
+from .common import (Progress, add_data_arguments, add_engine_arguments, add_mechanism_command,
+                     engine_client, load_from_args, run_mechanism)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,10 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="budget allocation / approximation variant (default adaptive; "
                         "'baseline' is NOT private)")
     p.add_argument("--no-synthetic", action="store_true", help="skip the synthetic database")
-    p.add_argument("--engine", choices=("local", "dask"), default="local",
-                   help="count here, or over Dask partitions (same release for the same key)")
-    p.add_argument("--scheduler", help="with --engine dask: scheduler address "
-                   "(default: a local cluster of two workers)")
+    add_engine_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -43,14 +40,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _release(args: argparse.Namespace, db: Any, progress: Progress) -> NGramRelease:
     """The N-gram release of ``db``, counted locally or over Dask."""
-    client = None
-    if args.engine == "dask":
-        from ..scale.dask import connect  # noqa: PLC0415 - optional dependency
-
-        client = connect(args.scheduler)
-    return ngram(db, args.epsilon, l_max=args.l_max, n_max=args.n_max, variant=args.variant,
-                 seed=args.seed, backend=args.backend, synthetic=not args.no_synthetic,
-                 engine=args.engine, client=client, progress=progress)
+    with engine_client(args) as client:
+        return ngram(db, args.epsilon, l_max=args.l_max, n_max=args.n_max,
+                     variant=args.variant, seed=args.seed, backend=args.backend,
+                     synthetic=not args.no_synthetic, engine=args.engine, client=client,
+                     progress=progress)
 
 
 def _describe(release: NGramRelease) -> str:

@@ -11,8 +11,8 @@ import argparse
 from typing import Any
 
 from ..mechanisms.pfs2 import PFS2Release, pfs2
-from .common import (Progress, add_data_arguments, add_mechanism_command, load_from_args,
-                     run_mechanism)
+from .common import (Progress, add_data_arguments, add_engine_arguments, add_mechanism_command,
+                     engine_client, load_from_args, run_mechanism)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,6 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="upper bound l_1 on the sample length constraint (default 20)")
     p.add_argument("--eta", type=float, default=0.85, help="length quantile (default 0.85)")
     p.add_argument("--zeta", type=float, default=0.3, help="relaxation parameter (default 0.3)")
+    add_engine_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -38,8 +39,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _release(args: argparse.Namespace, db: Any, progress: Progress) -> PFS2Release:
     """The frequent subsequences of ``db``."""
-    return pfs2(db, args.epsilon, args.threshold, l_upper=args.l_upper, eta=args.eta,
-                zeta=args.zeta, seed=args.seed, backend=args.backend, progress=progress)
+    with engine_client(args) as client:
+        return pfs2(db, args.epsilon, args.threshold, l_upper=args.l_upper, eta=args.eta,
+                    zeta=args.zeta, seed=args.seed, backend=args.backend, engine=args.engine,
+                    client=client, progress=progress)
 
 
 def _describe(release: PFS2Release) -> str:

@@ -12,8 +12,8 @@ import argparse
 from typing import Any
 
 from ..mechanisms.privtree import PSTRelease, pst
-from .common import (Progress, add_data_arguments, add_mechanism_command, load_from_args,
-                     run_mechanism)
+from .common import (Progress, add_data_arguments, add_engine_arguments, add_mechanism_command,
+                     engine_client, load_from_args, run_mechanism)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,6 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n-synthetic", type=int,
                    help="number of synthetic sequences (default: the model's noisy count)")
     p.add_argument("--no-synthetic", action="store_true", help="skip the synthetic database")
+    add_engine_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -40,9 +41,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _release(args: argparse.Namespace, db: Any, progress: Progress) -> PSTRelease:
     """The private prediction suffix tree of ``db``."""
-    return pst(db, args.epsilon, l_top=args.l_top, seed=args.seed, backend=args.backend,
-               synthetic=not args.no_synthetic, n_synthetic=args.n_synthetic,
-               max_length=args.max_length, progress=progress)
+    with engine_client(args) as client:
+        return pst(db, args.epsilon, l_top=args.l_top, seed=args.seed, backend=args.backend,
+                   synthetic=not args.no_synthetic, n_synthetic=args.n_synthetic,
+                   max_length=args.max_length, engine=args.engine, client=client,
+                   progress=progress)
 
 
 def _describe(release: PSTRelease) -> str:

@@ -1,1 +1,6 @@
-"""Running the counting reductions over several processes or machines."""
+"""Running the counting reductions over several processes or machines.
+
+:mod:`.partitions` is the interface every mechanism counts through
+(``engine="local"``: one partition, in this process); :mod:`.dask` is the
+Dask engine (``engine="dask"``), imported only when asked for.
+"""

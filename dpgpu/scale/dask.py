@@ -1,4 +1,4 @@
-"""Gram counting over Dask partitions (``engine="dask"``).
+"""Counting over Dask partitions (``engine="dask"``).
 
 A :class:`DaskGramEngine` splits the sequences into partitions, builds a
 :class:`~dpgpu.ops.grams.GramEngine` for each partition *on a worker* (the
@@ -8,6 +8,10 @@ Counting is a reduction, and every mechanism draws its noise once, on the
 client, keyed by the identity of what is noised: so for the same key a Dask
 run releases exactly what a local run releases.
 
+:class:`DaskPartitions` is the Dask engine of
+:mod:`dpgpu.scale.partitions`, which the other mechanisms (PFS², PST, DPNE)
+use for their counting reductions.
+
 Requires ``dask[distributed]`` (``pip install dpgpu[dist]``); imported only
 when asked for.
 """
@@ -15,29 +19,108 @@ when asked for.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..backend import to_numpy
 from ..errors import InvalidParameter
 from ..validation import check_positive_int
+from .partitions import Partitions, part_of, split_rows
 
 log = logging.getLogger("dpgpu")
 
+#: Arguments at least this large (bytes of an array, entries of a list) are
+#: scattered to the workers once per call instead of travelling with every task.
+SCATTER_BYTES, SCATTER_ITEMS = 1 << 20, 1 << 14
 
-def connect(scheduler: str | None = None, n_workers: int = 2) -> Any:
-    """A ``dask.distributed.Client``: to ``scheduler`` (an address), else a local cluster."""
+
+def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = False) -> Any:
+    """A ``dask.distributed.Client``: to ``scheduler`` (an address), else a local cluster.
+
+    Parameters
+    ----------
+    scheduler : str, optional
+        Address of a running scheduler (``tcp://host:8786``).
+    n_workers : int
+        Workers of the local cluster started when no address is given.
+    quiet : bool
+        Show Dask's messages from WARNING up only (its default is INFO).
+
+    Returns
+    -------
+    dask.distributed.Client
+
+    Raises
+    ------
+    InvalidParameter
+        When ``dask[distributed]`` is not installed.
+    """
     try:
         from dask.distributed import Client, LocalCluster  # noqa: PLC0415
     except ImportError:
         raise InvalidParameter("engine: 'dask' needs dask[distributed] "
                                "(pip install dpgpu[dist])") from None
+    if quiet:  # after the import, which sets the levels from Dask's configuration
+        logging.getLogger("distributed").setLevel(logging.WARNING)
     if scheduler:
         return Client(scheduler)
     n_workers = check_positive_int(n_workers, "n_workers")
     return Client(LocalCluster(n_workers=n_workers, threads_per_worker=1,
                                dashboard_address=None))
+
+
+def close(client: Any) -> None:
+    """Close a client of :func:`connect`, and the local cluster it started (if any)."""
+    cluster = getattr(client, "cluster", None)
+    client.close()
+    if cluster is not None:
+        cluster.close()
+
+
+class DaskPartitions(Partitions):
+    """:class:`~dpgpu.scale.partitions.Partitions` held on Dask workers.
+
+    The states are futures; calls are tasks on the workers that hold them,
+    and only :meth:`gather` and :meth:`sum` bring results to the client.
+
+    Parameters
+    ----------
+    client : dask.distributed.Client
+    states : list of distributed.Future
+    rows : list of numpy.ndarray of int64
+    """
+
+    def __init__(self, client: Any, states: list[Any], rows: list[np.ndarray]):
+        super().__init__(states, rows)
+        self.client = client
+
+    @classmethod
+    def split(cls, db: Any, client: Any = None, *, by_user: bool = False,
+              partitions: int | None = None) -> "DaskPartitions":
+        """Scatter the parts of ``db`` to the workers (see :func:`~.partitions.partition`)."""
+        client = client if client is not None else connect()
+        n_workers = len(client.scheduler_info()["workers"])
+        n_parts = check_positive_int(partitions or 2 * max(1, n_workers), "partitions")
+        rows = split_rows(db, n_parts, by_user=by_user)
+        futures = client.scatter([part_of(db, r, by_user=by_user) for r in rows], hash=False)
+        log.info("dask engine: %d partitions on %d workers", len(futures), n_workers)
+        return cls(client, futures, rows)
+
+    def _apply(self, fn: Callable[..., Any], args: tuple, per_row: Sequence[np.ndarray]
+               ) -> list[Any]:
+        shared = [self._share(a) for a in args]
+        return [self.client.submit(fn, state, *shared, *self._row_args(per_row, i), pure=False)
+                for i, state in enumerate(self.states)]
+
+    def _results(self, outputs: list[Any]) -> list[Any]:
+        return self.client.gather(outputs)
+
+    def _share(self, arg: Any) -> Any:
+        """``arg``, or a future of it on every worker when it is large."""
+        big = (isinstance(arg, np.ndarray) and arg.nbytes >= SCATTER_BYTES) or \
+            (isinstance(arg, (list, tuple)) and len(arg) >= SCATTER_ITEMS)
+        return self.client.scatter(arg, broadcast=True, hash=False) if big else arg
 
 
 class DaskGramEngine:
@@ -61,28 +144,18 @@ class DaskGramEngine:
                  partitions: int | None = None):
         self.vocab = db.vocab
         self.n_symbols = db.vocab.size + 2
-        self.client = client
-        n_parts = partitions or 2 * max(1, len(client.scheduler_info()["workers"]))
-        n_parts = check_positive_int(n_parts, "partitions")
-        bounds = np.linspace(0, len(db), n_parts + 1).astype(np.int64)
         name = backend if isinstance(backend, str) or backend is None else backend.name
-        parts = [db.select(np.arange(lo, hi)) for lo, hi in zip(bounds[:-1], bounds[1:])
-                 if hi > lo]
-        self.engines = [client.submit(_build, part, l_max, start, end, name, pure=False)
-                        for part in parts]
-        log.info("dask engine: %d partitions on %d workers", len(self.engines),
-                 len(client.scheduler_info()["workers"]))
+        self.parts = DaskPartitions.split(db, client, partitions=partitions).map(
+            _build, l_max, start, end, name)
 
     def next_symbol_histogram(self, contexts: Any) -> np.ndarray:
         """Sum over partitions of :meth:`GramEngine.next_symbol_histogram`."""
         contexts = np.ascontiguousarray(to_numpy(contexts), dtype=np.int32)
-        futures = [self.client.submit(_histogram, e, contexts, pure=False) for e in self.engines]
-        return np.sum(self.client.gather(futures), axis=0)
+        return self.parts.sum(_histogram, contexts)
 
     def count(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Distinct n-grams and their counts, merged over partitions (lexicographic order)."""
-        parts = self.client.gather([self.client.submit(_count, e, n, pure=False)
-                                    for e in self.engines])
+        parts = self.parts.gather(_count, n)
         grams = np.concatenate([g for g, _ in parts]) if parts else np.zeros((0, n), np.int32)
         counts = np.concatenate([c for _, c in parts]) if parts else np.zeros(0, np.int64)
         if grams.shape[0] == 0:

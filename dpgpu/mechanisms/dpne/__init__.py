@@ -53,6 +53,17 @@ is a public cap on the noisy values drawn (the vocabulary for level 1,
 ``|V_k|`` for level ``k``; ``|V_k|`` is computed from released sets).  A level
 that would exceed the cap is not extracted, and the report says so.
 
+Counting over Dask (``engine="dask"``): the database is split by user, all
+the texts of a user in one partition (:func:`dpgpu.scale.partitions.partition`
+with ``by_user=True``), and each partition bounds its users' contributions
+and builds its bounded histogram where the data is; the client adds the
+histograms of the partitions (disjoint users: the sum is the histogram of
+the whole database) and draws every noise value and Bernoulli bit.  The
+subset choice is keyed by ``(user, gram)``, so a worker makes the same
+choice as a local run, and the release is the same for the same key.  The
+workers receive the level key for that choice (they hold the exact data
+already).
+
 Baselines: ``dpne(..., method="dpsu-all" | "dpsu-even" | "dpsu-single")``
 runs the paper's DPSU baselines instead (:mod:`.baselines`, with their own
 privacy argument; ``policy="laplace"`` for Policy Laplace).
@@ -62,6 +73,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Sequence
 
@@ -75,11 +87,12 @@ from ...privacy import Bernoulli, DiscreteGaussian, PrivacyLedger, analytic_gaus
 from ...privacy.samplers import MAX_GAUSSIAN_SIGMA
 from ...release import ReleaseWriter, encode_gram, vocabulary_fingerprint
 from ...report import Displayed
+from ...scale.partitions import check_engine, partition
 from ...validation import check_choice, check_positive_int, check_positive_real, \
     check_probability
 from .calibration import GRID, dpsu_integer_threshold, tail_probability, tail_threshold, \
     zcdp_sigma
-from .histogram import TAG_SPURIOUS, bounded_histogram, noisy_release
+from .histogram import TAG_SPURIOUS, bounded_histogram, merge_histograms, noisy_release
 from .baselines import METHODS, POLICIES, GramTable, calibrate, draws_allowed, \
     release_run, runs, sampling_cost
 from .levels import Level, Positions, Space, first_level, identities
@@ -131,7 +144,8 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
          contribution: int | Sequence[int] = 300, eta: float = 0.01, rule: str = "both",
          schedule: str = "equal", decay: float = 1.0, seed: int | None = None,
          backend: Any = None, max_draws: int | None = None, method: str = "dpne",
-         policy: str = "weighted", alpha: float = 5.0) -> DPNERelease:
+         policy: str = "weighted", alpha: float = 5.0, engine: str = "local",
+         client: Any = None) -> DPNERelease:
     """Extract n-grams under user-level ``(epsilon, delta)``-DP (DPNE, Algorithm 1).
 
     Parameters
@@ -170,6 +184,14 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
         DPSU update policy of the baselines (DPNE is weighted-Gaussian).
     alpha : float
         Policy Laplace cutoff ``Gamma = rho + alpha * lambda``.
+    engine : {"local", "dask"}
+        Build the bounded histograms on this machine, or over Dask
+        partitions holding all the texts of each of their users: every
+        worker bounds its users' contributions and the client adds the
+        bounded histograms (same release for the same key; DPNE only, not
+        the baselines).
+    client : dask.distributed.Client, optional
+        With ``engine="dask"``; default: a local cluster of two workers.
 
     Returns
     -------
@@ -187,12 +209,16 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     method = check_choice(method, "method", ("dpne",) + METHODS)
     policy = check_choice(policy, "policy", POLICIES)
     alpha = check_positive_real(alpha, "alpha")
+    engine = check_engine(engine)
     if method == "dpne" and policy != "weighted":
         raise InvalidParameter("policy: DPNE uses the weighted policy; other policies are "
                                "for the dpsu-* methods")
     be = get_backend(backend)
     t0 = time.perf_counter()
     if method != "dpne":
+        if engine != "local":
+            raise InvalidParameter(f"engine: {engine!r} runs method 'dpne' only; the DPSU "
+                                   "baselines count locally (engine='local')")
         return _baseline(db, epsilon, delta, method, policy, max_n, caps[0], alpha, seed, be,
                          max_draws, t0)
 
@@ -215,15 +241,15 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
                          epsilon, delta, sampling_delta=sampling_delta(tv, max_draws, epsilon))
     rho1 = dpsu_integer_threshold(grid_sigmas[0], delta / 2, caps[0])
 
-    pos = Positions.of(db)
     both = rule == "both"
-    s1_ids = _dpsu(pos.users, pos.items, caps[0], grid_sigmas[0], rho1, step.key, 0,
+    occ = partition(db, engine, client, by_user=True).map(Occurrences.of)
+    s1_ids = _dpsu(merge_histograms(occ.gather(Occurrences.first_histogram, caps[0], step.key, 0)),
+                   grid_sigmas[0], rho1, step.key, 0,
                    lambda g: identities(g[:, None].astype(np.int32), n_items))
     first = first_level(s1_ids)
     levels, thresholds, stop = [first], [rho1], None
     drawn = n_items
-    idx1 = _index(pos.items, s1_ids)
-    idx_prev = idx1
+    occ = occ.map(Occurrences.released, s1_ids, True)
     for k in range(2, max_n + 1):
         prev = levels[-1]
         if prev.grams.shape[0] == 0:
@@ -237,13 +263,9 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
         drawn += space.size
         q = Fraction(eta) * min(Fraction(1), Fraction(prev.grams.shape[0], space.size))
         c_k = tail_threshold(grid_sigmas[k - 1], q)
-        starts = pos.windows(k)
-        a = idx_prev[starts]
-        b = idx_prev[starts + 1] if both else idx1[starts + k - 1]
-        ok = (a >= 0) & (b >= 0)
-        cand = a[ok] * space.n_right + b[ok]
-        keys, weights = bounded_histogram(pos.users[starts[ok]], cand, caps[k - 1], step.key,
-                                          4 * k)
+        occ = occ.map(Occurrences.candidates, k, space.n_right, both)
+        keys, weights = merge_histograms(occ.gather(Occurrences.level_histogram, caps[k - 1],
+                                                    step.key, 4 * k))
         rows = space.rows(keys // space.n_right, keys % space.n_right)
         mask = noisy_release(weights, identities(rows, n_items), grid_sigmas[k - 1], c_k,
                              step.key, 4 * k)
@@ -253,12 +275,7 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
         la, lb = out // space.n_right, out % space.n_right
         levels.append(Level(space.rows(la, lb), la, lb if both else np.zeros_like(lb)))
         thresholds.append(c_k)
-        idx = np.full(pos.items.size, -1, dtype=np.int64)
-        where = np.searchsorted(out, cand)
-        hit = where < out.size
-        hit[hit] = out[where[hit]] == cand[hit]
-        idx[starts[ok][hit]] = where[hit]
-        idx_prev = idx
+        occ = occ.map(Occurrences.released, out, False)
 
     counts = [int(lv.grams.shape[0]) for lv in levels]
     report = {
@@ -283,7 +300,7 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
         "stopped": stop,
         "ledger": ledger.to_dict(),
         "seeded": ledger.seeded,
-        "backend": be.name, "device": be.device_name(),
+        "backend": be.name, "device": be.device_name(), "engine": engine,
         "vocabulary": {"size": n_items, "sha256": vocabulary_fingerprint(db.vocab)},
         "input": {"format": db.source.get("format")},
         "timings": {"total_s": round(time.perf_counter() - t0, 4)},
@@ -307,14 +324,76 @@ def _index(values: np.ndarray, released: np.ndarray) -> np.ndarray:
     return np.where(hit, where, -1)
 
 
-def _dpsu(users: np.ndarray, grams: np.ndarray, cap: int, s: float, threshold: int,
-          key: Any, tag: int, ident: Any) -> np.ndarray:
-    """Weighted-Gaussian DPSU over integer gram keys: the released keys, sorted.
+def _dpsu(histogram: tuple[np.ndarray, np.ndarray], s: float, threshold: int, key: Any,
+          tag: int, ident: Any) -> np.ndarray:
+    """Weighted-Gaussian DPSU of a bounded histogram ``(keys, weights)``: the released keys, sorted.
 
     ``ident`` maps keys to noise identities.
     """
-    keys, weights = bounded_histogram(users, grams, cap, key, tag)
+    keys, weights = histogram
     return keys[noisy_release(weights, ident(keys), s, threshold, key, tag)]
+
+
+@dataclass
+class Occurrences:
+    """One partition's text positions and what the level loop knows of them.
+
+    A partition holds all the texts of each of its users, so contribution
+    bounding (:func:`~.histogram.bounded_histogram`, keyed by user and gram)
+    runs where the user's data is, and the client only adds the bounded
+    histograms of the partitions (:func:`~.histogram.merge_histograms`).
+
+    Attributes
+    ----------
+    pos : Positions
+    idx1 : numpy.ndarray of int64 or None
+        Index of each position's item in ``S_1`` (-1 when not released).
+    idx_prev : numpy.ndarray of int64 or None
+        Index in ``S_{k-1}`` of the (k-1)-gram starting at each position.
+    starts : numpy.ndarray of int64 or None
+        Start positions of the valid occurrences of the level being counted.
+    cand : numpy.ndarray of int64 or None
+        Their candidate keys ``a * n_right + b``.
+    """
+
+    pos: Positions
+    idx1: np.ndarray | None = None
+    idx_prev: np.ndarray | None = None
+    starts: np.ndarray | None = None
+    cand: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, db: SequenceDB) -> "Occurrences":
+        """The occurrences of a database (or of one partition of it)."""
+        return cls(Positions.of(db))
+
+    def first_histogram(self, cap: int, key: Any, tag: int) -> tuple[np.ndarray, np.ndarray]:
+        """Bounded histogram of the items (level 1)."""
+        return bounded_histogram(self.pos.users, self.pos.items, cap, key, tag)
+
+    def candidates(self, k: int, n_right: int, both: bool) -> "Occurrences":
+        """The valid k-gram occurrences: prefix and suffix (or last item) released."""
+        starts = self.pos.windows(k)
+        a = self.idx_prev[starts]
+        b = self.idx_prev[starts + 1] if both else self.idx1[starts + k - 1]
+        ok = (a >= 0) & (b >= 0)
+        return replace(self, starts=starts[ok], cand=a[ok] * n_right + b[ok])
+
+    def level_histogram(self, cap: int, key: Any, tag: int) -> tuple[np.ndarray, np.ndarray]:
+        """Bounded histogram of the candidate keys of :meth:`candidates`."""
+        return bounded_histogram(self.pos.users[self.starts], self.cand, cap, key, tag)
+
+    def released(self, out: np.ndarray, first: bool) -> "Occurrences":
+        """Record the released level: sorted item ids (``first``) or candidate keys."""
+        if first:
+            idx = _index(self.pos.items, out)
+            return replace(self, idx1=idx, idx_prev=idx)
+        idx = np.full(self.pos.items.size, -1, dtype=np.int64)
+        where = np.searchsorted(out, self.cand)
+        hit = where < out.size
+        hit[hit] = out[where[hit]] == self.cand[hit]
+        idx[self.starts[hit]] = where[hit]
+        return replace(self, idx_prev=idx, starts=None, cand=None)
 
 
 def _spurious(space: Space, supported: np.ndarray, p: float, key: Any, tag: int,

@@ -107,6 +107,29 @@ def bounded_histogram(users: np.ndarray, grams: np.ndarray, max_items: int, key:
     return gram_sums(g, w)
 
 
+def merge_histograms(parts: list[tuple[np.ndarray, np.ndarray]]
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """The sum of bounded histograms ``(grams, weights)`` of disjoint sets of users.
+
+    Each user's contributions were bounded inside one part, so the sum is
+    the histogram of the union.  One part is returned as it is.
+
+    Parameters
+    ----------
+    parts : list of (grams, weights)
+        :func:`bounded_histogram` of each part (at least one).
+
+    Returns
+    -------
+    grams : (U,) int64, sorted
+    weights : (U,) int64
+    """
+    if len(parts) == 1:
+        return parts[0]
+    return gram_sums(np.concatenate([g for g, _ in parts]).astype(np.int64, copy=False),
+                     np.concatenate([w for _, w in parts]))
+
+
 def gram_sums(grams: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted distinct ``grams`` and the sum of ``weights`` per gram (int64)."""
     if grams.size and int(grams.max()) < 4 * grams.size:

@@ -56,6 +56,7 @@ from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta
 from ...privacy.samplers import LAPLACE_TV_BOUND, MAX_LAPLACE_SCALE
 from ...release import ReleaseWriter, encode_gram, vocabulary_fingerprint
 from ...report import Displayed
+from ...scale.partitions import check_engine
 from ...validation import check_choice, check_positive_int, check_positive_real
 from .consistency import enforce_consistency
 from .synthesis import ModelLevel, decompose, extend, model_level
@@ -200,7 +201,7 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     n_max = check_positive_int(n_max, "n_max")
     variant = check_choice(variant, "variant", VARIANTS)
     max_draws = check_positive_int(max_draws, "max_draws")
-    engine = check_choice(engine, "engine", ("local", "dask"))
+    engine = check_engine(engine)
     progress = progress or (lambda msg: log.info("ngram: %s", msg))
     be = get_backend(backend)
     private = variant != "baseline"

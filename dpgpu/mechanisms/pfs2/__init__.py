@@ -59,6 +59,13 @@ public cap ``max_candidates`` on the local draws (when a level would exceed
 it, the candidates whose generating sequences have the largest noisy
 supports are kept).
 
+Counting over Dask (``engine="dask"``): the exact supports are sums over
+sequences, so each partition of the sequences counts its own (its part of
+every sample, shrunk there) and the client adds them; the split into samples
+and all noise are drawn on the client as above, so the release is the same
+as a local run's for the same key.  Pre-mining reads the database on the
+client.
+
 The release holds noisy supports, the noisy ``|D|~``, ``l_max``, ``L_f`` and
 per-level candidate counts (all DP outputs) -- never exact counts.
 """
@@ -83,6 +90,7 @@ from ...privacy.ledger import split_budget
 from ...privacy.rng import NoiseKey
 from ...release import ReleaseWriter, encode_gram, vocabulary_fingerprint
 from ...report import Displayed
+from ...scale.partitions import Partitions, check_engine, partition
 from ...validation import check_positive_int, check_positive_real, check_positive_reals, \
     check_probability
 from .premining import PreMining, length_constraint, max_frequent_length, noisy_size, tv_delta
@@ -174,6 +182,7 @@ class PFS2Release(Displayed):
 def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
          eta: float = 0.85, zeta: float = 0.3, budget_split: Sequence[float] = BUDGET_SPLIT,
          max_candidates: int = MAX_CANDIDATES, seed: int | None = None, backend: Any = None,
+         engine: str = "local", client: Any = None,
          progress: Callable[[str], None] | None = None) -> PFS2Release:
     """Mine frequent subsequences under epsilon-DP (PFS^2, ICDE'16).
 
@@ -200,6 +209,11 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
         Reproducible release (recorded as ``"seeded": true``).
     backend : str or Backend, optional
         ``"numpy"`` (Numba CPU kernel) or ``"cupy"`` (CUDA kernel).
+    engine : {"local", "dask"}
+        Count supports on this machine, or over Dask partitions of the
+        sequences (same release for the same key; see :func:`mine`).
+    client : dask.distributed.Client, optional
+        With ``engine="dask"``; default: a local cluster of two workers.
     progress : callable, optional
         Receives one line per finished stage.
 
@@ -217,8 +231,10 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
     weights = check_positive_reals(budget_split, "budget_split")
     if len(weights) != 5:
         raise InvalidParameter("budget_split: expected 5 weights (eps_1 .. eps_5)")
+    engine = check_engine(engine)
     progress = progress or (lambda msg: log.info("pfs2: %s", msg))
     be = get_backend(backend)
+    data = partition(db, engine, client)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     ledger = PrivacyLedger(epsilon, max_sampling_delta=1e-6, seed=seed)
@@ -231,7 +247,8 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
     progress(f"pre-mining: |D|~={n_noisy}, l_max={l_max}, L_f={L_f}")
     t = time.perf_counter()
     levels = mine(db, ledger, pre, threshold=threshold, eps_prune=eps[3], eps_support=eps[4],
-                  zeta=zeta, max_candidates=max_candidates, backend=be, progress=progress)
+                  zeta=zeta, max_candidates=max_candidates, backend=be,
+                  data=data, progress=progress)
     timings["mining_s"] = time.perf_counter() - t
     timings["total_s"] = time.perf_counter() - t0
     report = {
@@ -246,7 +263,7 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
         "delta": ledger.spent_delta,
         "ledger": ledger.to_dict(),
         "seeded": ledger.seeded,
-        "backend": be.name, "device": be.device_name(),
+        "backend": be.name, "device": be.device_name(), "engine": engine,
         "vocabulary": {"size": db.vocab.size, "sha256": vocabulary_fingerprint(db.vocab)},
         "input": {"format": db.source.get("format")},
         "pre_mining": {"n_sequences_noisy": n_noisy, "l_max": l_max, "L_f": L_f},
@@ -258,8 +275,17 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
 
 def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: float,
          eps_prune: float, eps_support: float, zeta: float, max_candidates: int,
-         backend: Backend, progress: Callable[[str], None] = lambda msg: None) -> list[Level]:
+         backend: Backend, data: Partitions | None = None,
+         progress: Callable[[str], None] = lambda msg: None) -> list[Level]:
     """The mining phase (Algorithm 3, lines 11-23): partition, prune, count.
+
+    The exact supports are sums over sequences, so they are counted per
+    partition of ``data`` (:mod:`dpgpu.scale.partitions`: this process, or
+    Dask workers) and added on the client; the random split into samples
+    (keyed by sequence index), every noise draw and every decision stay on
+    the client.  Shrinking reads one sequence at a time (a local
+    transformation), so shrinking each partition's part of a sample gives
+    the same supports as shrinking the whole sample.
 
     Parameters
     ----------
@@ -275,6 +301,10 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
     zeta : float
     max_candidates : int
     backend : Backend
+        Where each partition counts (by name on Dask workers).
+    data : Partitions, optional
+        The partitions of ``db`` (:func:`dpgpu.scale.partitions.partition`);
+        default: ``db`` itself, in this process.
     progress : callable
 
     Returns
@@ -286,8 +316,8 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
     prune = ledger.charge_parallel(
         f"pfs2: sample-based candidate pruning ({L_f} disjoint samples)",
         [(eps_prune, 0.0)] * L_f, sampling_delta=tv_delta(max_candidates, eps_prune))
-    samples = sample_databases(db, L_f, prune.key)
-    full, full_w = _dedupe(db)
+    data = (data if data is not None else partition(db)).map(_mining_data, L_f,
+                                       per_row=(sample_assignment(len(db), L_f, prune.key),))
     eps_level = split_budget(eps_support, [1.0] * L_f)
     abs_threshold = threshold * pre.n_noisy
     levels: list[Level] = []
@@ -302,10 +332,8 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
         if not cands:
             break
         budget_left -= len(cands)
-        sample, sample_w = samples[k - 1]
-        shrunk, _ = shrink(sample, cands, k, l_max)
         sens = min(math.comb(l_max, k), len(cands))
-        local = supports(shrunk, sample_w, cands, backend)
+        local = data.sum(_sample_supports, k, cands, l_max, backend.name)
         local_noisy = local + DiscreteLaplace(sens / eps_prune).sample(
             prune.key, _identities(cands, n_items), tag=k, backend="numpy")
         relaxed = relaxed_threshold(threshold, pre.n_noisy / L_f, sens, eps_prune, zeta)
@@ -315,7 +343,7 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
             eps_k = eps_level[k - 1]
             step = ledger.charge(f"pfs2: level {k} supports on D", eps_k,
                                  sampling_delta=tv_delta(len(survivors), eps_k))
-            noisy = supports(full, full_w, survivors, backend) + DiscreteLaplace(
+            noisy = data.sum(_full_supports, survivors, backend.name) + DiscreteLaplace(
                 len(survivors) / eps_k).sample(step.key, _identities(survivors, n_items),
                                                tag=k, backend="numpy")
             frequent = [(c, int(v)) for c, v in zip(survivors, noisy.tolist())
@@ -330,22 +358,74 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
     return levels
 
 
-def sample_databases(db: SequenceDB, n_samples: int, key: NoiseKey
-                     ) -> list[tuple[SequenceDB, np.ndarray]]:
-    """Random partition into ``n_samples`` disjoint samples, deduplicated.
+def sample_assignment(n: int, n_samples: int, key: NoiseKey) -> np.ndarray:
+    """The sample of each of ``n`` sequences: a uniform, independent random partition.
 
     Sequence ``i`` goes to sample ``word(i) mod n_samples``, one keyed
     ChaCha20 word per sequence index (independent uniform assignment; the
-    modulo bias is below ``n_samples / 2**64``).
+    modulo bias is below ``n_samples / 2**64``).  Drawn on the client.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        Values in ``0 .. n_samples - 1``.
+    """
+    words = key.words(np.arange(n, dtype=np.int64), TAG_PARTITION, 1, backend="numpy")[0]
+    return (words % np.uint64(n_samples)).astype(np.int64)
+
+
+def sample_databases(db: SequenceDB, n_samples: int, assignment: np.ndarray
+                     ) -> list[tuple[SequenceDB, np.ndarray]]:
+    """The disjoint samples of ``db`` (sequence ``i`` in ``assignment[i]``), deduplicated.
+
+    Parameters
+    ----------
+    db : SequenceDB
+    n_samples : int
+    assignment : numpy.ndarray of int64
+        One sample per sequence (:func:`sample_assignment`).
 
     Returns
     -------
     list of (SequenceDB, numpy.ndarray of int64)
         Each sample's distinct sequences and their multiplicities.
     """
-    words = key.words(np.arange(len(db), dtype=np.int64), TAG_PARTITION, 1, backend="numpy")[0]
-    part = (words % np.uint64(n_samples)).astype(np.int64)
-    return [_dedupe(db.select(part == j)) for j in range(n_samples)]
+    return [_dedupe(db.select(assignment == j)) for j in range(n_samples)]
+
+
+@dataclass
+class MiningData:
+    """One partition's data for the mining phase (built where the partition is).
+
+    Attributes
+    ----------
+    full : (SequenceDB, numpy.ndarray of int64)
+        The partition's distinct sequences and multiplicities.
+    samples : list of (SequenceDB, numpy.ndarray of int64)
+        The partition's part of each sample database, deduplicated.
+    """
+
+    full: tuple[SequenceDB, np.ndarray]
+    samples: list[tuple[SequenceDB, np.ndarray]]
+
+
+def _mining_data(part: SequenceDB, n_samples: int, assignment: np.ndarray) -> MiningData:
+    """The :class:`MiningData` of one partition (``assignment``: its sequences' samples)."""
+    return MiningData(_dedupe(part), sample_databases(part, n_samples, assignment))
+
+
+def _sample_supports(data: MiningData, k: int, cands: list[tuple[int, ...]], l_max: int,
+                     backend: str) -> np.ndarray:
+    """Exact supports of ``cands`` in the partition's part of sample ``k``, shrunk to ``l_max``."""
+    sample, weights = data.samples[k - 1]
+    shrunk, _ = shrink(sample, cands, k, l_max)
+    return supports(shrunk, weights, cands, get_backend(backend))
+
+
+def _full_supports(data: MiningData, patterns: list[tuple[int, ...]],
+                   backend: str) -> np.ndarray:
+    """Exact supports of ``patterns`` in the partition (untruncated)."""
+    return supports(*data.full, patterns, get_backend(backend))
 
 
 def _identities(patterns: Sequence[tuple[int, ...]], n_items: int) -> np.ndarray:

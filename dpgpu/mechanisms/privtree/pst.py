@@ -8,7 +8,10 @@ occurrences of ``w x`` for ``x`` in ``I ∪ {&}``; the root has the empty
 context.  Children prepend a symbol of ``I`` or ``$``; a context starting
 with ``$`` is never split (C1).  The tree is grown level by level on the
 array engine (:func:`grow`): one ``bincount`` gives the histograms of a
-whole level.
+whole level.  With ``engine="dask"`` each Dask partition of the sequences
+counts its own histograms and the client adds them
+(:func:`grow_partitions`); the noise is drawn once, on the client, so the
+release is the same as a local run's for the same key.
 
 Privacy argument
 ----------------
@@ -56,6 +59,7 @@ from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta, split_bud
 from ...privacy.samplers import LAPLACE_TV_BOUND
 from ...release import ReleaseWriter, vocabulary_fingerprint
 from ...report import Displayed
+from ...scale.partitions import LocalPartitions, Partitions, check_engine, partition
 from ...validation import check_positive_int, check_positive_real
 from . import sampling
 from .core import SplitTest, mix64, split_params
@@ -129,6 +133,62 @@ def context_ids(contexts: np.ndarray, tree: np.ndarray, n_symbols: int) -> np.nd
     return mix64(keys.astype(np.uint64) ^ mix64(tree.astype(np.uint64)))
 
 
+@dataclass
+class Events:
+    """One partition's predicted symbols and the current tree node of each (:func:`grow`).
+
+    Attributes
+    ----------
+    flat : array of int32
+        The partition's symbols (:func:`pst_symbols`), in the backend's namespace.
+    pos : array of int64
+        Position in ``flat`` of every event still in a node of the current level.
+    node : array of int64
+        Its node's row in the current level.
+    nxt : array of int64
+        The predicted symbol (``flat[pos]``).
+    backend : str
+        Backend name the arrays belong to.
+    """
+
+    flat: Any
+    pos: Any
+    node: Any
+    nxt: Any
+    backend: str
+
+    @classmethod
+    def of(cls, flat: Any, events: Any, n_trees: int, backend: str) -> "Events":
+        """The events of ``n_trees`` roots (every event in every tree's root)."""
+        xp = get_backend(backend).xp
+        flat = xp.asarray(flat)
+        pos = xp.tile(xp.asarray(events, dtype=xp.int64), n_trees)
+        node = xp.repeat(xp.arange(n_trees, dtype=xp.int64), int(events.shape[0]))
+        return cls(flat, pos, node, flat[pos].astype(xp.int64), backend)
+
+    def histograms(self, n_nodes: int, beta: int) -> np.ndarray:
+        """Exact ``(n_nodes, beta)`` histograms of the current level (one ``bincount``)."""
+        xp = get_backend(self.backend).xp
+        return to_numpy(xp.bincount(self.node * beta + self.nxt, minlength=n_nodes * beta)
+                        ).reshape(n_nodes, beta)
+
+    def descend(self, split: np.ndarray, child_start: np.ndarray, depth: int,
+                n_items: int) -> "Events":
+        """The events of the split nodes, moved to their children (a new object)."""
+        xp = get_backend(self.backend).xp
+        keep = xp.asarray(split)[self.node]
+        pos, node, nxt = self.pos[keep], self.node[keep], self.nxt[keep]
+        prev = self.flat[pos - (depth + 1)].astype(xp.int64)
+        node = xp.asarray(child_start)[node] + xp.minimum(prev, n_items)
+        return Events(self.flat, pos, node, nxt, self.backend)
+
+
+def _partition_events(part: SequenceDB, l_top: int, backend: str) -> Events:
+    """The :class:`Events` of one partition of the database (one tree)."""
+    flat, events = pst_symbols(part, l_top)
+    return Events.of(flat, events, 1, backend)
+
+
 def grow(flat: Any, events: Any, n_items: int, test: SplitTest, *, n_trees: int = 1,
          max_nodes: int = MAX_NODES, backend: Any = None
          ) -> tuple[list[PSTLevel], list[np.ndarray]]:
@@ -146,14 +206,36 @@ def grow(flat: Any, events: Any, n_items: int, test: SplitTest, *, n_trees: int 
     exact : list of (F, beta) int64
         The exact histograms of each level's nodes (private; never released).
     """
-    be = get_backend(backend)
-    xp = be.xp
+    start = Events.of(flat, events, n_trees, get_backend(backend).name)
+    return grow_partitions(LocalPartitions([start], [None]), n_items, test, n_trees=n_trees,
+                           max_nodes=max_nodes)
+
+
+def grow_partitions(parts: Partitions, n_items: int, test: SplitTest, *, n_trees: int = 1,
+                    max_nodes: int = MAX_NODES) -> tuple[list[PSTLevel], list[np.ndarray]]:
+    """:func:`grow` over partitions whose states are :class:`Events`.
+
+    Each level's histograms are summed over the partitions
+    (:mod:`dpgpu.scale.partitions`: this process, or Dask workers); the split
+    decisions (keyed noise) are taken once, on the client, and sent back to
+    move the partitions' events.  Every event's context lies within its own
+    sequence, so partitions never need each other's symbols.
+
+    Parameters
+    ----------
+    parts : Partitions
+        States: the :class:`Events` of every partition, at the roots.
+    n_items : int
+    test : SplitTest
+    n_trees : int
+    max_nodes : int
+
+    Returns
+    -------
+    levels, exact : see :func:`grow`
+    """
     beta = n_items + 1
     start_id = n_items + 1
-    flat = xp.asarray(flat)
-    pos = xp.tile(xp.asarray(events, dtype=xp.int64), n_trees)
-    node = xp.repeat(xp.arange(n_trees, dtype=xp.int64), int(events.shape[0]))
-    nxt = flat[pos].astype(xp.int64)
     child_syms = np.append(np.arange(n_items, dtype=np.int32), np.int32(start_id))
     contexts = np.zeros((n_trees, 0), dtype=np.int32)
     tree = np.arange(n_trees, dtype=np.int64)
@@ -161,8 +243,7 @@ def grow(flat: Any, events: Any, n_items: int, test: SplitTest, *, n_trees: int 
     depth = 0
     while True:
         n_nodes = contexts.shape[0]
-        hist = to_numpy(xp.bincount(node * beta + nxt, minlength=n_nodes * beta)
-                        ).reshape(n_nodes, beta)
+        hist = parts.sum(Events.histograms, n_nodes, beta)
         testable = np.flatnonzero(contexts[:, 0] != start_id) if depth else np.arange(n_trees)
         split = np.zeros(n_nodes, dtype=bool)
         split[testable] = test.decide(scores(hist[testable]), depth,
@@ -180,10 +261,7 @@ def grow(flat: Any, events: Any, n_items: int, test: SplitTest, *, n_trees: int 
         exact.append(hist)
         if n_split == 0:
             return levels, exact
-        keep = xp.asarray(split)[node]
-        pos, node, nxt = pos[keep], node[keep], nxt[keep]
-        prev = flat[pos - (depth + 1)].astype(xp.int64)
-        node = xp.asarray(child_start)[node] + xp.minimum(prev, n_items)
+        parts = parts.map(Events.descend, split, child_start, depth, n_items)
         contexts = np.concatenate([np.tile(child_syms, n_split)[:, None],
                                    np.repeat(contexts[split], beta, axis=0)], axis=1)
         tree = np.repeat(tree[split], beta)
@@ -273,8 +351,8 @@ class PSTRelease(Displayed):
 
 def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = None,
         backend: Any = None, synthetic: bool = True, n_synthetic: int | None = None,
-        max_length: int | None = None, max_nodes: int = MAX_NODES,
-        progress: Callable[[str], None] | None = None) -> PSTRelease:
+        max_length: int | None = None, max_nodes: int = MAX_NODES, engine: str = "local",
+        client: Any = None, progress: Callable[[str], None] | None = None) -> PSTRelease:
     """Release a private prediction suffix tree and synthetic sequences (PrivTree Section 4).
 
     Parameters
@@ -300,6 +378,12 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
         reaches it is cut there.
     max_nodes : int
         Public cap on the tree size (module doc).
+    engine : {"local", "dask"}
+        Count the level histograms on this machine, or over Dask partitions
+        of the sequences (same release for the same key; see
+        :func:`grow_partitions`).
+    client : dask.distributed.Client, optional
+        With ``engine="dask"``; default: a local cluster of two workers.
     progress : callable, optional
         Receives one line per finished stage.
 
@@ -314,6 +398,7 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
     max_length = l_top if max_length is None else check_positive_int(max_length, "max_length")
     if n_synthetic is not None:
         n_synthetic = check_positive_int(n_synthetic, "n_synthetic")
+    engine = check_engine(engine)
     progress = progress or (lambda msg: log.info("pst: %s", msg))
     be = get_backend(backend)
     timings: dict[str, float] = {}
@@ -328,11 +413,12 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
     hist_step = ledger.charge("privtree: leaf histograms", eps_hist,
                               sampling_delta=sampling_delta(LAPLACE_TV_BOUND, max_nodes * beta,
                                                             eps_hist))
-    flat, events = pst_symbols(db, l_top)
+    parts = partition(db, engine, client).map(_partition_events, l_top, be.name)
     timings["prepare_s"] = time.perf_counter() - t0
     t = time.perf_counter()
     test = SplitTest(params, tree_step.key)
-    levels, exact = grow(flat, events, db.vocab.size, test, max_nodes=max_nodes, backend=be)
+    levels, exact = grow_partitions(parts, db.vocab.size, test, max_nodes=max_nodes)
+    del parts
     timings["tree_s"] = time.perf_counter() - t
     t = time.perf_counter()
     noisy_histograms(levels, exact, hist_step.key, hist_scale, db.vocab.size + 2)
@@ -363,7 +449,7 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
         "delta": ledger.spent_delta,
         "ledger": ledger.to_dict(),
         "seeded": ledger.seeded,
-        "backend": be.name, "device": be.device_name(),
+        "backend": be.name, "device": be.device_name(), "engine": engine,
         "vocabulary": {"size": db.vocab.size, "sha256": vocabulary_fingerprint(db.vocab)},
         "input": {"format": db.source.get("format")},
         "tree": {"nodes_per_depth": [int(lvl.leaf.size) for lvl in levels],

@@ -1,0 +1,202 @@
+"""One interface for the counting reductions of every mechanism, here or on Dask.
+
+A mechanism states its counting as functions of one *partition state* (a
+part of the sequences, or what a worker built from it) and asks for
+whole-partition calls:
+
+* :meth:`Partitions.map` replaces every state by ``fn(state, ...)``
+  (building an engine, moving to the next tree level);
+* :meth:`Partitions.gather` returns ``fn(state, ...)`` of every partition;
+* :meth:`Partitions.sum` adds those results (exact integer counts).
+
+``engine="local"`` holds one partition, the whole database, in this process:
+the calls run inline, so the local path is the same code with one part.
+``engine="dask"`` (:mod:`dpgpu.scale.dask`) splits the database into
+partitions held on Dask workers; the calls run there and only their results
+come back.  Everything random stays on the client, drawn once at the
+identity of what is noised, and the partition functions are deterministic:
+for the same key both engines give the same release, bit for bit.
+
+Importing this module does not import Dask.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..validation import check_choice
+
+#: The values of a mechanism's ``engine`` argument.
+ENGINES = ("local", "dask")
+
+
+class Partitions:
+    """Partition states and the calls a mechanism makes over all of them.
+
+    Subclasses run ``fn(state, *args, *row_args)`` once per partition, where
+    ``row_args`` are the ``per_row`` arrays cut to the partition's rows.
+
+    Parameters
+    ----------
+    states : list
+        One state per partition (objects, or futures of the Dask engine).
+    rows : list of (numpy.ndarray of int64 or None)
+
+    Attributes
+    ----------
+    rows : list of (numpy.ndarray of int64 or None)
+        The input's sequence indices of each partition (``None``: all of them,
+        in order).
+    """
+
+    def __init__(self, states: list[Any], rows: list[np.ndarray | None]):
+        self.states, self.rows = states, rows
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def map(self, fn: Callable[..., Any], *args: Any,
+            per_row: Sequence[np.ndarray] = ()) -> "Partitions":
+        """Partitions whose states are ``fn(state, *args, *row_args)``.
+
+        Parameters
+        ----------
+        fn : callable
+            Deterministic, and importable by name (a module-level function or
+            a method of a module-level class) where it may run on another
+            machine; it must not modify ``state`` in place.
+        *args
+            Passed to every call.
+        per_row : sequence of numpy.ndarray
+            Arrays with one entry per input sequence; each call gets the
+            entries of its partition's rows.
+
+        Returns
+        -------
+        Partitions
+            Of the same engine, over the same rows.
+        """
+        return self._like(self._apply(fn, args, per_row))
+
+    def gather(self, fn: Callable[..., Any], *args: Any,
+               per_row: Sequence[np.ndarray] = ()) -> list[Any]:
+        """``fn(state, *args, *row_args)`` of every partition, in partition order."""
+        return self._results(self._apply(fn, args, per_row))
+
+    def sum(self, fn: Callable[..., Any], *args: Any,
+            per_row: Sequence[np.ndarray] = ()) -> np.ndarray:
+        """The sum over partitions of ``fn(state, ...)`` (equal-shape arrays, exact in int64)."""
+        parts = self.gather(fn, *args, per_row=per_row)
+        total = np.array(parts[0], copy=True)
+        for part in parts[1:]:
+            total += part
+        return total
+
+    # ------------------------------------------------------------ for engines
+    def _like(self, states: list[Any]) -> "Partitions":
+        """A partition set of this engine over the same rows with new ``states``."""
+        out = copy.copy(self)
+        out.states = states
+        return out
+
+    def _row_args(self, per_row: Sequence[np.ndarray], i: int) -> list[Any]:
+        rows = self.rows[i]
+        return [np.asarray(a) if rows is None else np.asarray(a)[rows] for a in per_row]
+
+    def _apply(self, fn: Callable[..., Any], args: tuple, per_row: Sequence[np.ndarray]
+               ) -> list[Any]:
+        raise NotImplementedError
+
+    def _results(self, outputs: list[Any]) -> list[Any]:
+        raise NotImplementedError
+
+
+class LocalPartitions(Partitions):
+    """One partition in this process: the calls run inline (``engine="local"``)."""
+
+    def _apply(self, fn: Callable[..., Any], args: tuple, per_row: Sequence[np.ndarray]
+               ) -> list[Any]:
+        return [fn(state, *args, *self._row_args(per_row, i))
+                for i, state in enumerate(self.states)]
+
+    def _results(self, outputs: list[Any]) -> list[Any]:
+        return outputs
+
+
+def check_engine(engine: Any) -> str:
+    """Return ``engine`` if it is one of :data:`ENGINES`."""
+    return check_choice(engine, "engine", ENGINES)
+
+
+def partition(db: Any, engine: str = "local", client: Any = None, *, by_user: bool = False,
+              partitions: int | None = None) -> Partitions:
+    """The sequences of ``db`` as partitions of ``engine``; their states are SequenceDBs.
+
+    Parameters
+    ----------
+    db : SequenceDB
+    engine : {"local", "dask"}
+        ``"local"``: one partition, ``db`` itself.  ``"dask"``: parts of
+        ``db`` scattered to the workers of ``client``.
+    client : dask.distributed.Client, optional
+        With ``engine="dask"``; default: a local cluster of two workers
+        (:func:`dpgpu.scale.dask.connect`).
+    by_user : bool
+        Keep all the sequences of a user in one partition (user-level
+        contribution bounding runs where the user's data is).  Without a
+        user column every sequence is its own user, and each part's
+        ``users`` holds the sequences' indices in ``db`` so that user
+        identities stay global.
+    partitions : int, optional
+        Number of Dask partitions (default: twice the number of workers).
+
+    Returns
+    -------
+    Partitions
+    """
+    engine = check_engine(engine)
+    if engine == "local":
+        return LocalPartitions([db], [None])
+    from .dask import DaskPartitions  # noqa: PLC0415 - optional dependency
+
+    return DaskPartitions.split(db, client, by_user=by_user, partitions=partitions)
+
+
+def split_rows(db: Any, n_parts: int, *, by_user: bool = False) -> list[np.ndarray]:
+    """Sequence indices of up to ``n_parts`` non-empty, balanced partitions of ``db``.
+
+    Contiguous ranges; with ``by_user``, the rows sorted by user and cut only
+    between users (so a user's sequences are never split).
+    """
+    n = len(db)
+    if n == 0:
+        return [np.zeros(0, dtype=np.int64)]
+    if by_user and db.users is not None:
+        order = np.argsort(db.users, kind="stable")
+        users = db.users[order]
+        heads = np.flatnonzero(np.r_[True, users[1:] != users[:-1]])
+        targets = np.linspace(0, n, n_parts + 1)[1:-1]
+        cuts = np.append(heads, n)[np.searchsorted(heads, targets)]
+    else:
+        order = np.arange(n, dtype=np.int64)
+        cuts = np.linspace(0, n, n_parts + 1)[1:-1].astype(np.int64)
+    bounds = np.unique(np.concatenate([[0], cuts, [n]]).astype(np.int64))
+    return [order[lo:hi].astype(np.int64) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def part_of(db: Any, rows: np.ndarray, *, by_user: bool = False) -> Any:
+    """The sequences ``rows`` of ``db`` as a SequenceDB without ``source``.
+
+    With ``by_user`` and no user column, ``users`` becomes ``rows`` (each
+    sequence its own user, identified by its index in ``db``).
+    """
+    from ..data.sequencedb import SequenceDB  # noqa: PLC0415 - avoid an import cycle
+
+    bare = SequenceDB(db.items, db.offsets, db.vocab, users=db.users)
+    part = bare.select(rows)
+    if by_user and db.users is None:
+        part = SequenceDB(part.items, part.offsets, part.vocab, users=rows)
+    return part

@@ -1,0 +1,41 @@
+"""``--engine dask --scheduler ADDRESS`` on the pst, pfs2 and dpne commands: same files as local."""
+
+import json
+
+import numpy as np
+import pytest
+
+from dpgpu.cli import main
+
+distributed = pytest.importorskip("dask.distributed")
+
+COMMANDS = {
+    "pst": ["--epsilon", "2", "--l-top", "8"],
+    "pfs2": ["--epsilon", "2", "--threshold", "0.2", "--l-upper", "6"],
+    "dpne": ["--epsilon", "8", "--delta", "1e-5", "--max-n", "3", "--contribution", "3"],
+}
+
+
+def test_engine_dask_cli_writes_the_local_release(tmp_path):
+    rng = np.random.default_rng(4)
+    data = tmp_path / "d.txt"
+    data.write_text("\n".join(" ".join(f"t{x}" for x in rng.choice(4, size=rng.integers(1, 10),
+                                                                 p=[0.4, 0.3, 0.2, 0.1]))
+                              for _ in range(300)) + "\n")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
+                                  dashboard_address=None) as cluster:
+        for command, options in COMMANDS.items():
+            base = [command, str(data), *options, "--seed", "3", "-q"]
+            assert main(base + ["--out", str(tmp_path / f"{command}-local")]) == 0
+            assert main(base + ["--out", str(tmp_path / f"{command}-dask"), "--engine", "dask",
+                                "--scheduler", cluster.scheduler_address]) == 0
+    for command in COMMANDS:
+        local, remote = tmp_path / f"{command}-local", tmp_path / f"{command}-dask"
+        files = sorted(p.name for p in local.iterdir())
+        assert files == sorted(p.name for p in remote.iterdir())
+        for name in files:
+            if name != "report.json":
+                assert (local / name).read_bytes() == (remote / name).read_bytes(), (command, name)
+        reports = [json.loads((d / "report.json").read_text()) for d in (local, remote)]
+        assert [r["engine"] for r in reports] == ["local", "dask"]
+        assert reports[0]["ledger"] == reports[1]["ledger"]
