@@ -20,8 +20,8 @@ from dpgpu.eval.truth import _dedupe, frequent_subsequences
 from dpgpu.mechanisms import pfs2 as pfs2_module
 from dpgpu.mechanisms.pfs2 import PreMining, mine, pfs2
 from dpgpu.mechanisms.pfs2.relax import normal_laplace_cdf, relaxed_threshold
-from dpgpu.mechanisms.pfs2.shrink import compress, contained_candidates, delete_irrelevant, \
-    is_subsequence, reconstruct, shrink
+from dpgpu.mechanisms.pfs2.shrink import compress, delete_irrelevant, is_subsequence, \
+    reconstruct, shrink
 from dpgpu.mechanisms.pfs2.support import supports
 from dpgpu.privacy import PrivacyLedger
 
@@ -116,31 +116,118 @@ def reconstruct_reference(seq, candidates, k, l_max):
     return out
 
 
+def compress_reference(seq, k, max_pattern=3):
+    """Lemma 2 as first written (plain Python): the Numba kernel must match it."""
+    cur = list(seq)
+    for p in range(1, max_pattern + 1):
+        out, i, n = [], 0, len(cur)
+        while i < n:
+            if i + p * (k + 1) <= n:
+                unit = cur[i:i + p]
+                r = 1
+                while cur[i + r * p:i + (r + 1) * p] == unit:
+                    r += 1
+                if r > k:
+                    out.extend(unit * k)
+                    i += r * p
+                    continue
+            out.append(cur[i])
+            i += 1
+        cur = out
+    return cur
+
+
+def shrink_reference(db, candidates, k, l_max):
+    """Section V-A in plain Python: deletion, compression, Algorithm 2, sequence by sequence."""
+    relevant = {x for c in candidates for x in c}
+    rows, stats = [], {"compressed": 0, "reconstructed": 0}
+    for i in range(len(db)):
+        s = [x for x in db.sequence_ids(i).tolist() if x in relevant]
+        if len(s) > l_max:
+            stats["compressed"] += 1
+            s = compress_reference(s, k)
+            if len(s) > l_max:
+                stats["reconstructed"] += 1
+                s = reconstruct_reference(s, candidates, k, l_max)
+        rows.append(s)
+    lens = [len(r) for r in rows]
+    return SequenceDB(np.array([x for r in rows for x in r], dtype=np.int32),
+                      np.concatenate([[0], np.cumsum(lens)]), db.vocab), stats
+
+
+def rows_of(db):
+    return [db.sequence_ids(i).tolist() for i in range(len(db))]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 3), max_size=40), st.integers(1, 4), st.integers(1, 4))
+def test_compression_equals_reference(seq, k, max_pattern):
+    assert compress(seq, k, max_pattern) == compress_reference(seq, k, max_pattern)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 5), max_size=40), min_size=1, max_size=6),
        st.integers(1, 4).flatmap(lambda k: st.tuples(st.just(k), st.lists(
            st.tuples(*[st.integers(0, 5)] * k), min_size=1, max_size=40, unique=True))),
        st.integers(1, 8))
-def test_fast_reconstruction_equals_reference(rows, kc, l_max):
-    """The Numba Contain_k and the incremental Algorithm 2 change no shrunk sequence."""
+def test_fast_shrinking_equals_reference(rows, kc, l_max):
+    """The Numba kernels change no shrunk sequence (empty, short and repetitive ones included)."""
     k, cands = kc
     cands = sorted(cands)
-    assert contained_candidates(rows, cands, 6) == [contain_list(r, cands) for r in rows]
     for r in rows:
         assert reconstruct(r, cands, k, l_max) == reconstruct_reference(r, cands, k, l_max)
     db = SequenceDB.from_sequences([[str(x) for x in r] for r in rows],
                                    vocab=[str(i) for i in range(6)])
-    out, _ = shrink(db, cands, k, l_max)
-    for i, r in enumerate(rows):
-        s = [x for x in r if any(x in c for c in cands)]
-        if len(s) > l_max:
-            s = compress(s, k)
-        want = s if len(s) <= l_max else reconstruct_reference(s, cands, k, l_max)
-        assert out.sequence_ids(i).tolist() == want
+    out, stats = shrink(db, cands, k, l_max)
+    want, want_stats = shrink_reference(db, cands, k, l_max)
+    assert rows_of(out) == rows_of(want) and stats == want_stats
 
 
-def contain_list(seq, cands):
-    return [c for c in cands if is_subsequence(c, seq)]
+@pytest.mark.parametrize("seed", range(4))
+def test_shrinking_random_databases_equals_reference(seed):
+    """Larger random samples: many long sequences per kernel call, candidates in any order."""
+    rng = np.random.default_rng(seed)
+    n_items, k, l_max = int(rng.integers(3, 12)), int(rng.integers(1, 5)), int(rng.integers(1, 12))
+    rows = [rng.integers(0, n_items, size=int(rng.geometric(0.05)) - 1).tolist()
+            for _ in range(300)] + [[], [0] * 50, [0, 1] * 30]
+    cands = list({tuple(rng.integers(0, n_items, size=k).tolist()) for _ in range(150)})
+    db = SequenceDB.from_sequences([[str(x) for x in r] for r in rows],
+                                   vocab=[str(i) for i in range(n_items)])
+    out, stats = shrink(db, cands, k, l_max)
+    want, want_stats = shrink_reference(db, sorted(cands), k, l_max)
+    assert rows_of(out) == rows_of(want) and stats == want_stats
+    assert stats["reconstructed"] > 0
+
+
+def test_shrink_rejects_malformed_candidates():
+    db = SequenceDB.from_sequences([["0", "1"]], vocab=["0", "1"])
+    for cands, k in [([(0, 1), (0,)], 2), ([(0, 1), (0, 1)], 2), ([(0,)], 0)]:
+        with pytest.raises(ValueError):
+            shrink(db, cands, k, 1)
+
+
+def test_pfs2_release_is_unchanged_by_the_fast_shrinking(monkeypatch):
+    """End to end, fixed seed: the release equals the one with the plain-Python shrinking."""
+    rng = np.random.default_rng(5)
+    rows = [[f"i{x}" for x in rng.choice(8, size=rng.integers(0, 30),
+                                         p=[0.3, 0.2, 0.15, 0.1, 0.1, 0.05, 0.05, 0.05])]
+            for _ in range(2000)]
+    db = SequenceDB.from_sequences(rows, vocab=[f"i{x}" for x in range(8)])
+    reconstructed = []
+
+    def counted(*args):
+        out, stats = shrink(*args)
+        reconstructed.append(stats["reconstructed"])
+        return out, stats
+
+    def release(shrinker):
+        monkeypatch.setattr(pfs2_module, "shrink", shrinker)
+        rel = pfs2(db, 2.0, 0.2, seed=3, l_upper=12)
+        return rel.frequent(), [(lvl.to_dict(), lvl.local_noisy) for lvl in rel.levels]
+
+    fast = release(counted)
+    assert sum(reconstructed) > 100  # the levels do reconstruct sequences
+    assert fast == release(shrink_reference)
 
 
 @settings(max_examples=100, deadline=None)

@@ -28,30 +28,66 @@ fallback branch is cut to the room left, so the result never exceeds
 ``l_max``; a sequence containing no candidate becomes empty (it contributes
 to no candidate's support either way).
 
-Only sequences still longer than ``l_max`` after step 1 are compressed and
-reconstructed; this is a Python loop over those sequences (few, after
-deletion), not over the sample.  Which candidates each of them contains
-(``Contain_k``, the input of Algorithm 2) is computed for all of them at once
-by a Numba kernel (:func:`contained_candidates`) on the prefix-grouped layout
-of the support kernel, instead of ``|C_k|`` Python subsequence checks per
-sequence (the cost that stalled the BMS-WebView-1 benchmark: about 3,000
-long sequences x 9,216 candidates at level 2).
+Only sequences still longer than ``l_max`` after step 1 are compressed, and
+only those still longer after step 2 are reconstructed.  Both steps run on
+all those sequences at once in Numba kernels (:mod:`.shrink_numba`, in
+parallel over the sequences); ``Contain_k`` of each sequence to
+reconstruct comes from the containment kernel of the support count
+(:func:`dpgpu.eval.subseq_numba.contain_matrix`, prefix-grouped layout).
+Algorithm 2 then runs on array state: for every contained candidate and
+every g-node, how many of its items the output matches greedily so far (the
+output only grows, so a candidate is contained exactly when its match is
+complete), and the number of remaining c-nodes under each g-node, which is
+what c-scores and votes count.  The plain-Python statement of Algorithm 2
+that this must equal is the oracle of ``tests/test_pfs2.py``.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from ...data.sequencedb import SequenceDB
+from ...data.sequencedb import SequenceDB, concat_ranges
 from ...eval.truth import group_by_prefix
 
 #: Longest repeated pattern that consecutive-pattern compression looks for.
 MAX_PATTERN = 3
 #: Bound on ``sequences x candidates`` cells of one containment-kernel call.
 _CONTAIN_CELLS = 2 ** 24
+
+
+class CandidateTables(NamedTuple):
+    """``C_k`` as arrays for :func:`.shrink_numba.reconstruct_rows` (see its module docstring)."""
+
+    cand: np.ndarray
+    pre_id: np.ndarray
+    gen_id: np.ndarray
+    n_distinct: np.ndarray
+    pre_flat: np.ndarray
+    pre_off: np.ndarray
+    grp_off: np.ndarray
+    ext_item: np.ndarray
+    members: np.ndarray
+
+
+def candidate_tables(candidates: Sequence[tuple[int, ...]], k: int) -> CandidateTables:
+    """Arrays of the distinct, non-empty candidate ``k``-sequences ``candidates``."""
+    candidates = [tuple(c) for c in candidates]
+    if k < 1 or any(len(c) != k for c in candidates) or len(set(candidates)) < len(candidates):
+        raise ValueError(f"candidates must be distinct sequences of k = {k} >= 1 items")
+    pre_flat, pre_off, grp_off, ext_item, members = group_by_prefix(candidates)
+    pre_id = np.empty(len(candidates), dtype=np.int64)
+    pre_id[members] = np.repeat(np.arange(grp_off.size - 1), np.diff(grp_off))
+    group = {candidates[members[grp_off[g]]][:-1]: g for g in range(grp_off.size - 1)}
+    gen_id = np.full((len(candidates), k), -1, dtype=np.int64)
+    for i, c in enumerate(candidates):
+        gens = dict.fromkeys(c[:t] + c[t + 1:] for t in range(k))  # distinct, in order
+        ids = [group.get(g, -1) for g in gens]
+        gen_id[i, :len(ids)] = ids
+    return CandidateTables(np.array(candidates, dtype=np.int32).reshape(-1, k), pre_id, gen_id,
+                           np.array([len(set(c)) for c in candidates], dtype=np.int64),
+                           pre_flat, pre_off, grp_off, ext_item, members)
 
 
 def is_subsequence(pattern: Sequence[int], seq: Sequence[int]) -> bool:
@@ -79,135 +115,95 @@ def delete_irrelevant(db: SequenceDB, relevant: np.ndarray) -> SequenceDB:
     return SequenceDB(db.items[keep], np.concatenate([[0], np.cumsum(lens)]), db.vocab)
 
 
-def compress(seq: Sequence[int], k: int, max_pattern: int = MAX_PATTERN) -> list[int]:
-    """Replace ``j > k`` consecutive copies of a pattern by ``k`` copies (Lemma 2).
 
-    Patterns of ``1 .. max_pattern`` items, in order of increasing length;
+
+def compress_flat(items: np.ndarray, offsets: np.ndarray, k: int,
+                  max_pattern: int = MAX_PATTERN) -> tuple[np.ndarray, np.ndarray]:
+    """Consecutive-pattern compression (Lemma 2) of every sequence of a flat batch.
+
+    Replaces ``j > k`` consecutive copies of a pattern by ``k`` copies, for
+    patterns of ``1 .. max_pattern`` items, in order of increasing length;
     the scan is left to right, and a run is cut where it starts.
-    """
-    cur = list(seq)
-    for p in range(1, max_pattern + 1):
-        out: list[int] = []
-        i, n = 0, len(cur)
-        while i < n:
-            if i + p * (k + 1) <= n:
-                unit = cur[i:i + p]
-                r = 1
-                while cur[i + r * p:i + (r + 1) * p] == unit:
-                    r += 1
-                if r > k:
-                    out.extend(unit * k)
-                    i += r * p
-                    continue
-            out.append(cur[i])
-            i += 1
-        cur = out
-    return cur
-
-
-def contained_candidates(seqs: Sequence[Sequence[int]], candidates: Sequence[tuple[int, ...]],
-                         n_items: int) -> list[list[tuple[int, ...]]]:
-    """``Contain_k`` of each sequence: the candidates it contains, in candidate order.
-
-    Equal to ``[c for c in candidates if is_subsequence(c, seq)]`` for every
-    ``seq``; computed by a Numba kernel (greedy leftmost match of each
-    distinct prefix, then one last-occurrence lookup per candidate).
-    """
-    if not seqs or not candidates:
-        return [[] for _ in seqs]
-    pre_flat, pre_off, grp_off, ext_item, members = group_by_prefix(list(candidates))
-    lens = np.array([len(q) for q in seqs], dtype=np.int64)
-    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-    items = np.fromiter((x for q in seqs for x in q), dtype=np.int32, count=int(offsets[-1]))
-    from ...eval.subseq_numba import contain_matrix  # noqa: PLC0415 - imports numba
-
-    step = max(1, _CONTAIN_CELLS // len(candidates))
-    result: list[list[tuple[int, ...]]] = []
-    for lo in range(0, len(seqs), step):
-        hi = min(len(seqs), lo + step)
-        out = np.zeros((hi - lo, len(candidates)), dtype=np.bool_)
-        contain_matrix(items, offsets[lo:hi + 1], pre_flat, pre_off, grp_off, ext_item,
-                       n_items, out)
-        hit = np.zeros_like(out)
-        hit[:, members] = out  # back to candidate order
-        for row in hit:
-            result.append([candidates[i] for i in np.flatnonzero(row).tolist()])
-    return result
-
-
-def reconstruct(seq: Sequence[int], candidates: Sequence[tuple[int, ...]], k: int,
-                l_max: int, contained: Sequence[tuple[int, ...]] | None = None) -> list[int]:
-    """A sequence of at most ``l_max`` items keeping many candidates of ``seq`` (Algorithm 2).
 
     Parameters
     ----------
-    seq : sequence of int
-    candidates : sequence of tuple of int
-        The candidate ``k``-sequences, sorted (ties are broken by this order).
+    items : numpy.ndarray of int32
+        Sequence ``s`` is ``items[offsets[s]:offsets[s + 1]]``.
+    offsets : numpy.ndarray of int64
     k : int
-    l_max : int
-    contained : sequence of tuple of int, optional
-        The candidates ``seq`` contains, in candidate order, when already
-        known (:func:`contained_candidates`).
+    max_pattern : int
 
     Returns
     -------
-    list of int
+    buf : numpy.ndarray of int32
+        Compressed sequence ``s`` is ``buf[offsets[s]:offsets[s] + lens[s]]``.
+    lens : numpy.ndarray of int64
     """
-    if contained is None:
-        contained = [c for c in candidates if is_subsequence(c, seq)]
-    contained = list(contained)
-    if not contained:
-        return []
-    children: dict[tuple[int, ...], set[int]] = {}  # g-node -> labels of its c-node children
-    by_last: dict[int, list[tuple[int, ...]]] = {}
-    for c in contained:
-        children.setdefault(c[:-1], set()).add(c[-1])
-        by_last.setdefault(c[-1], []).append(c)
-    remaining = set(contained)
-    gens_of: dict[tuple[int, ...], set[tuple[int, ...]]] = {}
+    from .shrink_numba import compress_rows  # noqa: PLC0415 - imports numba
 
-    def c_score(c: tuple[int, ...]) -> int:
-        gens = gens_of.get(c)
-        if gens is None:
-            gens = gens_of[c] = {c[:i] + c[i + 1:] for i in range(k)}
-        return sum(len(children[g]) for g in gens if g in children)
+    buf = np.empty_like(items)
+    return buf, compress_rows(items, offsets, k, max_pattern, buf)
 
-    def best_candidate() -> tuple[int, ...]:
-        pool = [c for c in contained if c in remaining]
-        return max(pool, key=lambda c: (c_score(c), len(set(c)), [-x for x in c]))
 
-    out: list[int] = []
-    # g-nodes (with children) that are subsequences of ``out``: only grows as ``out`` grows
-    g_in: set[tuple[int, ...]] = set()
-    g_out = set(children)
+def reconstruct_flat(items: np.ndarray, offsets: np.ndarray, tables: CandidateTables,
+                     l_max: int, n_sym: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sequence reconstruction (Algorithm 2) of every sequence of a flat batch.
 
-    def drop_contained(tests) -> None:
-        for c in [c for c in tests if c in remaining and is_subsequence(c, out)]:
-            remaining.discard(c)
-            children[c[:-1]].discard(c[-1])
+    Parameters
+    ----------
+    items, offsets : numpy.ndarray
+        As in :func:`compress_flat`; item ids below ``n_sym``.
+    tables : CandidateTables
+        ``C_k`` (:func:`candidate_tables`); ties between candidates are broken
+        by their items, not by their order.
+    l_max : int
+    n_sym : int
+        Number of item ids.
 
-    out.extend(best_candidate()[:l_max])
-    drop_contained(list(remaining))
-    while len(out) < l_max and remaining:
-        now_in = [g for g in g_out if is_subsequence(g, out)]
-        g_in.update(now_in)
-        g_out.difference_update(now_in)
-        votes: Counter[int] = Counter()
-        for g in g_in:
-            kids = children[g]
-            if kids:
-                votes.update(kids)
-        if votes:
-            top = max(votes.values())
-            x = min(x for x, v in votes.items() if v == top)
-            out.append(x)
-            # every remaining candidate was not in ``out`` before: a new one must end at x
-            drop_contained(by_last.get(x, ()))
-        else:
-            out.extend(best_candidate()[:l_max - len(out)])
-            drop_contained(list(remaining))
-    return out
+    Returns
+    -------
+    buf : numpy.ndarray of int32
+        Sequence ``s`` is rebuilt as ``buf[s * l_max:s * l_max + lens[s]]``.
+    lens : numpy.ndarray of int64
+    """
+    import numba  # noqa: PLC0415 - imported on first use
+
+    from ...eval.subseq_numba import contain_matrix  # noqa: PLC0415
+    from .shrink_numba import reconstruct_rows  # noqa: PLC0415
+
+    n_seq, n_cand = offsets.size - 1, tables.cand.shape[0]
+    buf = np.zeros(n_seq * l_max, dtype=np.int32)
+    lens = np.zeros(n_seq, dtype=np.int64)
+    step = max(1, _CONTAIN_CELLS // max(1, n_cand))
+    for lo in range(0, n_seq if n_cand else 0, step):
+        hi = min(n_seq, lo + step)
+        grouped = np.zeros((hi - lo, n_cand), dtype=np.bool_)
+        contain_matrix(items, offsets[lo:hi + 1], tables.pre_flat, tables.pre_off,
+                       tables.grp_off, tables.ext_item, n_sym, grouped)
+        contains = np.empty_like(grouped)
+        contains[:, tables.members] = grouped  # back to candidate order
+        lens[lo:hi] = reconstruct_rows(contains, tables.cand, tables.pre_id, tables.gen_id,
+                                       tables.n_distinct, tables.pre_flat, tables.pre_off,
+                                       l_max, n_sym, min(hi - lo, 4 * numba.get_num_threads()),
+                                       buf[lo * l_max:hi * l_max])
+    return buf, lens
+
+
+def compress(seq: Sequence[int], k: int, max_pattern: int = MAX_PATTERN) -> list[int]:
+    """:func:`compress_flat` of one sequence."""
+    items = np.asarray(seq, dtype=np.int32).reshape(-1)
+    buf, lens = compress_flat(items, np.array([0, items.size], dtype=np.int64), k, max_pattern)
+    return buf[:lens[0]].tolist()
+
+
+def reconstruct(seq: Sequence[int], candidates: Sequence[tuple[int, ...]], k: int,
+                l_max: int) -> list[int]:
+    """:func:`reconstruct_flat` of one sequence: at most ``l_max`` items keeping many candidates."""
+    items = np.asarray(seq, dtype=np.int32).reshape(-1)
+    n_sym = 1 + max([-1, *items.tolist(), *(x for c in candidates for x in c)])
+    buf, lens = reconstruct_flat(items, np.array([0, items.size], dtype=np.int64),
+                                 candidate_tables(candidates, k), l_max, n_sym)
+    return buf[:lens[0]].tolist()
 
 
 def shrink(db: SequenceDB, candidates: Sequence[tuple[int, ...]], k: int,
@@ -219,7 +215,7 @@ def shrink(db: SequenceDB, candidates: Sequence[tuple[int, ...]], k: int,
     db : SequenceDB
         The sample database ``db_k``.
     candidates : sequence of tuple of int
-        The candidate ``k``-sequences ``C_k`` (sorted).
+        The candidate ``k``-sequences ``C_k`` (distinct).
     k : int
     l_max : int
 
@@ -230,36 +226,34 @@ def shrink(db: SequenceDB, candidates: Sequence[tuple[int, ...]], k: int,
     dict
         How many sequences were compressed and reconstructed (exact
         diagnostics about the sample: not part of a release).
+
+    Raises
+    ------
+    ValueError
+        When the candidates are not distinct sequences of ``k`` items.
     """
+    tables = candidate_tables(candidates, k)
     relevant = np.zeros(db.vocab.size, dtype=bool)
-    if candidates:
-        relevant[np.fromiter((x for c in candidates for x in c), dtype=np.int64)] = True
+    relevant[tables.cand.reshape(-1)] = True
     out = delete_irrelevant(db, relevant)
     long_rows = np.flatnonzero(out.lengths > l_max)
-    stats = {"compressed": int(long_rows.size), "reconstructed": 0}
-    if long_rows.size == 0:
-        return out, stats
-    items = out.items.tolist()
-    offs = out.offsets.tolist()
-    new: dict[int, list[int]] = {}
-    for r in long_rows.tolist():
-        new[r] = compress(items[offs[r]:offs[r + 1]], k)
-    still = [r for r in long_rows.tolist() if len(new[r]) > l_max]
-    # equal sequences after deletion and compression have equal reconstructions
-    distinct = list(dict.fromkeys(tuple(new[r]) for r in still))
-    contains = contained_candidates(distinct, candidates, db.vocab.size)
-    rebuilt = {q: reconstruct(q, candidates, k, l_max, contained=cont)
-               for q, cont in zip(distinct, contains)}
-    for r in still:
-        new[r] = rebuilt[tuple(new[r])]
-        stats["reconstructed"] += 1
-    pieces, lens = [], out.lengths.astype(np.int64).copy()
-    start = 0
-    for r in long_rows.tolist():
-        pieces.append(out.items[offs[start]:offs[r]])
-        pieces.append(np.asarray(new[r], dtype=np.int32))
-        lens[r] = len(new[r])
-        start = r + 1
-    pieces.append(out.items[offs[start]:])
-    return SequenceDB(np.concatenate(pieces), np.concatenate([[0], np.cumsum(lens)]),
-                      db.vocab), stats
+    still = np.zeros(0, dtype=bool)
+    if long_rows.size:
+        longs = out.select(long_rows)
+        cbuf, clens = compress_flat(longs.items, longs.offsets, k)
+        still = clens > l_max
+        gather = concat_ranges(longs.offsets[:-1][still], clens[still])
+        rbuf, rlens = reconstruct_flat(cbuf[gather],
+                                       np.concatenate([[0], np.cumsum(clens[still])]), tables,
+                                       l_max, db.vocab.size)
+        # rows are read from out.items, cbuf (compressed) or rbuf (reconstructed)
+        pool = np.concatenate([out.items, cbuf, rbuf])
+        starts = out.offsets[:-1].copy()
+        lens = out.lengths.astype(np.int64)
+        starts[long_rows] = out.items.size + longs.offsets[:-1]
+        lens[long_rows] = clens
+        starts[long_rows[still]] = out.items.size + cbuf.size + l_max * np.arange(rlens.size)
+        lens[long_rows[still]] = rlens
+        out = SequenceDB(pool[concat_ranges(starts, lens)],
+                         np.concatenate([[0], np.cumsum(lens)]), db.vocab)
+    return out, {"compressed": int(long_rows.size), "reconstructed": int(still.sum())}
