@@ -39,8 +39,9 @@ if [[ $stage == bench || $stage == all ]]; then
     done
     timeout 40 "$py" bench/bench_noise.py; echo "bench_noise exit $?"
   } > "$OUT/bench.txt" 2>&1
+  tar czf "$OUT/results.tar.gz" bench/results
   timeout 120 "$py" bench/profile_release.py --backend cupy --top 15 > "$OUT/profile.txt" 2>&1
-  timeout "${T_SCALING:-120}" "$py" bench/bench_scaling.py --backend cupy --max-tokens 1e8 \
+  timeout "${T_SCALING:-120}" "$py" bench/bench_scaling.py --backend cupy --max-tokens "${MAX_TOKENS:-1e8}" \
     > "$OUT/scaling.txt" 2>&1
   echo "bench_scaling exit $?" >> "$OUT/scaling.txt"
   tar czf "$OUT/results.tar.gz" bench/results
