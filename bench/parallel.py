@@ -19,8 +19,9 @@ loops on ``cores / jobs`` threads, so the pool does not oversubscribe the
 cores.  Timings taken inside a repetition measure runs that share the CPU
 with ``jobs - 1`` others.
 
-On the GPU backend the repetitions stay serial (a CUDA context does not
-survive a fork; batching releases on the device is another matter).
+On the GPU backend, or once this process has used the GPU, the repetitions
+stay serial (a CUDA context does not survive a fork; batching releases on
+the device is another matter).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Iterable
+
+from dpgpu.backend import gpu_in_use
 
 _WORK: tuple[Callable[[Any], Any], list] | None = None
 
@@ -138,7 +141,7 @@ def run_repetitions(fn: Callable[[Any], Any], items: Iterable[Any], jobs: int) -
     global _WORK
     items = list(items)
     jobs = max(1, min(int(jobs), len(items)))
-    if jobs == 1 or _omp_started():
+    if jobs == 1 or _omp_started() or gpu_in_use():
         return [fn(x) for x in items]
     _WORK = (fn, items)
     try:

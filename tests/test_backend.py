@@ -34,3 +34,9 @@ def test_device_input_without_a_gpu_is_a_clear_error():
 
     with pytest.raises(BackendUnavailable):
         backend_of(DeviceArray())
+
+
+def test_gpu_in_use_follows_detection():
+    from dpgpu.backend import gpu_in_use
+
+    assert gpu_in_use() == gpu_available()  # detection ran: in use exactly when usable

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import dpgpu
+from dpgpu.backend import gpu_in_use
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 sys.path.insert(0, str(BENCH))
@@ -38,12 +39,18 @@ def test_parallel_releases_equal_the_serial_loop(tmp_path):
     par = parallel.run_repetitions(one, seeds, 2)
     assert [r[:2] for r in par] == [r[:2] for r in serial]
     assert {r[2] for r in serial} == {os.getpid()}
-    if parallel._numba_layer() == "omp":  # earlier tests started OpenMP: serial fallback
+    if parallel._numba_layer() == "omp" or gpu_in_use():  # serial fallbacks
         assert {r[2] for r in par} == {os.getpid()}
     else:
         assert os.getpid() not in {r[2] for r in par}        # ran in workers
     # different seeds really give different releases: the order is checked
     assert len({str(r[1]) for r in serial}) > 1
+
+
+def test_repetitions_stay_serial_once_cuda_is_initialised(monkeypatch):
+    monkeypatch.setattr(parallel, "gpu_in_use", lambda: True)
+    assert {pid for pid in parallel.run_repetitions(lambda _: os.getpid(), range(4), 2)} \
+        == {os.getpid()}
 
 
 def test_errors_and_options():

@@ -92,6 +92,15 @@ def gpu_available() -> bool:
     return _cupy_module() is not None
 
 
+def gpu_in_use() -> bool:
+    """True when this process has already found a usable GPU (so CUDA is initialised).
+
+    A CUDA context does not survive ``fork``: code that forks workers must
+    not do so once this is true.  Never initialises CUDA itself.
+    """
+    return _cupy_module.cache_info().currsize > 0 and _cupy_module() is not None
+
+
 @lru_cache(maxsize=1)
 def _cupy_module() -> ModuleType | None:
     try:
