@@ -19,6 +19,7 @@ lexicographic sorting (never merged silently).
 from __future__ import annotations
 
 import logging
+from functools import cached_property
 from typing import Any, Iterator
 
 import numpy as np
@@ -72,9 +73,16 @@ class GramEngine:
             l_max = check_positive_int(l_max, "l_max")
         self.l_max = l_max
         self._key_cache: tuple[int, Any] = (0, None)
-        max_block_cells = min(max_block_cells, _device_cells(self.backend))
-        self.blocks = [db.padded(width, backend=self.backend, start=start, end=end, rows=rows)
-                       for width, rows in _length_blocks(db.lengths, l_max, max_block_cells)]
+        self._db, self._start, self._end = db, start, end
+        self._max_block_cells = min(max_block_cells, _device_cells(self.backend))
+
+    @cached_property
+    def blocks(self) -> list:
+        """The padded blocks, built on first use (dense CPU counting reads the flat items)."""
+        db = self._db
+        return [db.padded(width, backend=self.backend, start=self._start, end=self._end,
+                          rows=rows)
+                for width, rows in _length_blocks(db.lengths, self.l_max, self._max_block_cells)]
 
     # ------------------------------------------------------------------ counts
     def count(self, n: int):
@@ -136,15 +144,28 @@ class GramEngine:
     def _count_packed(self, n: int):
         """Distinct exact keys and their counts.
 
-        Small key spaces use a dense bincount over all windows, padding
-        included: a window that overlaps padding has a zero digit, which no
-        real n-gram has, so those keys are dropped afterwards.  Larger key
-        spaces mask the valid windows and sort.
+        Small key spaces use a dense histogram: on the CPU a Numba loop over
+        the flat items, no padding (:mod:`dpgpu.ops.grams_numba`); on the GPU a
+        bincount over all windows, padding included -- a window that
+        overlaps padding has a zero digit, which no real n-gram has, so
+        those keys are dropped afterwards.  Larger key spaces mask the valid
+        windows and sort.
         """
         xp = self.xp
+        space = self.radix ** n
+        if space <= DENSE_KEY_SPACE and not self.backend.is_gpu:
+            from .grams_numba import add_dense_counts  # noqa: PLC0415 - Numba loads on first use
+
+            db, vocab = self._db, self.vocab
+            hist = np.zeros(space, dtype=np.int64)
+            add_dense_counts(db.items, db.offsets, self.l_max or max(db.max_length, 1),
+                             vocab.start_id if self._start else -1,
+                             vocab.end_id if self._end else -1, self._end == "all",
+                             n, self.radix, hist)
+            keys = np.flatnonzero(hist)
+            return keys, hist[keys]
         blocks = [(k, lengths) for k, (_, lengths) in zip(self._packed_blocks(n), self.blocks)
                   if k is not None]
-        space = self.radix ** n
         if space <= DENSE_KEY_SPACE:
             hist = xp.zeros(space, dtype=xp.int64)
             for keys, _ in blocks:
