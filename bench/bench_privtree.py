@@ -23,7 +23,10 @@ results do not depend on ``--jobs`` (the timings inside them do: they then
 share the CPU).  The build-time table is measured serially.
 
 Usage: ``python bench/bench_privtree.py [--reps R] [--backend numpy|cupy] [--queries Q]
-[--jobs N] [--out DIR]``; ``--reps 1 --queries 200`` for a quick CPU check.
+[--jobs N] [--out DIR] [--report-only]``; ``--reps 1 --queries 200`` for a quick CPU
+check.  Results go to ``<out>/privtree-<backend>.json`` and its Markdown summary
+``<out>/privtree-<backend>.md``; ``--report-only`` rewrites the Markdown from an
+existing JSON without running anything.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from dpgpu.eval import metrics as M
 from dpgpu.eval import truth as T
 from dpgpu.mechanisms.ngram import ngram
 from dpgpu.mechanisms.privtree import privtree_spatial, pst, uniform_grid
-from parallel import add_jobs_argument, run_repetitions, use_jobs
+from parallel import add_jobs_argument, default_jobs, run_repetitions, use_jobs
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MSNBC = Path("/work/shared/datasets/msnbc/msnbc990928.seq.gz")
@@ -51,6 +54,11 @@ AIRPORTS = Path("/work/shared/datasets/airports/airports.csv")
 EPSILONS = (0.1, 0.4, 1.6)
 TABLE4_EPSILONS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
 K_VALUES = (20, 40, 60, 80, 100)
+L_TOP = 20  # PST: synthetic sequences and top-k strings use items up to this length
+NGRAM_N_MAX, NGRAM_L_MAX = 5, 20
+# spatial result keys, their Markdown titles and the names of their axes
+SPATIAL_SETS = (("airports", "Airports", ("lon", "lat")),
+                ("skewed_synthetic", "Skewed synthetic", ("x", "y")))
 
 
 def sequences(db, reps: int, backend: str, jobs: int = 1) -> dict:
@@ -60,7 +68,7 @@ def sequences(db, reps: int, backend: str, jobs: int = 1) -> dict:
 
     def one(task: tuple[float, int]) -> dict:
         eps, r = task
-        rel = pst(db, eps, l_top=20, seed=1000 + r, backend=backend)
+        rel = pst(db, eps, l_top=L_TOP, seed=1000 + r, backend=backend)
         top = [tuple(db.vocab.id_of(x) for x in g) for g, _ in rel.top_k(max(K_VALUES))]
         out = {"privtree": {"precision": [M.true_positive_ratio(true_top[:k], top[:k], k)
                                           for k in K_VALUES],
@@ -69,7 +77,8 @@ def sequences(db, reps: int, backend: str, jobs: int = 1) -> dict:
                             "build_s": rel.report["timings"]["build_s"],
                             "synthetic_s": rel.report["timings"]["synthetic_s"]}}
         t = time.perf_counter()
-        ng = ngram(db, eps, l_max=20, n_max=5, seed=2000 + r, backend=backend)
+        ng = ngram(db, eps, l_max=NGRAM_L_MAX, n_max=NGRAM_N_MAX, seed=2000 + r,
+                   backend=backend)
         release_s = round(time.perf_counter() - t, 3)
         top = [tuple(db.vocab.id_of(x) for x in g)
                for g, _ in ng.top_k(max(K_VALUES), min_length=1)]
@@ -102,9 +111,9 @@ def sequences(db, reps: int, backend: str, jobs: int = 1) -> dict:
 def build_times(db, reps: int, backend: str) -> dict:
     """PST build time (report timings: tree + histograms) per epsilon of Table 4."""
     out = {}
-    pst(db, 1.0, l_top=20, seed=1, synthetic=False, backend=backend)  # JIT warm-up
+    pst(db, 1.0, l_top=L_TOP, seed=1, synthetic=False, backend=backend)  # JIT warm-up
     for eps in TABLE4_EPSILONS:
-        times = [pst(db, eps, l_top=20, seed=3000 + r, synthetic=False,
+        times = [pst(db, eps, l_top=L_TOP, seed=3000 + r, synthetic=False,
                      backend=backend).report["timings"]["build_s"] for r in range(reps)]
         out[f"epsilon={eps}"] = {"median_s": round(float(np.median(times)), 3),
                                  "min_s": round(min(times), 3)}
@@ -158,15 +167,84 @@ def spatial(points: np.ndarray, bounds: list, reps: int, backend: str, n_queries
     return out
 
 
+def _epsilons(section: dict) -> list[tuple[str, dict]]:
+    """The ``epsilon=...`` entries of a result section, as (epsilon text, entry)."""
+    return [(key.removeprefix("epsilon="), row) for key, row in section.items()
+            if key.startswith("epsilon=")]
+
+
+def _spatial_table(title: str, axes: tuple[str, str], entry: dict) -> list[str]:
+    """Markdown lines: average relative errors of one spatial data set."""
+    about = [f"n = {entry['n']}"]
+    if "bounds" in entry:
+        about.append("domain " + " x ".join(f"{ax} [{lo}, {hi}]"
+                                            for ax, (lo, hi) in zip(axes, entry["bounds"])))
+    if "generator" in entry:
+        about.append(entry["generator"])
+    lines = [f"## Range counts, average relative error: {title} ({', '.join(about)})", "",
+             "| epsilon | PrivTree small / medium / large | UG small / medium / large "
+             "| PrivTree leaves |", "|---|---|---|---|"]
+    for eps, row in _epsilons(entry):
+        errors = [" / ".join(f"{row[name][s]:g}" for s in ("small", "medium", "large"))
+                  for name in ("privtree", "ug")]
+        lines.append(f"| {eps} | {errors[0]} | {errors[1]} | {row['privtree_leaves_mean']:g} |")
+    return lines + [""]
+
+
+def write_report(path: Path, result: dict) -> None:
+    """Write the Markdown summary of ``result`` (the JSON's content) to ``path``."""
+    cpu = (f"{result['cpus']}-core {result['machine']} CPU" if "cpus" in result
+           else f"{result['machine']} CPU")
+    lines = [f"# PrivTree benchmark ({result['backend']} backend, {cpu}, "
+             f"{result['reps']} reps)", "",
+             f"Generated by `bench/bench_privtree.py` from `{path.with_suffix('.json').name}`. "
+             f"{result['notes']}."]
+    if "jobs" in result:
+        lines[-1] += (f" Repetitions ran {result['jobs']} at a time, so the timings inside "
+                      "them are of runs sharing the CPU; the build times are measured serially.")
+    lines.append("")
+    if "msnbc" in result:
+        ks = "/".join(str(k) for k in result["k_values"])
+        lines += [f"## MSNBC (l_top = {L_TOP}): PrivTree PST vs N-gram "
+                  f"(n_max = {NGRAM_N_MAX}, l_max = {NGRAM_L_MAX})", "",
+                  f"| epsilon | method | precision k={ks} | length TV |", "|---|---|---|---|"]
+        for eps, row in _epsilons(result["msnbc"]):
+            for name, label in (("privtree", "PrivTree"), ("ngram", "N-gram")):
+                precision = " / ".join(f"{p:.3f}" for p in row[name]["precision_mean"])
+                lines.append(f"| {eps} | {label} | {precision} | {row[name]['tv_mean']:.4f} |")
+        lines.append("")
+    if "pst_build_time" in result:
+        build = result["pst_build_time"]
+        lines += ["## PST build time on MSNBC (data loaded; tree + leaf histograms)", "",
+                  f"Paper, Table 4 (seconds): {build['paper_table4_s']}.", "",
+                  "| epsilon | median s | min s |", "|---|---|---|"]
+        lines += [f"| {eps} | {row['median_s']:.3f} | {row['min_s']:.3f} |"
+                  for eps, row in _epsilons(build)]
+        lines.append("")
+    for key, title, axes in SPATIAL_SETS:
+        if key in result:
+            lines += _spatial_table(title, axes, result[key])
+    path.write_text("\n".join(lines))
+
+
 def main() -> None:
-    """Run everything and write bench/results/privtree-<backend>.json."""
+    """Run everything and write <out>/privtree-<backend>.json and .md."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--backend", default="numpy")
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--out", default=str(RESULTS), help="results folder (default bench/results)")
+    ap.add_argument("--report-only", action="store_true",
+                    help="rewrite privtree-<backend>.md from the existing .json, run nothing")
     add_jobs_argument(ap)
     args = ap.parse_args()
+    path = Path(args.out) / f"privtree-{args.backend}.json"
+    if args.report_only:
+        if not path.exists():
+            ap.error(f"--report-only: {path} does not exist")
+        write_report(path.with_suffix(".md"), json.loads(path.read_text()))
+        print(f"written {path.with_suffix('.md')}")
+        return
     jobs = use_jobs(args.jobs, args.backend)
     t0 = time.perf_counter()
     db = dpgpu.load(MSNBC)
@@ -175,7 +253,7 @@ def main() -> None:
         "machine": platform.machine(), "python": platform.python_version(),
         "backend": args.backend, "dpgpu": dpgpu.__version__,
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "reps": args.reps, "jobs": jobs, "k_values": list(K_VALUES),
+        "reps": args.reps, "jobs": jobs, "cpus": default_jobs(), "k_values": list(K_VALUES),
         "notes": ("top-k: items-only strings of any length, exact top-k of the full MSNBC; "
                   "TV: synthetic vs full-data length distributions; PrivTree synthetic "
                   "sequences are capped at l_top = 20 items; UG takes n as public"),
@@ -192,11 +270,10 @@ def main() -> None:
                                   **spatial(sk, [[0, 1], [0, 1]], args.reps, args.backend,
                                             args.queries, jobs)}
     result["total_s"] = round(time.perf_counter() - t0, 1)
-    results = Path(args.out)
-    results.mkdir(parents=True, exist_ok=True)
-    path = results / f"privtree-{args.backend}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"written {path}")
+    write_report(path.with_suffix(".md"), result)
+    print(f"written {path} and {path.with_suffix('.md').name}")
 
 
 if __name__ == "__main__":
