@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from dpgpu import SequenceDB, ngram
 from dpgpu.cli import main
 
 SEQUENCES = "a b c\na b\nb c a\na b c d\nc a b\na b\nb c\na c b\n"
@@ -135,6 +136,28 @@ def test_help_has_an_example(capsys, command):
     for option in ("--epsilon", "--seed", "--backend", "--out", "--force", "--quiet", "--json",
                    "--config"):
         assert option in text, option
+
+
+def test_counted_stages_draw_a_bar(capsys):
+    from dpgpu.commands.common import Progress
+    from dpgpu.progress import Step
+
+    with Progress("ngram", show=True) as progress:
+        progress(Step("level 2: 289 nodes", 2, 5))
+    err = capsys.readouterr().err
+    assert "ngram:  40%|" in err and "| 2/5 [" in err and err.rstrip("\r\x1b[K").endswith(
+        "level 2: 289 nodes")
+
+
+def test_mechanisms_report_counted_stages_as_plain_strings():
+    from dpgpu.progress import Step
+
+    seen: list = []
+    db = SequenceDB.from_sequences([["a", "b", "c"], ["b", "c"], ["a"]] * 30)
+    ngram(db, 1.0, l_max=4, n_max=3, seed=1, progress=seen.append)
+    levels = [m for m in seen if isinstance(m, Step) and m.startswith("level")]
+    assert [(m.done, m.total) for m in levels] == [(k, 3) for k in range(1, len(levels) + 1)]
+    assert all(isinstance(m, str) for m in seen)  # progress=print keeps working
 
 
 def test_progress_draws_in_place_and_erases_or_logs(capsys, caplog):

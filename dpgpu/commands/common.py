@@ -13,12 +13,15 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from tqdm import tqdm
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 from ..data.load import FORMATS, load
+from ..progress import Step
 from ..scale.partitions import ENGINES
 
 log = logging.getLogger("dpgpu")
@@ -216,8 +219,14 @@ def print_json(obj: Any) -> None:
     sys.stdout.write("\n")
 
 
+#: How a counted stage is drawn: ``ngram: 40%|########            | 2/5 [00:01<00:02] level 2...``.
+_BAR = "{desc}: {percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]"
+
+
 class Progress:
     """The stage a command is at: one status line on stderr, rewritten in place.
+
+    Counted stages (:class:`dpgpu.progress.Step`) show a progress bar.
 
     Pass an instance as a mechanism's ``progress`` callable.  When not shown
     (``--quiet``, ``-v``, or stderr is not a terminal) the stages are logged
@@ -239,11 +248,21 @@ class Progress:
         self._drawn = False
 
     def __call__(self, message: str) -> None:
-        """Report that the command has reached the stage ``message``."""
+        """Report that the command has reached the stage ``message``.
+
+        A :class:`dpgpu.progress.Step` is drawn as a progress bar (tqdm's
+        meter) followed by the message.
+        """
         if not self.show:
             log.info("%s: %s", self.command, message)
             return
-        line = f"{self.command}: {message} [{time.perf_counter() - self._t0:.1f} s]"
+        elapsed = time.perf_counter() - self._t0
+        if isinstance(message, Step):
+            plain = not (sys.stderr.encoding or "").lower().startswith("utf")  # no block glyphs
+            line = tqdm.format_meter(message.done, message.total, elapsed, prefix=self.command,
+                                     bar_format=_BAR, ascii=plain) + f" {message}"
+        else:
+            line = f"{self.command}: {message} [{elapsed:.1f} s]"
         width = shutil.get_terminal_size().columns - 1  # a wrapped line cannot be redrawn
         sys.stderr.write("\r\x1b[K" + line[:width])
         sys.stderr.flush()

@@ -39,6 +39,7 @@ import numpy as np
 from ...data.sequencedb import concat_ranges
 from ...ops import keys as K
 from ...ops.lookup import GramIndex
+from ...progress import Step
 
 
 @dataclass
@@ -98,7 +99,8 @@ def extend(levels: list[ModelLevel], l_max: int, end_id: int, n_symbols: int,
         if nxt.grams.shape[0] == 0:
             break
         levels.append(nxt)
-        progress(f"extended to {len(levels)}-grams: {nxt.grams.shape[0]} grams")
+        progress(Step(f"extended to {len(levels)}-grams: {nxt.grams.shape[0]} grams",
+                      len(levels), l_max + 1))
     return levels
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from ...backend import to_numpy
 from ...errors import InvalidParameter
 from ...ops.lookup import GramIndex
+from ...progress import Step
 
 log = logging.getLogger("dpgpu")
 
@@ -186,7 +187,7 @@ def build_tree(engine: Any, *, epsilon: float, l_max: int, n_max: int, allocatio
     levels = [level]
     pmax_of: list[np.ndarray] = []
     unigram_pmax = float(children_pmax(level.noisy[None, :])[0])
-    progress(f"level 1: {n_items} nodes")
+    progress(Step(f"level 1: {n_items} nodes", 1, n_max))
     tol = epsilon * 1e-9
     for i in range(1, n_max):
         remaining = epsilon - level.spent
@@ -232,5 +233,6 @@ def build_tree(engine: Any, *, epsilon: float, l_max: int, n_max: int, allocatio
                       parent=np.repeat(frontier.astype(np.int64), n_children))
         level.index = GramIndex(child_grams, engine.n_symbols)
         levels.append(level)
-        progress(f"level {i + 1}: expanded {frontier.size} nodes into {child_grams.shape[0]}")
+        progress(Step(f"level {i + 1}: expanded {frontier.size} nodes into "
+                      f"{child_grams.shape[0]}", i + 1, n_max))
     return levels

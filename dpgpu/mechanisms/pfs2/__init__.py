@@ -88,6 +88,7 @@ from ...ops import keys as K
 from ...privacy import DiscreteLaplace, PrivacyLedger
 from ...privacy.ledger import split_budget
 from ...privacy.rng import NoiseKey
+from ...progress import Step
 from ...release import ReleaseWriter, encode_gram, vocabulary_fingerprint
 from ...report import Displayed
 from ...scale.partitions import Partitions, check_engine, partition
@@ -350,8 +351,8 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
                         if v >= abs_threshold]
         levels.append(Level(k, len(cands), sens, relaxed, len(survivors), frequent,
                             dict(zip(cands, local_noisy.tolist())), capped))
-        progress(f"level {k}: {len(cands)} candidates, {len(survivors)} survive the sample, "
-                 f"{len(frequent)} frequent")
+        progress(Step(f"level {k}: {len(cands)} candidates, {len(survivors)} survive the "
+                      f"sample, {len(frequent)} frequent", k, pre.L_f))
         if not frequent:
             break
         prev = dict(frequent)

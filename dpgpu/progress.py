@@ -1,0 +1,37 @@
+"""Progress messages that mechanisms hand to their ``progress`` callable.
+
+A mechanism reports each stage as a string.  A stage of a counted loop
+(tree levels, candidate lengths) is a :class:`Step`: still a plain ``str``
+-- so ``progress=print`` or a logger works unchanged -- that also carries
+how far the loop is, from which the CLI draws a progress bar.
+"""
+
+from __future__ import annotations
+
+
+class Step(str):
+    """A progress message for step ``done`` of ``total``.
+
+    Parameters
+    ----------
+    message : str
+        What was done.
+    done, total : int
+        Steps finished and steps expected (``total`` may grow when a loop
+        runs longer than expected; the bar then shows ``done`` of ``done``).
+
+    Examples
+    --------
+    >>> step = Step("level 2: 289 nodes", 2, 5)
+    >>> step, step.done, step.total
+    ('level 2: 289 nodes', 2, 5)
+    """
+
+    done: int
+    total: int
+
+    def __new__(cls, message: str, done: int, total: int) -> "Step":
+        self = super().__new__(cls, message)
+        self.done = int(done)
+        self.total = max(int(total), int(done))
+        return self
