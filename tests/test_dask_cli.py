@@ -1,4 +1,5 @@
-"""``--engine dask --scheduler ADDRESS`` on the pst, pfs2 and dpne commands: same files as local."""
+"""``--engine dask --scheduler ADDRESS`` on every mechanism command but ngram (tested with
+the engine): the same files as the local run."""
 
 import json
 
@@ -13,6 +14,7 @@ COMMANDS = {
     "pst": ["--epsilon", "2", "--l-top", "8"],
     "pfs2": ["--epsilon", "2", "--threshold", "0.2", "--l-upper", "6"],
     "dpne": ["--epsilon", "8", "--delta", "1e-5", "--max-n", "3", "--contribution", "3"],
+    "privtree-spatial": ["--epsilon", "2", "--columns", "x,y", "--bounds", "0,1,0,1"],
 }
 
 
@@ -22,10 +24,14 @@ def test_engine_dask_cli_writes_the_local_release(tmp_path):
     data.write_text("\n".join(" ".join(f"t{x}" for x in rng.choice(4, size=rng.integers(1, 10),
                                                                  p=[0.4, 0.3, 0.2, 0.1]))
                               for _ in range(300)) + "\n")
+    points = tmp_path / "p.csv"
+    xy = np.concatenate([rng.normal(0.3, 0.03, (2000, 2)), rng.random((2000, 2))]).clip(0, 1)
+    points.write_text("x,y\n" + "\n".join(f"{x!r},{y!r}" for x, y in xy.tolist()) + "\n")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
                                   dashboard_address=None) as cluster:
         for command, options in COMMANDS.items():
-            base = [command, str(data), *options, "--seed", "3", "-q"]
+            source = points if command == "privtree-spatial" else data
+            base = [command, str(source), *options, "--seed", "3", "-q"]
             assert main(base + ["--out", str(tmp_path / f"{command}-local")]) == 0
             assert main(base + ["--out", str(tmp_path / f"{command}-dask"), "--engine", "dask",
                                 "--scheduler", cluster.scheduler_address]) == 0

@@ -17,7 +17,8 @@ import numpy as np
 from ..data.points import parse_columns, read_points
 from ..errors import InvalidParameter
 from ..mechanisms.privtree import SpatialRelease, privtree_spatial
-from .common import Progress, add_mechanism_command, run_mechanism
+from .common import Progress, add_engine_arguments, add_mechanism_command, engine_client, \
+    run_mechanism
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,6 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--columns", required=True, help="coordinate columns, e.g. x,y")
     p.add_argument("--bounds", help="public domain: lo,hi for each column, in order")
     p.add_argument("--fanout", type=int, help="power of two up to 2**d (default 2**d)")
+    add_engine_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -54,9 +56,11 @@ def _release(args: argparse.Namespace, points: Any, progress: Progress) -> Spati
             bounds = [float(v) for v in args.bounds.split(",")]
         except ValueError:
             raise InvalidParameter(f"bounds: expected numbers, got {args.bounds!r}") from None
-    return privtree_spatial(points, args.epsilon, bounds=bounds,
-                            columns=parse_columns(args.columns), fanout=args.fanout,
-                            seed=args.seed, backend=args.backend)
+    with engine_client(args) as client:
+        return privtree_spatial(points, args.epsilon, bounds=bounds,
+                                columns=parse_columns(args.columns), fanout=args.fanout,
+                                seed=args.seed, backend=args.backend, engine=args.engine,
+                                client=client)
 
 
 def _describe(release: SpatialRelease) -> str:

@@ -97,13 +97,18 @@ class DaskPartitions(Partitions):
 
     @classmethod
     def split(cls, db: Any, client: Any = None, *, by_user: bool = False,
-              partitions: int | None = None) -> "DaskPartitions":
-        """Scatter the parts of ``db`` to the workers (see :func:`~.partitions.partition`)."""
+              partitions: int | None = None, take: Callable[..., Any] = part_of
+              ) -> "DaskPartitions":
+        """Scatter the parts of ``db`` to the workers (see :func:`~.partitions.partition`).
+
+        ``take(db, rows, by_user=...)`` cuts one part (default: a SequenceDB of
+        those sequences; any indexable data with a length works).
+        """
         client = client if client is not None else connect()
         n_workers = len(client.scheduler_info()["workers"])
         n_parts = check_positive_int(partitions or 2 * max(1, n_workers), "partitions")
         rows = split_rows(db, n_parts, by_user=by_user)
-        futures = client.scatter([part_of(db, r, by_user=by_user) for r in rows], hash=False)
+        futures = client.scatter([take(db, r, by_user=by_user) for r in rows], hash=False)
         log.info("dask engine: %d partitions on %d workers", len(futures), n_workers)
         return cls(client, futures, rows)
 

@@ -165,6 +165,30 @@ def partition(db: Any, engine: str = "local", client: Any = None, *, by_user: bo
     return DaskPartitions.split(db, client, by_user=by_user, partitions=partitions)
 
 
+def partition_points(points: np.ndarray, engine: str = "local", client: Any = None, *,
+                     backend: str = "numpy", partitions: int | None = None) -> Partitions:
+    """The rows of a point array as partitions of ``engine``, each state ``(points, node)``.
+
+    Every point starts in node 0 (a single root); ``points`` is a host array
+    and each state holds its part on ``backend`` (see :func:`partition`).
+    """
+    engine = check_engine(engine)
+    if engine == "local":
+        return LocalPartitions([points], [None]).map(_points_state, backend)
+    from .dask import DaskPartitions  # noqa: PLC0415 - optional dependency
+
+    parts = DaskPartitions.split(points, client, partitions=partitions,
+                                 take=lambda data, rows, by_user: data[rows])
+    return parts.map(_points_state, backend)
+
+
+def _points_state(points: Any, backend: str) -> tuple:
+    from ..backend import get_backend  # noqa: PLC0415 - avoid an import cycle
+
+    xp = get_backend(backend).xp
+    return xp.asarray(points), xp.zeros(points.shape[0], dtype=xp.int64)
+
+
 def split_rows(db: Any, n_parts: int, *, by_user: bool = False) -> list[np.ndarray]:
     """Sequence indices of up to ``n_parts`` non-empty, balanced partitions of ``db``.
 

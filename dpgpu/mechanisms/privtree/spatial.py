@@ -49,10 +49,12 @@ import numpy as np
 
 from ...backend import get_backend, to_numpy
 from ...errors import InvalidParameter
+from ...ops import keys as K
 from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta, split_budget
 from ...privacy.samplers import LAPLACE_TV_BOUND
 from ...release import ReleaseWriter
 from ...report import Displayed
+from ...scale.partitions import LocalPartitions, Partitions, check_engine, partition_points
 from ...validation import check_positive_int, check_positive_real
 from .core import SplitTest, child_ids, mix64, split_params
 
@@ -156,22 +158,29 @@ class SpatialRelease(Displayed):
 
 
 def grow(points: Any, lo: Any, hi: Any, point_node: Any, ids: Any, test: SplitTest, *,
-         k: int, max_depth: int, max_nodes: int, backend: Any) -> list[SpatialLevel]:
+         k: int, max_depth: int, max_nodes: int, backend: Any,
+         data: Partitions | None = None) -> list[SpatialLevel]:
     """Grow PrivTrees from the root boxes ``lo, hi`` (one per tree), level by level.
 
     ``point_node`` gives each point's root; several roots make a forest of
-    independent trees (used by the audit).
+    independent trees (used by the audit).  The points and their current
+    nodes live in the partitions of ``data`` (:mod:`dpgpu.scale.partitions`;
+    default: one partition in this process holding ``points`` and
+    ``point_node``): each level's node counts are summed over the partitions
+    and each partition moves its own points down; every split decision and
+    its noise stay here.
     """
     be = get_backend(backend)
     xp = be.xp
-    d = points.shape[1]
+    if data is None:
+        data = LocalPartitions([(points, point_node.astype(xp.int64))], [None])
+    share = (lambda a: a) if isinstance(data, LocalPartitions) else to_numpy
+    d = lo.shape[1]
     beta = 2 ** k
-    pidx = xp.arange(points.shape[0], dtype=xp.int64)
-    pnode = point_node.astype(xp.int64)
     levels: list[SpatialLevel] = []
     total = lo.shape[0]
     for depth in range(max_depth + 1):
-        counts = xp.bincount(pnode, minlength=lo.shape[0])
+        counts = xp.asarray(data.sum(_node_counts, lo.shape[0]))
         split = test.decide(counts, depth, ids, be) if depth < max_depth else \
             xp.zeros(lo.shape[0], dtype=bool)
         n_split = int(split.sum())
@@ -195,15 +204,29 @@ def grow(points: Any, lo: Any, hi: Any, point_node: Any, ids: Any, test: SplitTe
             upper = ((code >> j) & 1) == 1
             clo[:, dim] = xp.where(upper, cmid[:, dim], clo[:, dim])
             chi[:, dim] = xp.where(upper, chi[:, dim], cmid[:, dim])
-        keep = split[pnode]
-        pidx, pnode = pidx[keep], pnode[keep]
-        pcode = xp.zeros(pidx.shape[0], dtype=xp.int64)
-        for j, dim in enumerate(dims):
-            pcode += (points[pidx, dim] >= mid[pnode, dim]).astype(xp.int64) << j
-        pnode = child_start[pnode] + pcode
+        data = data.map(_descend, share(split), share(child_start), share(mid), dims)
         lo, hi, ids = clo, chi, child_ids(ids[rows], beta)
         total += n_split * beta
     return levels
+
+
+def _node_counts(state: tuple, n_nodes: int) -> np.ndarray:
+    """Points of one partition in each node of the current level (host int64)."""
+    _, node = state
+    return to_numpy(K.array_module(node).bincount(node, minlength=n_nodes))
+
+
+def _descend(state: tuple, split: Any, child_start: Any, mid: Any, dims: list[int]) -> tuple:
+    """One partition's points of the split nodes, each with its child node."""
+    pts, node = state
+    xp = K.array_module(node)
+    split, child_start, mid = xp.asarray(split), xp.asarray(child_start), xp.asarray(mid)
+    keep = split[node]
+    pts, node = pts[keep], node[keep]
+    code = xp.zeros(node.shape[0], dtype=xp.int64)
+    for j, dim in enumerate(dims):
+        code += (pts[:, dim] >= mid[node, dim]).astype(xp.int64) << j
+    return pts, child_start[node] + code
 
 
 def leaf_noisy_counts(levels: list[SpatialLevel], key: Any, scale: float, backend: Any):
@@ -253,7 +276,8 @@ def _points(points: Any) -> np.ndarray:
 def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
                      columns: Sequence[str] | None = None, fanout: int | None = None,
                      seed: int | None = None, backend: Any = None, max_depth: int = MAX_DEPTH,
-                     max_nodes: int = MAX_NODES) -> SpatialRelease:
+                     max_nodes: int = MAX_NODES, engine: str = "local",
+                     client: Any = None) -> SpatialRelease:
     """Release a PrivTree spatial decomposition with noisy leaf counts (Section 3).
 
     Parameters
@@ -274,6 +298,12 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
     backend : str or Backend, optional
     max_depth, max_nodes : int
         Public caps (module doc).
+    engine : {"local", "dask"}
+        ``"dask"`` counts the points of each level's nodes over Dask
+        partitions of the points (:mod:`dpgpu.scale.partitions`); the split
+        decisions and all noise stay here, so the release is the same.
+    client : dask.distributed.Client, optional
+        With ``engine="dask"``; default: a local cluster of two workers.
 
     Returns
     -------
@@ -289,6 +319,7 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
                                f"got {fanout}")
     max_depth = check_positive_int(max_depth, "max_depth")
     max_nodes = check_positive_int(max_nodes, "max_nodes")
+    engine = check_engine(engine)
     names = [f"x{j}" for j in range(d)] if columns is None else list(columns)
     if len(names) != d:
         raise InvalidParameter(f"columns: expected {d} names, got {len(names)}")
@@ -306,9 +337,11 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
                                                              eps_count))
     clipped = np.clip(pts, dom[:, 0], dom[:, 1])
     test = SplitTest(params, tree_step.key)
+    data = partition_points(clipped, engine, client, backend=be.name) if engine == "dask" \
+        else None
     levels = grow(xp.asarray(clipped), xp.asarray(dom[None, :, 0]), xp.asarray(dom[None, :, 1]),
                   xp.zeros(pts.shape[0], dtype=xp.int64), mix64(xp.zeros(1, dtype=xp.uint64)),
-                  test, k=k, max_depth=max_depth, max_nodes=max_nodes, backend=be)
+                  test, k=k, max_depth=max_depth, max_nodes=max_nodes, backend=be, data=data)
     tree_s = time.perf_counter() - t0
     noisy = leaf_noisy_counts(levels, count_step.key, 1 / eps_count, be)
     nodes, leaf_lo, leaf_hi, leaf_c = _summaries(levels, noisy, fanout)
@@ -326,7 +359,7 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
         "count_noise": {"epsilon": eps_count, "scale": 1 / eps_count},
         "epsilon": ledger.spent_epsilon, "delta": ledger.spent_delta,
         "ledger": ledger.to_dict(), "seeded": ledger.seeded,
-        "backend": be.name, "device": be.device_name(),
+        "backend": be.name, "device": be.device_name(), "engine": engine,
         "tree": {"nodes_per_depth": [int(lvl.lo.shape[0]) for lvl in levels],
                  "leaves": len(leaves), "split_tests": test.draws},
         "timings": {"tree_s": round(tree_s, 4),
