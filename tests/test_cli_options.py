@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from dpgpu import SequenceDB, ngram
+from dpgpu import SequenceDB, dpne, ngram, pst
 from dpgpu.cli import main
 
 SEQUENCES = "a b c\na b\nb c a\na b c d\nc a b\na b\nb c\na c b\n"
@@ -158,6 +158,14 @@ def test_mechanisms_report_counted_stages_as_plain_strings():
     levels = [m for m in seen if isinstance(m, Step) and m.startswith("level")]
     assert [(m.done, m.total) for m in levels] == [(k, 3) for k in range(1, len(levels) + 1)]
     assert all(isinstance(m, str) for m in seen)  # progress=print keeps working
+    for release in (lambda: pst(db, 1.0, l_top=4, seed=1, progress=seen.append),
+                    lambda: dpne(db, 4.0, 1e-5, max_n=3, contribution=2, seed=1,
+                                 progress=seen.append)):
+        seen.clear()
+        release()
+        steps = [m for m in seen if isinstance(m, Step)]
+        assert steps and [m.done for m in steps] == list(range(1, len(steps) + 1))
+        assert all(m.done <= m.total for m in steps)
 
 
 def test_progress_draws_in_place_and_erases_or_logs(capsys, caplog):

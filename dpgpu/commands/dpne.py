@@ -46,13 +46,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _release(args: argparse.Namespace, db: Any, progress: Progress) -> DPNERelease:
-    """The k-grams of ``db`` released by DPNE or a DPSU baseline (no stages to report)."""
+    """The k-grams of ``db`` released by DPNE or a DPSU baseline."""
     with engine_client(args) as client:
         return dpne(db, args.epsilon, args.delta, max_n=args.max_n,
                     contribution=args.contribution, eta=args.eta, rule=args.rule,
                     schedule=args.schedule, decay=args.decay, seed=args.seed,
                     backend=args.backend, method=args.method, policy=args.policy,
-                    alpha=args.alpha, engine=args.engine, client=client)
+                    alpha=args.alpha, engine=args.engine, client=client, progress=progress)
 
 
 def _describe(release: DPNERelease) -> str:

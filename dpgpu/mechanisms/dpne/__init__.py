@@ -71,11 +71,12 @@ privacy argument; ``policy="laplace"`` for Policy Laplace).
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -85,6 +86,7 @@ from ...errors import InvalidParameter
 from ...privacy import Bernoulli, DiscreteGaussian, PrivacyLedger, analytic_gaussian_sigma, \
     dpsu_threshold, sampling_delta, split_gaussian_sigma
 from ...privacy.samplers import MAX_GAUSSIAN_SIGMA
+from ...progress import Step
 from ...release import ReleaseWriter, encode_gram, vocabulary_fingerprint
 from ...report import Displayed
 from ...scale.partitions import check_engine, partition
@@ -96,6 +98,8 @@ from .histogram import TAG_SPURIOUS, bounded_histogram, merge_histograms, noisy_
 from .baselines import METHODS, POLICIES, GramTable, calibrate, draws_allowed, \
     release_run, runs, sampling_cost
 from .levels import Level, Positions, Space, first_level, identities
+
+log = logging.getLogger("dpgpu")
 
 RULES = ("both", "single")
 SCHEDULES = ("equal", "geometric")
@@ -145,7 +149,7 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
          schedule: str = "equal", decay: float = 1.0, seed: int | None = None,
          backend: Any = None, max_draws: int | None = None, method: str = "dpne",
          policy: str = "weighted", alpha: float = 5.0, engine: str = "local",
-         client: Any = None) -> DPNERelease:
+         client: Any = None, progress: Callable[[str], None] | None = None) -> DPNERelease:
     """Extract n-grams under user-level ``(epsilon, delta)``-DP (DPNE, Algorithm 1).
 
     Parameters
@@ -192,6 +196,9 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
         the baselines).
     client : dask.distributed.Client, optional
         With ``engine="dask"``; default: a local cluster of two workers.
+    progress : callable, optional
+        Receives a message (a :class:`dpgpu.progress.Step`) per released
+        level (default: logged at INFO level).
 
     Returns
     -------
@@ -248,6 +255,8 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
                    lambda g: identities(g[:, None].astype(np.int32), n_items))
     first = first_level(s1_ids)
     levels, thresholds, stop = [first], [rho1], None
+    progress = progress or (lambda msg: log.info("dpne: %s", msg))
+    progress(Step(f"k=1: {first.grams.shape[0]} grams", 1, max_n))
     drawn = n_items
     occ = occ.map(Occurrences.released, s1_ids, True)
     for k in range(2, max_n + 1):
@@ -275,6 +284,7 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
         la, lb = out // space.n_right, out % space.n_right
         levels.append(Level(space.rows(la, lb), la, lb if both else np.zeros_like(lb)))
         thresholds.append(c_k)
+        progress(Step(f"k={k}: {out.size} grams", k, max_n))
         occ = occ.map(Occurrences.released, out, False)
 
     counts = [int(lv.grams.shape[0]) for lv in levels]

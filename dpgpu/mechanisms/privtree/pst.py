@@ -57,6 +57,7 @@ from ...data.sequencedb import SequenceDB, check_db, synthetic_like, concat_rang
 from ...ops import keys as K
 from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta, split_budget
 from ...privacy.samplers import LAPLACE_TV_BOUND
+from ...progress import Step
 from ...release import ReleaseWriter, vocabulary_fingerprint
 from ...report import Displayed
 from ...scale.partitions import LocalPartitions, Partitions, check_engine, partition
@@ -212,7 +213,9 @@ def grow(flat: Any, events: Any, n_items: int, test: SplitTest, *, n_trees: int 
 
 
 def grow_partitions(parts: Partitions, n_items: int, test: SplitTest, *, n_trees: int = 1,
-                    max_nodes: int = MAX_NODES) -> tuple[list[PSTLevel], list[np.ndarray]]:
+                    max_nodes: int = MAX_NODES, max_depth: int = 1,
+                    progress: Callable[[str], None] = lambda msg: None
+                    ) -> tuple[list[PSTLevel], list[np.ndarray]]:
     """:func:`grow` over partitions whose states are :class:`Events`.
 
     Each level's histograms are summed over the partitions
@@ -229,6 +232,10 @@ def grow_partitions(parts: Partitions, n_items: int, test: SplitTest, *, n_trees
     test : SplitTest
     n_trees : int
     max_nodes : int
+    max_depth : int
+        Deepest level the data allows (for the progress bar only).
+    progress : callable
+        Receives a :class:`dpgpu.progress.Step` per level.
 
     Returns
     -------
@@ -259,6 +266,8 @@ def grow_partitions(parts: Partitions, n_items: int, test: SplitTest, *, n_trees
         child_start[split] = np.arange(n_split, dtype=np.int64) * beta
         levels.append(PSTLevel(contexts, tree, ~split, child_start))
         exact.append(hist)
+        progress(Step(f"depth {depth}: {n_nodes} nodes, {n_split} split", depth + 1,
+                      max_depth + 1))
         if n_split == 0:
             return levels, exact
         parts = parts.map(Events.descend, split, child_start, depth, n_items)
@@ -417,7 +426,8 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
     timings["prepare_s"] = time.perf_counter() - t0
     t = time.perf_counter()
     test = SplitTest(params, tree_step.key)
-    levels, exact = grow_partitions(parts, db.vocab.size, test, max_nodes=max_nodes)
+    levels, exact = grow_partitions(parts, db.vocab.size, test, max_nodes=max_nodes,
+                                    max_depth=l_top + 1, progress=progress)
     del parts
     timings["tree_s"] = time.perf_counter() - t
     t = time.perf_counter()
