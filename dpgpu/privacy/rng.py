@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import Backend, backend_of, get_backend
+from ..backend import Backend, backend_of
 from ..errors import InvalidParameter
 from ..validation import check_positive_int
 

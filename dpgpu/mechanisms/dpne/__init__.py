@@ -60,9 +60,10 @@ and builds its bounded histogram where the data is; the client adds the
 histograms of the partitions (disjoint users: the sum is the histogram of
 the whole database) and draws every noise value and Bernoulli bit.  The
 subset choice is keyed by ``(user, gram)``, so a worker makes the same
-choice as a local run, and the release is the same for the same key.  The
-workers receive the level key for that choice (they hold the exact data
-already).
+choice as a local run, and the release is the same for the same key.  That
+choice has its own key, derived from the release's (``"dpne: contribution
+bounding"``): the workers receive only it, never the key of the noise, so
+nothing that runs on or travels to a worker can undo the noise.
 
 Baselines: ``dpne(..., method="dpsu-all" | "dpsu-even" | "dpsu-single")``
 runs the paper's DPSU baselines instead (:mod:`.baselines`, with their own
@@ -249,8 +250,9 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     rho1 = dpsu_integer_threshold(grid_sigmas[0], delta / 2, caps[0])
 
     both = rule == "both"
+    bounding = step.key.derive("dpne: contribution bounding")  # what workers may hold
     occ = partition(db, engine, client, by_user=True).map(Occurrences.of)
-    s1_ids = _dpsu(merge_histograms(occ.gather(Occurrences.first_histogram, caps[0], step.key, 0)),
+    s1_ids = _dpsu(merge_histograms(occ.gather(Occurrences.first_histogram, caps[0], bounding, 0)),
                    grid_sigmas[0], rho1, step.key, 0,
                    lambda g: identities(g[:, None].astype(np.int32), n_items))
     first = first_level(s1_ids)
@@ -274,7 +276,7 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
         c_k = tail_threshold(grid_sigmas[k - 1], q)
         occ = occ.map(Occurrences.candidates, k, space.n_right, both)
         keys, weights = merge_histograms(occ.gather(Occurrences.level_histogram, caps[k - 1],
-                                                    step.key, 4 * k))
+                                                    bounding, 4 * k))
         rows = space.rows(keys // space.n_right, keys % space.n_right)
         mask = noisy_release(weights, identities(rows, n_items), grid_sigmas[k - 1], c_k,
                              step.key, 4 * k)

@@ -164,8 +164,9 @@ def grow(points: Any, lo: Any, hi: Any, point_node: Any, ids: Any, test: SplitTe
 
     ``point_node`` gives each point's root; several roots make a forest of
     independent trees (used by the audit).  The points and their current
-    nodes live in the partitions of ``data`` (:mod:`dpgpu.scale.partitions`;
-    default: one partition in this process holding ``points`` and
+    nodes live in the partitions of ``data``
+    (:func:`dpgpu.scale.partitions.partition_points`, all in root 0;
+    without it, one partition in this process holding ``points`` and
     ``point_node``): each level's node counts are summed over the partitions
     and each partition moves its own points down; every split decision and
     its noise stay here.
@@ -337,11 +338,10 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
                                                              eps_count))
     clipped = np.clip(pts, dom[:, 0], dom[:, 1])
     test = SplitTest(params, tree_step.key)
-    data = partition_points(clipped, engine, client, backend=be.name) if engine == "dask" \
-        else None
-    levels = grow(xp.asarray(clipped), xp.asarray(dom[None, :, 0]), xp.asarray(dom[None, :, 1]),
-                  xp.zeros(pts.shape[0], dtype=xp.int64), mix64(xp.zeros(1, dtype=xp.uint64)),
-                  test, k=k, max_depth=max_depth, max_nodes=max_nodes, backend=be, data=data)
+    levels = grow(None, xp.asarray(dom[None, :, 0]), xp.asarray(dom[None, :, 1]), None,
+                  mix64(xp.zeros(1, dtype=xp.uint64)), test, k=k, max_depth=max_depth,
+                  max_nodes=max_nodes, backend=be,
+                  data=partition_points(clipped, engine, client, backend=be.name))
     tree_s = time.perf_counter() - t0
     noisy = leaf_noisy_counts(levels, count_step.key, 1 / eps_count, be)
     nodes, leaf_lo, leaf_hi, leaf_c = _summaries(levels, noisy, fanout)
