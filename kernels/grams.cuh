@@ -34,6 +34,26 @@ DPGPU_HD long long dpgpu_packed_key_at(const int* tokens, long long row_stride,
   return dpgpu_window_key(tokens + row * row_stride, pos, n, radix);
 }
 
+// Packed key of flat work item t = row * n_windows + pos when its length-n
+// window lies inside the sequence (pos + n <= lengths[row]), else -1.
+DPGPU_HD long long dpgpu_gram_key_at(const int* tokens, long long row_stride,
+                                     const int* lengths, long long n_windows,
+                                     int n, long long radix, long long t) {
+  const long long row = t / n_windows;
+  const long long pos = t - row * n_windows;
+  if (pos + n > static_cast<long long>(lengths[row])) return -1LL;
+  return dpgpu_window_key(tokens + row * row_stride, pos, n, radix);
+}
+
+// Home slot of a key in a hash table of mask + 1 slots (a power of two):
+// the splitmix64 finaliser, so that keys differing in low digits spread out.
+DPGPU_HD unsigned long long dpgpu_hash_slot(long long key, unsigned long long mask) {
+  unsigned long long z = static_cast<unsigned long long>(key);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return (z ^ (z >> 31)) & mask;
+}
+
 // First index i with sorted[i] >= key (NumPy searchsorted, side="left").
 DPGPU_HD long long dpgpu_lower_bound(const long long* sorted, long long size,
                                      long long key) {

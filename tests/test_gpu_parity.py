@@ -14,7 +14,8 @@ import dpgpu
 from dpgpu import SequenceDB
 from dpgpu.backend import cuda
 from dpgpu.ops import keys as K
-from dpgpu.ops.gpu_grams import level_histogram_gpu, packed_keys_gpu
+from dpgpu.ops.gpu_grams import (SHARED_BINS, dense_counts_gpu, hash_counts_gpu,
+                                 level_histogram_gpu, packed_keys_gpu)
 from dpgpu.ops.grams import GramEngine
 
 pytestmark = pytest.mark.gpu
@@ -146,6 +147,56 @@ def test_level_histogram_accumulates(cp):
                             order, 5, out=out)
     np.testing.assert_array_equal(out.get(), 2 * reference_histogram(tokens, lengths, 2,
                                                                      contexts, 5))
+
+
+@pytest.mark.parametrize("n,n_symbols,shared", [(1, 3, True), (2, 17, True), (3, 22, True),
+                                                (3, 30, False), (2, 200, False)])
+def test_dense_counts_parity(cp, n, n_symbols, shared):
+    """Shared-memory (radix**n <= SHARED_BINS) and global histograms equal a NumPy count."""
+    rng = np.random.default_rng(n * n_symbols)
+    tokens, lengths = random_block(rng, 20_000, 40, n_symbols)
+    tokens[:5_000] = np.where(tokens[:5_000] >= 0, 0, -1)  # a hot gram: 0 0 .. 0
+    radix = n_symbols + 1
+    n_win = tokens.shape[1] - n + 1
+    r, j = np.nonzero(K.window_valid(lengths, n, n_win))
+    keys = K.packed_keys(tokens, n, radix)[r, j]
+    expected = np.bincount(keys, minlength=radix ** n)
+    got = cp.zeros(radix ** n, dtype=cp.int64)
+    dense_counts_gpu(cp.asarray(tokens), cp.asarray(lengths), n, radix, got)
+    np.testing.assert_array_equal(got.get(), expected)
+    wide = np.concatenate([tokens, np.ones((tokens.shape[0], 3), dtype=np.int32)], axis=1)
+    dense_counts_gpu(cp.asarray(wide)[:, :40], cp.asarray(lengths), n, radix, got)  # row stride 43
+    np.testing.assert_array_equal(got.get(), 2 * expected)  # accumulates, deterministic
+    assert (radix ** n <= SHARED_BINS) == shared
+
+
+def test_dense_counts_one_bin(cp):
+    """6.4 million windows of one gram: warp merging and the per-block counters add up."""
+    tokens = cp.zeros((100_000, 64), dtype=cp.int32)
+    got = cp.zeros(2, dtype=cp.int64)
+    dense_counts_gpu(tokens, cp.full(100_000, 64, dtype=cp.int32), 1, 2, got)
+    np.testing.assert_array_equal(got.get(), [0, 6_400_000])
+
+
+@pytest.mark.parametrize("n,n_symbols", [(4, 150), (5, 40), (3, 3000)])
+def test_hash_counts_equal_the_engine_on_numpy(cp, n, n_symbols):
+    """Key spaces too large to hold densely: one hash-table pass over every block."""
+    rng = np.random.default_rng(n + n_symbols)
+    zipf = np.minimum(rng.zipf(1.3, size=400_000), n_symbols) - 1  # hot grams and a long tail
+    lens = rng.geometric(0.1, size=30_000)
+    offsets = np.concatenate([[0], np.cumsum(lens)])
+    vocab = dpgpu.Vocabulary([str(i) for i in range(n_symbols)])
+    db = SequenceDB(zipf[:offsets[-1]], offsets, vocab)
+    gpu = GramEngine(db, 30, start=True, backend="cupy", max_block_cells=50_000)
+    assert len(gpu.blocks) > 3 and gpu.radix ** n > 2 ** 27
+    grams, counts = GramEngine(db, 30, start=True, backend="numpy").count(n)
+    found = hash_counts_gpu(gpu.blocks, n, gpu.radix, 2 ** 34)
+    assert found is not None
+    np.testing.assert_array_equal(found[0].get(), K.rows_keys(grams, gpu.radix, True))
+    got_grams, got_counts = gpu.count(n)
+    np.testing.assert_array_equal(got_grams.get(), grams)
+    np.testing.assert_array_equal(got_counts.get(), counts)
+    assert hash_counts_gpu(gpu.blocks, n, gpu.radix, 1024) is None  # too big: caller sorts
 
 
 def test_module_memoised(cp):

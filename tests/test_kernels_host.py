@@ -60,6 +60,22 @@ int main() {
       for (long long t = 0; n_windows > 0 && t < n_rows * n_windows; ++t)
         std::printf("%lld\n", dpgpu_packed_key_at(tokens.data(), row_stride,
                                                   n_windows, n, radix, t));
+    } else if (std::strcmp(op, "dense") == 0) {  // n_rows row_stride width n radix tokens lengths
+      const long long n_rows = scan(), row_stride = scan(), width = scan();
+      const int n = static_cast<int>(scan());
+      const long long radix = scan();
+      const std::vector<int> tokens = scan_vector<int>(n_rows * row_stride);
+      const std::vector<int> lengths = scan_vector<int>(n_rows);
+      long long space = 1;
+      for (int i = 0; i < n; ++i) space *= radix;
+      std::vector<long long> counts(static_cast<size_t>(space), 0);
+      const long long n_windows = width - n + 1;
+      for (long long t = 0; n_windows > 0 && t < n_rows * n_windows; ++t) {
+        const long long key = dpgpu_gram_key_at(tokens.data(), row_stride, lengths.data(),
+                                                n_windows, n, radix, t);
+        if (key >= 0) ++counts[static_cast<size_t>(key)];
+      }
+      for (long long c : counts) std::printf("%lld\n", c);
     } else if (std::strcmp(op, "search") == 0) {  // size sorted n_queries queries
       const long long size = scan();
       const std::vector<long long> sorted = scan_vector<long long>(size);
@@ -184,6 +200,23 @@ def test_packed_keys(driver, n_rows, width, n, n_symbols):
     buf, _ = padded(rng, n_rows, width, n_symbols)
     np.testing.assert_array_equal(host_keys(driver, buf, width, n, radix),
                                   K.packed_keys(buf, n, radix))
+
+
+@pytest.mark.parametrize("n_rows,width,n,n_symbols,stride", [
+    (37, 29, 3, 6, None), (5, 64, 1, 2, None), (60, 20, 2, 17, 23), (9, 6, 5, 4, None),
+    (4, 5, 6, 4, None), (0, 10, 2, 4, None)])
+def test_dense_counts_equal_brute_force(driver, n_rows, width, n, n_symbols, stride):
+    """The per-window logic of kernels/gram_counts.cu: windows inside their sequence only."""
+    rng = np.random.default_rng(n_rows + width + n)
+    buf, lengths = padded(rng, n_rows, width, n_symbols, stride)
+    radix = n_symbols + 1
+    got = driver("dense", [n_rows, buf.shape[1], width, n, radix], buf, lengths)
+    seen = Counter(tuple(row[p:p + n]) for row, length in zip(buf.tolist(), lengths.tolist())
+                   for p in range(length - n + 1))
+    expected = np.zeros(radix ** n, dtype=np.int64)
+    for gram, c in seen.items():
+        expected[sum((s + 1) * radix ** (n - 1 - i) for i, s in enumerate(gram))] = c
+    np.testing.assert_array_equal(got, expected)
 
 
 def test_packed_keys_wider_than_block(driver):

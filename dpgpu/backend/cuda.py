@@ -95,7 +95,8 @@ def function(name: str, kernel: str):
     return module(name).get_function(kernel)
 
 
-def launch(kernel: Any, n_items: int, args: tuple) -> None:
+def launch(kernel: Any, n_items: int, args: tuple, *, max_blocks: int = MAX_BLOCKS,
+           shared_mem: int = 0) -> None:
     """Launch a grid-stride 1-D kernel over ``n_items`` work items.
 
     Parameters
@@ -106,6 +107,20 @@ def launch(kernel: Any, n_items: int, args: tuple) -> None:
     args : tuple
         Kernel arguments: CuPy arrays (passed as pointers) and NumPy scalars
         whose dtypes match the C parameter types exactly.
+    max_blocks : int
+        Cap on the grid (at most :data:`MAX_BLOCKS`).
+    shared_mem : int
+        Dynamic shared memory per block, in bytes.
     """
-    blocks = min(-(-n_items // BLOCK_SIZE), MAX_BLOCKS)
-    kernel((blocks,), (BLOCK_SIZE,), args)
+    blocks = min(-(-n_items // BLOCK_SIZE), max_blocks, MAX_BLOCKS)
+    if shared_mem:
+        kernel((blocks,), (BLOCK_SIZE,), args, shared_mem=shared_mem)
+    else:
+        kernel((blocks,), (BLOCK_SIZE,), args)
+
+
+def multiprocessors() -> int:
+    """Streaming multiprocessors of the current CUDA device."""
+    import cupy  # noqa: PLC0415 - GPU path only
+
+    return int(cupy.cuda.Device().attributes["MultiProcessorCount"])

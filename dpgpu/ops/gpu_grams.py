@@ -3,8 +3,9 @@
 GPU twins of the ``xp`` reference in :mod:`dpgpu.ops.keys` and
 :meth:`dpgpu.ops.grams.GramEngine.next_symbol_histogram`, with the same
 results bit for bit.  The kernels are ``dpgpu_packed_keys`` and
-``dpgpu_level_histogram`` in ``kernels/grams.cu``; their per-element logic
-is in ``kernels/grams.cuh``.
+``dpgpu_level_histogram`` in ``kernels/grams.cu`` and the dense histograms
+of ``kernels/gram_counts.cu``; their per-element logic is in
+``kernels/grams.cuh``.
 
 Importing this module imports neither CuPy nor NVRTC.
 """
@@ -50,6 +51,120 @@ def packed_keys_gpu(tokens: Any, n: int, radix: int):
                     (tokens, np.int64(row_stride), np.int64(n_rows), np.int64(n_windows),
                      np.int32(n), np.int64(radix), keys))
     return keys
+
+
+#: Dense key spaces up to this many bins are counted in shared memory (4 B a bin: 48 KiB).
+SHARED_BINS = 12_288
+#: Blocks per multiprocessor of the shared-memory histogram kernel.
+_SHARED_BLOCKS_PER_SM = 4
+
+
+def dense_counts_gpu(tokens: Any, lengths: Any, n: int, radix: int, counts: Any) -> Any:
+    """Add the count of every length-``n`` window inside its sequence to ``counts[key]``.
+
+    One pass over the block: each window's packed key is formed from the
+    tokens and counted at once (no key array is stored).  Key spaces of at
+    most :data:`SHARED_BINS` bins use a private histogram per block in
+    shared memory; larger ones add straight to ``counts``.  Both merge equal
+    keys within a warp first, so frequent grams do not serialise on one
+    counter.
+
+    Parameters
+    ----------
+    tokens : cupy.ndarray of int32, shape (N, W)
+        Padded symbol ids ``0 .. radix-2`` (padding -1).
+    lengths : cupy.ndarray of int, shape (N,)
+        Valid symbols per row.
+    n : int
+        Window length (>= 1); ``radix**n`` must be the size of ``counts``.
+    radix : int
+        Key radix, normally ``n_symbols + 1``.
+    counts : cupy.ndarray of int64, shape (radix**n,)
+        C-contiguous histogram to add to.  Atomic additions of integers:
+        the result is deterministic.
+
+    Returns
+    -------
+    cupy.ndarray
+        ``counts``.
+
+    Raises
+    ------
+    ValueError
+        When ``counts`` has the wrong size, dtype or layout.
+    """
+    import cupy  # noqa: PLC0415 - GPU path only
+
+    space = radix ** n
+    if counts.shape != (space,) or counts.dtype != cupy.int64 or not counts.flags.c_contiguous:
+        raise ValueError(f"dense_counts_gpu: counts must be C-contiguous int64 of shape ({space},)")
+    tokens, row_stride = _rows(tokens)
+    n_rows, width = tokens.shape
+    n_windows = width - n + 1
+    if n_windows <= 0 or n_rows == 0:
+        return counts
+    total = n_rows * n_windows
+    args = (tokens, np.int64(row_stride), cupy.ascontiguousarray(lengths, dtype=cupy.int32),
+            np.int64(n_rows), np.int64(n_windows), np.int32(n), np.int64(radix))
+    if space <= SHARED_BINS:
+        # a block's 32-bit counters see at most total / blocks < 2**32 windows
+        blocks = max(_SHARED_BLOCKS_PER_SM * cuda.multiprocessors(), -(-total // 2 ** 31))
+        cuda.launch(cuda.function("gram_counts", "dpgpu_gram_counts_shared"), total,
+                    args + (np.int32(space), counts), max_blocks=blocks, shared_mem=4 * space)
+    else:
+        cuda.launch(cuda.function("gram_counts", "dpgpu_gram_counts"), total, args + (counts,))
+    return counts
+
+
+def hash_counts_gpu(blocks: list, n: int, radix: int, max_bytes: int):
+    """Distinct packed keys of length-``n`` windows over padded blocks, with counts, by hashing.
+
+    Every valid window of every block goes into one open-addressing table
+    (``kernels/gram_counts.cu``, ``dpgpu_gram_hash_counts``) in one pass;
+    only the distinct keys are then sorted, not every window.
+
+    Parameters
+    ----------
+    blocks : list of (tokens, lengths)
+        Padded CuPy blocks as in :func:`dense_counts_gpu`.
+    n : int
+        Window length (>= 1); keys must be exact (``radix**n < 2**63``).
+    radix : int
+        Key radix.
+    max_bytes : int
+        Device memory the table may take.
+
+    Returns
+    -------
+    (keys, counts) or None
+        Ascending int64 keys and their int64 counts; ``None`` when a table
+        with room for every window would need more than ``max_bytes``.
+    """
+    import cupy  # noqa: PLC0415 - GPU path only
+
+    windows = sum(int(cupy.maximum(lengths.astype(cupy.int64) - (n - 1), 0).sum())
+                  for _, lengths in blocks)
+    # at most half full, so probes stay short
+    capacity = 1 << max(2 * min(windows, radix ** n) - 1, 1).bit_length()
+    if capacity * 16 > max_bytes:
+        return None
+    table_keys = cupy.full(capacity, -1, dtype=cupy.int64)
+    table_counts = cupy.zeros(capacity, dtype=cupy.int64)
+    for tokens, lengths in blocks:
+        tokens, row_stride = _rows(tokens)
+        n_rows, width = tokens.shape
+        n_windows = width - n + 1
+        if n_windows <= 0 or n_rows == 0:
+            continue
+        cuda.launch(cuda.function("gram_counts", "dpgpu_gram_hash_counts"), n_rows * n_windows,
+                    (tokens, np.int64(row_stride),
+                     cupy.ascontiguousarray(lengths, dtype=cupy.int32), np.int64(n_rows),
+                     np.int64(n_windows), np.int32(n), np.int64(radix),
+                     np.int64(capacity - 1), table_keys, table_counts))
+    used = cupy.flatnonzero(table_counts)
+    keys = table_keys[used]
+    order = cupy.argsort(keys)
+    return keys[order], table_counts[used[order]]
 
 
 def level_histogram_gpu(tokens: Any, lengths: Any, m: int, sorted_ctx_keys: Any,

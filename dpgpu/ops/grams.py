@@ -32,8 +32,10 @@ log = logging.getLogger("dpgpu")
 
 #: Upper bound on padded cells per block (int32): 2**25 cells = 128 MiB.
 MAX_BLOCK_CELLS = 2 ** 25
-#: Exact key spaces up to this size are counted with a dense bincount.
+#: Exact key spaces up to this size are counted with a dense histogram on the CPU.
 DENSE_KEY_SPACE = 2 ** 24
+#: The same on the GPU (1 GiB of int64 bins), where scattered atomic adds beat sorting.
+GPU_DENSE_KEY_SPACE = 2 ** 27
 
 
 class GramEngine:
@@ -145,11 +147,14 @@ class GramEngine:
         """Distinct exact keys and their counts.
 
         Small key spaces use a dense histogram: on the CPU a Numba loop over
-        the flat items, no padding (:mod:`dpgpu.ops.grams_numba`); on the GPU a
-        bincount over all windows, padding included -- a window that
-        overlaps padding has a zero digit, which no real n-gram has, so
-        those keys are dropped afterwards.  Larger key spaces mask the valid
-        windows and sort.
+        the flat items, no padding (:mod:`dpgpu.ops.grams_numba`); on the GPU
+        one kernel pass per block that forms each valid window's key and
+        counts it (:func:`dpgpu.ops.gpu_grams.dense_counts_gpu`), for key
+        spaces up to :data:`GPU_DENSE_KEY_SPACE` bins that fit an eighth of
+        the free device memory, and above that one pass into a hash table
+        (:func:`dpgpu.ops.gpu_grams.hash_counts_gpu`) when it fits a quarter
+        of the free memory.  Otherwise the valid windows' keys are masked and
+        sorted.
         """
         xp = self.xp
         space = self.radix ** n
@@ -164,15 +169,23 @@ class GramEngine:
                              n, self.radix, hist)
             keys = np.flatnonzero(hist)
             return keys, hist[keys]
+        if self.backend.is_gpu and space <= _gpu_dense_space(self.backend):
+            from .gpu_grams import dense_counts_gpu  # noqa: PLC0415 - GPU path only
+
+            hist = xp.zeros(space, dtype=xp.int64)
+            for tokens, lengths in self.blocks:
+                dense_counts_gpu(tokens, lengths, n, self.radix, hist)
+            keys = xp.flatnonzero(hist)
+            return keys, hist[keys]
+        if self.backend.is_gpu:
+            from .gpu_grams import hash_counts_gpu  # noqa: PLC0415 - GPU path only
+
+            free, _ = xp.cuda.runtime.memGetInfo()
+            found = hash_counts_gpu(self.blocks, n, self.radix, free // 4)
+            if found is not None:
+                return found
         blocks = [(k, lengths) for k, (_, lengths) in zip(self._packed_blocks(n), self.blocks)
                   if k is not None]
-        if space <= DENSE_KEY_SPACE:
-            hist = xp.zeros(space, dtype=xp.int64)
-            for keys, _ in blocks:
-                hist += xp.bincount(keys.ravel(), minlength=space)
-            keys = xp.flatnonzero(hist)
-            keys = keys[_all_digits_nonzero(keys, n, self.radix)]
-            return keys, hist[keys]
         parts = [k[K.window_valid(lengths, n, k.shape[1])] for k, lengths in blocks]
         return self._merge(xp.unique(k, return_counts=True) for k in parts if k.size)
 
@@ -317,14 +330,10 @@ def _device_cells(backend: Any) -> int:
     return max(1024, free // 4 // _BYTES_PER_CELL)
 
 
-def _all_digits_nonzero(keys: Any, n: int, radix: int):
-    """Mask of packed keys whose ``n`` base-``radix`` digits are all non-zero."""
-    ok = keys > 0
-    rest = keys.copy()
-    for _ in range(n):
-        ok &= rest % radix != 0
-        rest //= radix
-    return ok
+def _gpu_dense_space(backend: Any) -> int:
+    """Largest key space counted densely on the GPU: int64 bins in an eighth of free memory."""
+    free, _ = backend.xp.cuda.runtime.memGetInfo()
+    return min(GPU_DENSE_KEY_SPACE, free // 8 // 8)
 
 
 def _length_blocks(lengths: np.ndarray, l_max: int | None, max_cells: int):

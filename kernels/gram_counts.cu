@@ -1,0 +1,115 @@
+// gram_counts.cu -- n-gram histograms in one pass over a padded block.
+//
+// Work item t = row * n_windows + pos is the length-n window at (row, pos);
+// it counts when it lies inside its sequence, under its packed key
+// (grams.cuh).  Dense kernels index counts[0 .. radix**n) by the key; the
+// hash kernel adds to an open-addressing table for key spaces too large to
+// hold.  Keys of windows inside a sequence have no zero digit, so no padding
+// key is ever counted.
+//
+// Hot keys are common (Zipf-like alphabets), so lanes of a warp holding the
+// same key are merged with __match_any_sync and one lane adds their number:
+// a key shared by a whole warp costs one atomic, not 32.  Every warp runs the
+// grid-stride loop the same number of times (blockDim.x is a multiple of 32;
+// a lane past the end carries key -1), so the full-warp mask is exact.
+#include "grams.cuh"
+
+namespace {
+
+// counts[key] += number of lanes of this warp holding key (key >= 0).
+template <typename Count>
+__device__ __forceinline__ void dpgpu_warp_add(Count* counts, long long key) {
+  const unsigned int peers = __match_any_sync(0xffffffffu, key);
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+  if (key >= 0 && lane == __ffs(peers) - 1) {
+    atomicAdd(counts + key, static_cast<Count>(__popc(peers)));
+  }
+}
+
+}  // namespace
+
+// counts[k] += occurrences of key k, atomics straight to global memory.
+extern "C" __global__ void dpgpu_gram_counts(const int* __restrict__ tokens,
+                                             long long row_stride,
+                                             const int* __restrict__ lengths,
+                                             long long n_rows, long long n_windows,
+                                             int n, long long radix,
+                                             unsigned long long* counts) {
+  const long long total = n_rows * n_windows;
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  const long long lane = threadIdx.x & 31u;
+  for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+       t - lane < total; t += step) {
+    const long long key =
+        t < total ? dpgpu_gram_key_at(tokens, row_stride, lengths, n_windows, n, radix, t)
+                  : -1LL;
+    dpgpu_warp_add(counts, key);
+  }
+}
+
+// The same with one private histogram of `space` 32-bit counters per block in
+// shared memory (dynamic size 4 * space bytes), added to counts at the end.
+// Each block must see fewer than 2**32 work items.
+extern "C" __global__ void dpgpu_gram_counts_shared(const int* __restrict__ tokens,
+                                                    long long row_stride,
+                                                    const int* __restrict__ lengths,
+                                                    long long n_rows, long long n_windows,
+                                                    int n, long long radix, int space,
+                                                    unsigned long long* counts) {
+  extern __shared__ unsigned int local[];
+  for (int i = static_cast<int>(threadIdx.x); i < space; i += static_cast<int>(blockDim.x)) {
+    local[i] = 0u;
+  }
+  __syncthreads();
+  const long long total = n_rows * n_windows;
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  const long long lane = threadIdx.x & 31u;
+  for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+       t - lane < total; t += step) {
+    const long long key =
+        t < total ? dpgpu_gram_key_at(tokens, row_stride, lengths, n_windows, n, radix, t)
+                  : -1LL;
+    dpgpu_warp_add(local, key);
+  }
+  __syncthreads();
+  for (int i = static_cast<int>(threadIdx.x); i < space; i += static_cast<int>(blockDim.x)) {
+    if (local[i] != 0u) atomicAdd(counts + i, static_cast<unsigned long long>(local[i]));
+  }
+}
+
+// The same into an open-addressing hash table of mask + 1 slots (linear
+// probing from dpgpu_hash_slot): table_keys starts all -1 (empty); a key
+// claims a slot with atomicCAS and adds to table_counts at the same index.
+// The caller sizes the table above the number of distinct keys, so every
+// probe ends.
+extern "C" __global__ void dpgpu_gram_hash_counts(const int* __restrict__ tokens,
+                                                  long long row_stride,
+                                                  const int* __restrict__ lengths,
+                                                  long long n_rows, long long n_windows,
+                                                  int n, long long radix,
+                                                  long long mask,
+                                                  unsigned long long* table_keys,
+                                                  unsigned long long* table_counts) {
+  const unsigned long long empty = ~0ULL;
+  const long long total = n_rows * n_windows;
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  const long long lane = threadIdx.x & 31u;
+  for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+       t - lane < total; t += step) {
+    const long long key =
+        t < total ? dpgpu_gram_key_at(tokens, row_stride, lengths, n_windows, n, radix, t)
+                  : -1LL;
+    const unsigned int peers = __match_any_sync(0xffffffffu, key);
+    if (key < 0 || lane != __ffs(peers) - 1) continue;
+    const unsigned long long want = static_cast<unsigned long long>(key);
+    unsigned long long slot = dpgpu_hash_slot(key, static_cast<unsigned long long>(mask));
+    while (true) {
+      const unsigned long long held = atomicCAS(table_keys + slot, empty, want);
+      if (held == empty || held == want) {
+        atomicAdd(table_counts + slot, static_cast<unsigned long long>(__popc(peers)));
+        break;
+      }
+      slot = (slot + 1ULL) & static_cast<unsigned long long>(mask);
+    }
+  }
+}
