@@ -29,9 +29,18 @@ user holds unreleased except with probability ``delta``: ``(epsilon,
 delta)``-DP.  This integer policy raises a user's *lowest* grams first, so
 it favours rare grams and releases fewer than Gopi et al.'s real-valued
 rule (equal shares capped by the gaps), whose integer rounding we have not
-proved contractive.  (Policy Gaussian is not offered for the same reason:
-rounding its l2-descent step to integers breaks the contractivity its
-proof needs.)
+proved contractive.
+
+Policy Gaussian is not offered: no integer form of it is private.  Its
+real-valued proof rests on each user's step being an exact projection onto
+the ball ``{z >= 0, ||z||_2 <= 1}``, which never increases distances.  On
+the integer grid, any step that fills a gap vector exactly when it fits the
+budget ``S`` can only be non-expanding if it maps to a nearest integer point
+of the ball, and those maps expand distances: at ``S = 64`` the gaps
+``(1, 65)`` and ``(2, 65)`` (distance 1) leave residual gaps ``(1, 1)`` and
+``(0, 2)`` (distance sqrt 2).  Floor rounding of the scaled step fares
+worse: a 131-user example at ``S = 64`` ends with neighbouring histograms
+64.19 grid units apart, above the sensitivity the noise is calibrated to.
 
 Noise is keyed by gram identity (rows padded to ``T`` with an unused symbol
 for ``dpsu-all``); the ledger charges one step with sampling delta for
