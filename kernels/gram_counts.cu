@@ -78,18 +78,18 @@ extern "C" __global__ void dpgpu_gram_counts_shared(const int* __restrict__ toke
 }
 
 // The same into an open-addressing hash table of mask + 1 slots (linear
-// probing from dpgpu_hash_slot): table_keys starts all -1 (empty); a key
-// claims a slot with atomicCAS and adds to table_counts at the same index.
-// The caller sizes the table above the number of distinct keys, so every
-// probe ends.
+// probing from dpgpu_hash_slot).  Slot i is table[2i] (the key; -1 while
+// empty) and table[2i + 1] (its count), one 16-byte pair, so a window
+// touches one cache line: a key claims a slot with atomicCAS and adds to the
+// count beside it.  The caller sizes the table above the number of distinct
+// keys, so every probe ends.
 extern "C" __global__ void dpgpu_gram_hash_counts(const int* __restrict__ tokens,
                                                   long long row_stride,
                                                   const int* __restrict__ lengths,
                                                   long long n_rows, long long n_windows,
                                                   int n, long long radix,
                                                   long long mask,
-                                                  unsigned long long* table_keys,
-                                                  unsigned long long* table_counts) {
+                                                  unsigned long long* table) {
   const unsigned long long empty = ~0ULL;
   const long long total = n_rows * n_windows;
   const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
@@ -104,9 +104,9 @@ extern "C" __global__ void dpgpu_gram_hash_counts(const int* __restrict__ tokens
     const unsigned long long want = static_cast<unsigned long long>(key);
     unsigned long long slot = dpgpu_hash_slot(key, static_cast<unsigned long long>(mask));
     while (true) {
-      const unsigned long long held = atomicCAS(table_keys + slot, empty, want);
+      const unsigned long long held = atomicCAS(table + 2 * slot, empty, want);
       if (held == empty || held == want) {
-        atomicAdd(table_counts + slot, static_cast<unsigned long long>(__popc(peers)));
+        atomicAdd(table + 2 * slot + 1, static_cast<unsigned long long>(__popc(peers)));
         break;
       }
       slot = (slot + 1ULL) & static_cast<unsigned long long>(mask);

@@ -144,12 +144,13 @@ def hash_counts_gpu(blocks: list, n: int, radix: int, max_bytes: int):
 
     windows = sum(int(cupy.maximum(lengths.astype(cupy.int64) - (n - 1), 0).sum())
                   for _, lengths in blocks)
+    space = radix ** n
     # at most half full, so probes stay short
-    capacity = 1 << max(2 * min(windows, radix ** n) - 1, 1).bit_length()
+    capacity = 1 << max(2 * min(windows, space) - 1, 1).bit_length()
     if capacity * 16 > max_bytes:
         return None
-    table_keys = cupy.full(capacity, -1, dtype=cupy.int64)
-    table_counts = cupy.zeros(capacity, dtype=cupy.int64)
+    table = cupy.full((capacity, 2), -1, dtype=cupy.int64)  # (key, count) pairs
+    table[:, 1] = 0
     for tokens, lengths in blocks:
         tokens, row_stride = _rows(tokens)
         n_rows, width = tokens.shape
@@ -160,11 +161,24 @@ def hash_counts_gpu(blocks: list, n: int, radix: int, max_bytes: int):
                     (tokens, np.int64(row_stride),
                      cupy.ascontiguousarray(lengths, dtype=cupy.int32), np.int64(n_rows),
                      np.int64(n_windows), np.int32(n), np.int64(radix),
-                     np.int64(capacity - 1), table_keys, table_counts))
-    used = cupy.flatnonzero(table_counts)
-    keys = table_keys[used]
-    order = cupy.argsort(keys)
-    return keys[order], table_counts[used[order]]
+                     np.int64(capacity - 1), table))
+    found = table[cupy.flatnonzero(table[:, 1])]
+    return _sorted_pairs(found[:, 0], found[:, 1], (space - 1).bit_length(),
+                         max(windows, 1).bit_length())
+
+
+def _sorted_pairs(keys: Any, counts: Any, key_bits: int, count_bits: int):
+    """``(keys, counts)`` in ascending key order (keys distinct and non-negative).
+
+    When a key and a count fit 63 bits together they are packed into one
+    int64 and sorted once; otherwise the keys are argsorted and both gathered.
+    """
+    if key_bits + count_bits <= 63:
+        packed = (keys << count_bits) | counts
+        packed.sort()
+        return packed >> count_bits, packed & ((1 << count_bits) - 1)
+    order = keys.argsort()
+    return keys[order], counts[order]
 
 
 def level_histogram_gpu(tokens: Any, lengths: Any, m: int, sorted_ctx_keys: Any,

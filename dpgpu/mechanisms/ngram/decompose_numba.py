@@ -26,7 +26,7 @@ def _charged(copies, rows, lo, hi, b0, size):
     return total
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, parallel=True)
 def publish_level(copies, rows, starts, levels, remaining, base):
     """Copies of each gram its sub-grams can pay for; charge them to ``remaining``.
 
@@ -47,7 +47,7 @@ def publish_level(copies, rows, starts, levels, remaining, base):
     """
     m = rows.shape[0]
     out = copies.copy()
-    for i in range(m):
+    for i in numba.prange(m):  # each gram reads ``remaining`` and writes only out[i]
         for k in range(levels.shape[0]):  # a sub-gram recurs only among those of its length
             for a in range(starts[k], starts[k + 1]):
                 v = rows[i, a]
@@ -66,7 +66,7 @@ def publish_level(copies, rows, starts, levels, remaining, base):
     for k in range(levels.shape[0]):
         lo, hi, b0 = starts[k], starts[k + 1], base[levels[k]]
         demand = _charged(out, rows, lo, hi, b0, base[levels[k] + 1] - b0)
-        for i in range(m):
+        for i in numba.prange(m):
             worst = 1.0
             for a in range(lo, hi):
                 v = rows[i, a]
