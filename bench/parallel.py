@@ -1,7 +1,7 @@
-"""Run a benchmark's repetitions in parallel: a process pool on the CPU (``--jobs``).
+"""Run a benchmark's repetitions in parallel: processes on the CPU, threads on a GPU (``--jobs``).
 
 The reproduction scripts repeat releases with different keys; the
-repetitions are independent, so they run in worker processes::
+repetitions are independent, so they run at once::
 
     ap = argparse.ArgumentParser()
     add_jobs_argument(ap)
@@ -11,31 +11,39 @@ repetitions are independent, so they run in worker processes::
 
 ``run_repetitions`` returns the results in the order of its items, whatever
 order the workers finish in, so for the same seeds the results are the same
-as those of the serial loop (``--jobs 1``).  Workers are forked: they inherit
-the loaded data and the function (a closure is fine; only the item index
-goes to a worker and only the result comes back, pickled), so a result
-should be small (numbers, not releases).  Each worker runs Numba's parallel
-loops on ``cores / jobs`` threads, so the pool does not oversubscribe the
-cores.  Timings taken inside a repetition measure runs that share the CPU
-with ``jobs - 1`` others.
+as those of the serial loop (``--jobs 1``).
 
-On the GPU backend, or once this process has used the GPU, the repetitions
-stay serial (a CUDA context does not survive a fork; batching releases on
-the device is another matter).
+* On the CPU backend the workers are forked processes: they inherit the
+  loaded data and the function (a closure is fine; only the item index goes
+  to a worker and only the result comes back, pickled), so a result should
+  be small (numbers, not releases).  Each worker runs Numba's parallel loops
+  on ``cores / jobs`` threads, so the pool does not oversubscribe the cores.
+* On the GPU backend (``use_jobs(n, "cupy")``, or once this process has used
+  the GPU: a CUDA context does not survive a fork) the workers are threads
+  of this process, each issuing its device work on its own CUDA stream, so
+  the releases' kernels and copies overlap on the one device while the host
+  parts (NumPy, and Numba with a thread-safe layer) run side by side.
+
+Timings taken inside a repetition measure runs that share the machine with
+``jobs - 1`` others.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import multiprocessing
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
+import threading
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, Callable, Iterable
 
-from dpgpu.backend import gpu_in_use
+from dpgpu.backend import gpu_available, gpu_in_use
 
 _WORK: tuple[Callable[[Any], Any], list] | None = None
+_THREADS = False  # set by use_jobs for the GPU backend
+_STREAMS = threading.local()
 
 
 def default_jobs() -> int:
@@ -59,31 +67,56 @@ def _positive(text: str) -> int:
 def add_jobs_argument(parser: argparse.ArgumentParser) -> None:
     """Add ``--jobs N`` (default: the number of cores)."""
     parser.add_argument("--jobs", type=_positive, default=default_jobs(),
-                        help="repetitions run at once in worker processes (default: the "
-                             f"number of cores, here {default_jobs()}; 1 runs them in turn)")
+                        help="repetitions run at once: worker processes, or threads on a GPU "
+                             f"(default: the number of cores, here {default_jobs()}; 1 runs "
+                             "them in turn)")
 
 
 def use_jobs(jobs: int, backend: str | None = None) -> int:
-    """The number of worker processes to use; call it before any Numba work.
+    """The number of workers to use; call it before any Numba work.
 
-    With several workers, Numba's threading layer is set to a fork-safe one
-    (``forksafe``: TBB, else the work queue), since GNU OpenMP cannot be used
-    again in a forked child.  Returns 1 (serial) on the GPU backend, or when
-    the process already started OpenMP threads.
+    On the CPU backend the workers are processes, and Numba's threading
+    layer is set to a fork-safe one (``forksafe``: TBB, else the work queue),
+    since GNU OpenMP cannot be used again in a forked child; returns 1
+    (serial) when the process already started OpenMP threads.  On the GPU
+    backend (``"cupy"``) the workers are threads, and the layer is set to a
+    thread-safe one (``threadsafe``: TBB or OpenMP); returns 1 when neither
+    is installed or the work queue, which is not thread-safe, already runs.
     """
+    global _THREADS
     if jobs < 1:
         raise ValueError(f"jobs: expected a positive integer, got {jobs!r}")
     if jobs == 1:
         return 1
-    if backend == "cupy":
-        print("parallel: the cupy backend runs the repetitions in turn", file=sys.stderr)
-        return 1
+    _THREADS = backend == "cupy"
     numba = sys.modules.get("numba")
+    if _THREADS:
+        layer = _numba_layer()
+        if (layer is None and not _threadsafe_layer_installed()) or layer == "workqueue":
+            print("parallel: no thread-safe Numba threading layer (TBB or OpenMP); the "
+                  "repetitions run in turn", file=sys.stderr)
+            return 1
+        if numba is None:
+            os.environ.setdefault("NUMBA_THREADING_LAYER", "threadsafe")
+        elif layer is None:
+            numba.config.THREADING_LAYER = "threadsafe"
+        return jobs
     if numba is None:
         os.environ.setdefault("NUMBA_THREADING_LAYER", "forksafe")
     elif _numba_layer() is None:
         numba.config.THREADING_LAYER = "forksafe"
     return 1 if _omp_started() else jobs
+
+
+def _threadsafe_layer_installed() -> bool:
+    """Whether Numba can load TBB or OpenMP here (without starting either)."""
+    for pool in ("numba.np.ufunc.tbbpool", "numba.np.ufunc.omppool"):
+        try:
+            importlib.import_module(pool)
+            return True
+        except ImportError:
+            continue
+    return False
 
 
 def _numba_layer() -> str | None:
@@ -120,13 +153,30 @@ def _run_one(index: int) -> Any:
     return fn(items[index])
 
 
+def _own_stream() -> None:
+    """Give this worker thread its own CUDA stream (CuPy's current stream is per thread)."""
+    import cupy  # noqa: PLC0415 - GPU workers only
+
+    _STREAMS.stream = cupy.cuda.Stream(non_blocking=True)
+    _STREAMS.stream.use()
+
+
+def _run_in_thread(fn: Callable[[Any], Any], item: Any) -> Any:
+    result = fn(item)
+    stream = getattr(_STREAMS, "stream", None)
+    if stream is not None:
+        stream.synchronize()  # the repetition's device work is done when it returns
+    return result
+
+
 def run_repetitions(fn: Callable[[Any], Any], items: Iterable[Any], jobs: int) -> list:
-    """``[fn(x) for x in items]``, with up to ``jobs`` worker processes.
+    """``[fn(x) for x in items]``, with up to ``jobs`` workers.
 
     Parameters
     ----------
     fn : callable
-        One repetition; it may close over large data (the workers inherit it).
+        One repetition; it may close over large data (the workers inherit
+        or share it).
     items : iterable
         One item per repetition (e.g. its seed).
     jobs : int
@@ -141,7 +191,15 @@ def run_repetitions(fn: Callable[[Any], Any], items: Iterable[Any], jobs: int) -
     global _WORK
     items = list(items)
     jobs = max(1, min(int(jobs), len(items)))
-    if jobs == 1 or _omp_started() or gpu_in_use():
+    if jobs == 1:
+        return [fn(x) for x in items]
+    if _THREADS or gpu_in_use():
+        if _numba_layer() == "workqueue":
+            return [fn(x) for x in items]
+        cuda = gpu_in_use() or gpu_available()  # no fork follows: CUDA may start here
+        with ThreadPoolExecutor(jobs, initializer=_own_stream if cuda else None) as pool:
+            return list(pool.map(lambda x: _run_in_thread(fn, x), items))
+    if _omp_started():
         return [fn(x) for x in items]
     _WORK = (fn, items)
     try:
