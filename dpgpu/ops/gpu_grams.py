@@ -145,8 +145,10 @@ def hash_counts_gpu(blocks: list, n: int, radix: int, max_bytes: int):
     windows = sum(int(cupy.maximum(lengths.astype(cupy.int64) - (n - 1), 0).sum())
                   for _, lengths in blocks)
     space = radix ** n
-    # at most half full, so probes stay short
-    capacity = 1 << max(2 * min(windows, space) - 1, 1).bit_length()
+    most = min(windows, space)  # distinct keys, at most
+    capacity = 1 << most.bit_length()  # > most: every probe ends
+    if capacity < 2 * most and 32 * capacity <= max_bytes:
+        capacity *= 2  # at most half full where memory allows, so probes stay short
     if capacity * 16 > max_bytes:
         return None
     table = cupy.full((capacity, 2), -1, dtype=cupy.int64)  # (key, count) pairs

@@ -152,8 +152,8 @@ class GramEngine:
         counts it (:func:`dpgpu.ops.gpu_grams.dense_counts_gpu`), for key
         spaces up to :data:`GPU_DENSE_KEY_SPACE` bins that fit an eighth of
         the free device memory, and above that one pass into a hash table
-        (:func:`dpgpu.ops.gpu_grams.hash_counts_gpu`) when it fits a quarter
-        of the free memory.  Otherwise the valid windows' keys are masked and
+        (:func:`dpgpu.ops.gpu_grams.hash_counts_gpu`) when it fits half the
+        free memory.  Otherwise the valid windows' keys are masked and
         sorted.
         """
         xp = self.xp
@@ -181,7 +181,7 @@ class GramEngine:
             from .gpu_grams import hash_counts_gpu  # noqa: PLC0415 - GPU path only
 
             free, _ = xp.cuda.runtime.memGetInfo()
-            found = hash_counts_gpu(self.blocks, n, self.radix, free // 4)
+            found = hash_counts_gpu(self.blocks, n, self.radix, free // 2)
             if found is not None:
                 return found
         blocks = [(k, lengths) for k, (_, lengths) in zip(self._packed_blocks(n), self.blocks)
