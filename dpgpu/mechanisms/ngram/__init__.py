@@ -6,6 +6,15 @@ after its ``l_max``-th item, so every n-gram is followed by an item or by
 ``&`` and the children of a node account for all of its count), build an exploration tree of noisy n-gram counts level by level
 (``n <= n_max``), make it consistent and turn it into a synthetic database.
 
+Why ``&`` follows a cut sequence too: Section 4.3.4 takes a node's count to
+be the sum of its children's, and Theorem 4.1 reconstructs the *truncated*
+database from its n-grams; both hold only if every occurrence is followed
+by an item or ``&`` (``test_theorem_4_1_on_truncated_databases``).  The
+price is that ``P(& | context)`` pools real ends with cuts, so the Markov
+extension of Section 4.3.5 ends runs too early.  Leaving ``&`` off cut
+sequences raises the MSNBC top-K (Table 5) by about one pattern at K >= 60
+but breaks both properties, so it is not done.
+
 Privacy argument (Theorem 5.1)
 ------------------------------
 Neighbouring databases differ in one sequence.  After truncation a sequence
