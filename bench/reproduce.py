@@ -13,7 +13,7 @@ Every script repeats each release with other keys, reports mean and spread,
 writes JSON, a markdown summary with the paper's numbers beside ours, and
 (where it plots) a PNG to ``bench/results/`` (``--out DIR`` elsewhere),
 naming the machine and backend.  The repetitions run in ``--jobs N`` worker
-processes (default: one per core; ``bench/parallel.py``), with the same
+processes, threads on a GPU (default: one per core; ``bench/parallel.py``), with the same
 results as ``--jobs 1`` for the same seeds.  Options after PAPER go to the
 script (``--help`` lists them; each has a reduced setting for a quick CPU
 run, e.g. ``--runs 1`` / ``--reps 1``).

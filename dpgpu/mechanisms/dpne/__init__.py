@@ -67,7 +67,7 @@ nothing that runs on or travels to a worker can undo the noise.
 
 Baselines: ``dpne(..., method="dpsu-all" | "dpsu-even" | "dpsu-single")``
 runs the paper's DPSU baselines instead (:mod:`.baselines`, with their own
-privacy argument; ``policy="laplace"`` for Policy Laplace).
+privacy argument; ``policy="laplace"`` for Policy Laplace), on either engine.
 """
 
 from __future__ import annotations
@@ -96,8 +96,8 @@ from ...validation import check_choice, check_positive_int, check_positive_real,
 from .calibration import GRID, dpsu_integer_threshold, tail_probability, tail_threshold, \
     zcdp_sigma
 from .histogram import TAG_SPURIOUS, bounded_histogram, merge_histograms, noisy_release
-from .baselines import METHODS, POLICIES, GramTable, calibrate, draws_allowed, \
-    release_run, runs, sampling_cost
+from .baselines import METHODS, POLICIES, calibrate, draws_allowed, release_runs, runs, \
+    sampling_cost
 from .levels import Level, Positions, Space, first_level, identities
 
 log = logging.getLogger("dpgpu")
@@ -193,8 +193,8 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
         Build the bounded histograms on this machine, or over Dask
         partitions holding all the texts of each of their users: every
         worker bounds its users' contributions and the client adds the
-        bounded histograms (same release for the same key; DPNE only, not
-        the baselines).
+        bounded histograms (same release for the same key; the baselines
+        too, see :mod:`.baselines`).
     client : dask.distributed.Client, optional
         With ``engine="dask"``; default: a local cluster of two workers.
     progress : callable, optional
@@ -224,11 +224,8 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     be = get_backend(backend)
     t0 = time.perf_counter()
     if method != "dpne":
-        if engine != "local":
-            raise InvalidParameter(f"engine: {engine!r} runs method 'dpne' only; the DPSU "
-                                   "baselines count locally (engine='local')")
         return _baseline(db, epsilon, delta, method, policy, max_n, caps[0], alpha, seed, be,
-                         max_draws, t0)
+                         max_draws, t0, engine, client)
 
     sigma_star = zcdp_sigma(epsilon, delta / 2)
     sigmas = sigma_schedule(sigma_star, max_n, schedule, decay)
@@ -428,7 +425,7 @@ def _spurious(space: Space, supported: np.ndarray, p: float, key: Any, tag: int,
 
 def _baseline(db: SequenceDB, epsilon: float, delta: float, method: str, policy: str,
               max_n: int, cap0: int, alpha: float, seed: Any, be: Any, max_draws: Any,
-              t0: float) -> DPNERelease:
+              t0: float, engine: str = "local", client: Any = None) -> DPNERelease:
     """A DPSU baseline (:mod:`.baselines`), charged to the ledger as one step."""
     plan = runs(method, max_n)
     caps = [cap0 * len(ks) for ks in plan]
@@ -441,18 +438,8 @@ def _baseline(db: SequenceDB, epsilon: float, delta: float, method: str, policy:
     max_draws = check_positive_int(max_draws, "max_draws")
     step = ledger.charge(f"{method}: {len(plan)} DPSU run(s), policy {policy}", epsilon, delta,
                          sampling_delta=sampling_cost(noise, max_draws, epsilon))
-    pos = Positions.of(db)
-    table = GramTable(pos, max_n, db.vocab.size)
-    levels = [np.zeros((0, k), dtype=np.int32) for k in range(1, max_n + 1)]
-    drawn, stopped = 0, []
-    for i, (ks, cap, (nz, thr, cut)) in enumerate(zip(plan, caps, calib)):
-        out, n, skipped = release_run(pos, table, ks, max_n, db.vocab.size, policy, cap, nz,
-                                      thr, cut, step.key, 4 * i, max_draws - drawn)
-        drawn += n
-        if skipped:
-            stopped.append(f"run over k = {ks}: support exceeds the remaining draw cap")
-        for k, rows in zip(ks, out):
-            levels[k - 1] = rows
+    levels, stopped = release_runs(db, plan, caps, calib, policy, max_n, step.key, max_draws,
+                                   engine, client)
     counts = [int(x.shape[0]) for x in levels]
     report = {
         "mechanism": "dpne", "method": method,
@@ -471,10 +458,10 @@ def _baseline(db: SequenceDB, epsilon: float, delta: float, method: str, policy:
                                                 for ks, c, (nz, thr, cut) in
                                                 zip(plan, caps, calib)]},
         "released": {"per_k": counts, "total": sum(counts)},
-        "stopped": "; ".join(stopped) or None,
+        "stopped": stopped,
         "ledger": ledger.to_dict(),
         "seeded": ledger.seeded,
-        "backend": be.name, "device": be.device_name(),
+        "backend": be.name, "device": be.device_name(), "engine": engine,
         "vocabulary": {"size": db.vocab.size, "sha256": vocabulary_fingerprint(db.vocab)},
         "input": {"format": db.source.get("format")},
         "timings": {"total_s": round(time.perf_counter() - t0, 4)},

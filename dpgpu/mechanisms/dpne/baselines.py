@@ -46,18 +46,33 @@ Noise is keyed by gram identity (rows padded to ``T`` with an unused symbol
 for ``dpsu-all``); the ledger charges one step with sampling delta for
 ``max_draws`` draws, a public cap on the supported grams; a run whose
 support exceeds it releases nothing and says so in the report.
+
+Counting over Dask (``engine="dask"``), as DPNE does: the database is split
+by user (:func:`dpgpu.scale.partitions.partition` with ``by_user=True``),
+every partition gives its grams the ids of the whole database
+(:func:`gram_ids`: lexicographic ranks, one length at a time) and bounds
+its users' contributions where their data is: the weighted histogram, or
+for Policy Laplace the kept ``(user, gram)`` pairs, which the client
+water-fills in user order (the policy is sequential over users).  The subset
+choice is keyed by ``(user, gram)`` under its own key, derived from the
+release's (:data:`BOUNDING`): the partitions receive only it, never the key
+of the noise, which the client alone draws.  The release is the same on
+both engines for the same key.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from ...privacy import DiscreteGaussian, DiscreteLaplace, sampling_delta
+from ...scale.partitions import Partitions, partition
 from .calibration import GRID, dpsu_integer_threshold
-from .histogram import TAG_NOISE, bounded_histogram, bounded_pairs, noisy_release, unique_int
+from .histogram import TAG_NOISE, bounded_histogram, bounded_pairs, merge_histograms, \
+    noisy_release, unique_int
 from .levels import Positions, identities
 from .policy import water_fill
 
@@ -65,28 +80,159 @@ METHODS = ("dpsu-all", "dpsu-even", "dpsu-single")
 POLICIES = ("weighted", "laplace")
 
 
-class GramTable:
-    """Exact ids of every k-gram occurrence, ``k = 1 .. T`` (ids in lexicographic order).
+#: Label of the key of the per-user subset choice, derived from the release key:
+#: the only key the partitions (Dask workers) receive.
+BOUNDING = "dpsu: contribution bounding"
 
-    ``starts[k-1]`` are the window starts of length ``k``, ``ids[k-1]`` the
-    gram id of each and ``rows[k-1]`` the ``(G_k, k)`` item matrix of the ids.
+
+@dataclass
+class GramOccurrences:
+    """One partition's k-gram occurrences, ``k = 1 .. T``, with their global gram ids.
+
+    The id of a k-gram is its rank among the distinct k-grams of the whole
+    database in lexicographic order, so every partition holding all the
+    texts of some users gives the same ids as the whole database.  It is
+    assigned one length at a time (:func:`gram_ids`): a k-gram's *code* is
+    ``prefix_id * n_items + last_item`` (the item itself for ``k = 1``), the
+    client takes the union of the partitions' codes, and each partition looks
+    its codes up in it.
+
+    Attributes
+    ----------
+    pos : Positions
+    n_items : int
+    starts : tuple of numpy.ndarray of int64
+        ``starts[k-1]``: the window starts of length ``k`` (lengths assigned so far).
+    ids : tuple of numpy.ndarray of int64
+        ``ids[k-1]``: the global gram id of each of those windows.
+    code : numpy.ndarray of int64 or None
+        Codes of the windows of the next length (between :meth:`next_codes`
+        and :meth:`assign`).
     """
 
-    def __init__(self, pos: Positions, max_n: int, n_items: int):
-        self.starts, self.ids, self.rows = [], [], []
-        prev = pos.items
-        for k in range(1, max_n + 1):
-            starts = pos.windows(k)
-            code = pos.items[starts] if k == 1 else \
-                prev[starts] * n_items + pos.items[starts + k - 1]
-            values, inv = unique_int(code, return_inverse=True)
-            first = np.empty(values.size, dtype=np.int64)
-            first[inv[::-1]] = starts[::-1]
-            self.starts.append(starts)
-            self.ids.append(inv)
-            self.rows.append(pos.rows(k, first))
-            prev = np.full(pos.items.size, -1, dtype=np.int64)
-            prev[starts] = inv
+    pos: Positions
+    n_items: int
+    starts: tuple = ()
+    ids: tuple = ()
+    code: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, db: Any, n_items: int) -> "GramOccurrences":
+        """The occurrences of a database (or of one partition of it), no ids yet.
+
+        Parameters
+        ----------
+        db : SequenceDB
+        n_items : int
+            Size of the whole database's vocabulary.
+
+        Returns
+        -------
+        GramOccurrences
+        """
+        return cls(Positions.of(db), n_items)
+
+    def next_codes(self) -> "GramOccurrences":
+        """This state with the codes of the windows of the next length."""
+        k = len(self.ids) + 1
+        starts = self.pos.windows(k)
+        if k == 1:
+            return replace(self, code=self.pos.items[starts])
+        prev = np.full(self.pos.items.size, -1, dtype=np.int64)
+        prev[self.starts[-1]] = self.ids[-1]
+        return replace(self, code=prev[starts] * self.n_items + self.pos.items[starts + k - 1])
+
+    def distinct_codes(self) -> np.ndarray:
+        """Sorted distinct codes of :meth:`next_codes`."""
+        return unique_int(self.code)
+
+    def assign(self, values: np.ndarray) -> "GramOccurrences":
+        """Record the global ids of the next length.
+
+        Parameters
+        ----------
+        values : numpy.ndarray of int64
+            Sorted distinct codes of the whole database at that length (a
+            superset of this partition's).
+
+        Returns
+        -------
+        GramOccurrences
+        """
+        k = len(self.ids) + 1
+        return replace(self, starts=self.starts + (self.pos.windows(k),),
+                       ids=self.ids + (np.searchsorted(values, self.code).astype(np.int64),),
+                       code=None)
+
+    def occurrences(self, ks: list[int], offsets: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(user, gram)`` of every occurrence of the grams of lengths ``ks``.
+
+        Gram ids of length ``ks[i]`` are shifted by ``offsets[i]`` (one item
+        space for the run).
+        """
+        users = np.concatenate([self.pos.users[self.starts[k - 1]] for k in ks])
+        grams = np.concatenate([self.ids[k - 1] + offsets[i] for i, k in enumerate(ks)])
+        return users, grams
+
+    def histogram(self, ks: list[int], offsets: np.ndarray, cap: int, key: Any, tag: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """Weighted bounded histogram of the run's grams (:func:`~.histogram.bounded_histogram`)."""
+        return bounded_histogram(*self.occurrences(ks, offsets), cap, key, tag)
+
+    def kept_pairs(self, ks: list[int], offsets: np.ndarray, cap: int, key: Any, tag: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """The ``(user, gram)`` pairs each user keeps (:func:`~.histogram.bounded_pairs`)."""
+        u, g, _ = bounded_pairs(*self.occurrences(ks, offsets), cap, key, tag)
+        return u, g
+
+
+def gram_ids(occ: Partitions, max_n: int) -> tuple[Partitions, list[np.ndarray]]:
+    """Assign the global gram ids of lengths ``1 .. max_n`` in every partition.
+
+    Parameters
+    ----------
+    occ : Partitions
+        Of :class:`GramOccurrences` without ids, each holding all the texts
+        of its users.
+    max_n : int
+
+    Returns
+    -------
+    occ : Partitions
+        With ``ids`` of every length.
+    values : list of numpy.ndarray of int64
+        ``values[k-1]``: the sorted distinct codes of the k-grams of the
+        whole database (gram id ``j`` has code ``values[k-1][j]``).
+    """
+    values = []
+    for _ in range(max_n):
+        occ = occ.map(GramOccurrences.next_codes)
+        parts = occ.gather(GramOccurrences.distinct_codes)
+        values.append(parts[0] if len(parts) == 1 else unique_int(np.concatenate(parts)))
+        occ = occ.map(GramOccurrences.assign, values[-1])
+    return occ, values
+
+
+def gram_rows(values: list[np.ndarray], n_items: int) -> list[np.ndarray]:
+    """The item matrices of the gram ids of :func:`gram_ids`.
+
+    Parameters
+    ----------
+    values : list of numpy.ndarray of int64
+        Sorted distinct codes per length.
+    n_items : int
+
+    Returns
+    -------
+    list of numpy.ndarray of int32
+        ``rows[k-1]``: the ``(G_k, k)`` matrix, row ``j`` the items of gram ``j``.
+    """
+    rows: list[np.ndarray] = []
+    for k, v in enumerate(values, 1):
+        last = (v if k == 1 else v % n_items).astype(np.int32)[:, None]
+        rows.append(last if k == 1 else np.concatenate([rows[-1][v // n_items], last], axis=1))
+    return rows
 
 
 def runs(method: str, max_n: int) -> list[list[int]]:
@@ -127,21 +273,145 @@ def laplace_threshold(scale: float, delta: float, cap: int) -> int:
     return best
 
 
-def release_run(pos: Positions, table: GramTable, ks: list[int], max_n: int, n_items: int,
-                policy: str, cap: int, noise: Any, threshold: int, cutoff: int, key: Any,
-                tag: int, max_draws: int) -> tuple[list[np.ndarray], int, bool]:
-    """One DPSU run over the grams of lengths ``ks``: released rows per ``k`` and draws."""
-    offsets = np.cumsum([0] + [table.rows[k - 1].shape[0] for k in ks])
-    users = np.concatenate([pos.users[table.starts[k - 1]] for k in ks])
-    grams = np.concatenate([table.ids[k - 1] + offsets[i] for i, k in enumerate(ks)])
+def release_runs(db: Any, plan: list[list[int]], caps: list[int], calib: list[tuple],
+                 policy: str, max_n: int, key: Any, max_draws: int, engine: str = "local",
+                 client: Any = None) -> tuple[list[np.ndarray], str | None]:
+    """Every DPSU run of a baseline: the released grams per length.
+
+    The per-user bounding runs where the user's data is (partitions by
+    user, :func:`dpgpu.scale.partitions.partition`) with a key derived from
+    ``key`` (:data:`BOUNDING`); the noise is drawn here, with ``key``.
+
+    Parameters
+    ----------
+    db : SequenceDB
+    plan : list of list of int
+        Gram lengths of each run (:func:`runs`).
+    caps : list of int
+        Distinct grams each user keeps, per run.
+    calib : list of (sampler, int, int)
+        Noise, integer threshold and cutoff of each run (:func:`calibrate`).
+    policy : {"weighted", "laplace"}
+    max_n : int
+    key : NoiseKey
+        The release's key (it never leaves this process).
+    max_draws : int
+        Public cap on the noisy values drawn, over all runs.
+    engine : {"local", "dask"}
+        Where the bounded histograms are built (same release for the same key).
+    client : dask.distributed.Client, optional
+        With ``engine="dask"``; default: a local cluster of two workers.
+
+    Returns
+    -------
+    levels : list of numpy.ndarray of int32
+        ``levels[k-1]``: the ``(|S_k|, k)`` released k-grams (empty for the
+        lengths no run covers).
+    stopped : str or None
+        Why runs released nothing (support above the draw cap).
+    """
+    n_items = db.vocab.size
+    bounding = key.derive(BOUNDING)  # what partitions (Dask workers) may hold
+    occ = partition(db, engine, client, by_user=True).map(GramOccurrences.of, n_items)
+    occ, values = gram_ids(occ, max_n)
+    rows = gram_rows(values, n_items)
+    levels = [np.zeros((0, k), dtype=np.int32) for k in range(1, max_n + 1)]
+    drawn, stopped = 0, []
+    for i, (ks, cap, (noise, threshold, cutoff)) in enumerate(zip(plan, caps, calib)):
+        offsets = np.cumsum([0] + [rows[k - 1].shape[0] for k in ks])
+        keys, weights = bounded_run(occ, policy, ks, offsets, cap, cutoff, bounding, 4 * i)
+        out, n, skipped = release_run(keys, weights, rows, ks, offsets, max_n, n_items, noise,
+                                      threshold, key, 4 * i, max_draws - drawn)
+        drawn += n
+        if skipped:
+            stopped.append(f"run over k = {ks}: support exceeds the remaining draw cap")
+        for k, grams in zip(ks, out):
+            levels[k - 1] = grams
+    return levels, "; ".join(stopped) or None
+
+
+def bounded_run(occ: Partitions, policy: str, ks: list[int], offsets: np.ndarray, cap: int,
+                cutoff: int, bounding: Any, tag: int) -> tuple[np.ndarray, np.ndarray]:
+    """The integer histogram of one DPSU run before noise, bounded per user in its partition.
+
+    ``weighted``: each partition's weighted bounded histogram, added here
+    (disjoint users).  ``laplace``: each partition's kept ``(user, gram)``
+    pairs, water-filled here in user order (:func:`.policy.water_fill` is
+    sequential over users).
+
+    Parameters
+    ----------
+    occ : Partitions
+        Of :class:`GramOccurrences` with ids (:func:`gram_ids`).
+    policy : {"weighted", "laplace"}
+    ks : list of int
+        The run's gram lengths.
+    offsets : numpy.ndarray of int64
+        Start of each length's ids in the run's item space, and its size last.
+    cap : int
+        Distinct grams each user keeps.
+    cutoff : int
+        Policy Laplace ``Gamma`` (unused by ``weighted``).
+    bounding : NoiseKey
+        Key of the subset choice (tag ``tag + TAG_SUBSET``).
+    tag : int
+        The run's base tag.
+
+    Returns
+    -------
+    keys : numpy.ndarray of int64
+        Sorted supported items of the run.
+    weights : numpy.ndarray of int64
+    """
     if policy == "weighted":
-        keys, weights = bounded_histogram(users, grams, cap, key, tag)
-    else:
-        u, g, _ = bounded_pairs(users, grams, cap, key, tag)
-        head = np.flatnonzero(np.r_[True, u[1:] != u[:-1]]) if u.size else np.zeros(0, int)
-        hist = water_fill(np.r_[head, u.size], g, int(offsets[-1]), GRID, cutoff)
-        keys = np.flatnonzero(hist)
-        weights = hist[keys]
+        return merge_histograms(occ.gather(GramOccurrences.histogram, ks, offsets, cap,
+                                           bounding, tag))
+    parts = occ.gather(GramOccurrences.kept_pairs, ks, offsets, cap, bounding, tag)
+    u = np.concatenate([p[0] for p in parts])
+    g = np.concatenate([p[1] for p in parts])
+    if len(parts) > 1:                  # by user, then gram, as one partition gives them
+        order = np.lexsort((g, u))
+        u, g = u[order], g[order]
+    head = np.flatnonzero(np.r_[True, u[1:] != u[:-1]]) if u.size else np.zeros(0, np.int64)
+    hist = water_fill(np.r_[head, u.size], g, int(offsets[-1]), GRID, cutoff)
+    keys = np.flatnonzero(hist)
+    return keys, hist[keys]
+
+
+def release_run(keys: np.ndarray, weights: np.ndarray, rows: list[np.ndarray], ks: list[int],
+                offsets: np.ndarray, max_n: int, n_items: int, noise: Any, threshold: int,
+                key: Any, tag: int, max_draws: int) -> tuple[list[np.ndarray], int, bool]:
+    """Noise and threshold of one DPSU run over the grams of lengths ``ks``.
+
+    Parameters
+    ----------
+    keys, weights : numpy.ndarray of int64
+        The run's bounded histogram (:func:`bounded_run`).
+    rows : list of numpy.ndarray of int32
+        Item matrices of the gram ids (:func:`gram_rows`).
+    ks : list of int
+    offsets : numpy.ndarray of int64
+        Start of each length's ids in the run's item space.
+    max_n : int
+        ``T`` (rows of ``dpsu-all`` are padded to it for their noise identity).
+    n_items : int
+    noise : DiscreteGaussian or DiscreteLaplace
+    threshold : int
+    key : NoiseKey
+        The release's key (noise tag ``tag + TAG_NOISE``).
+    tag : int
+    max_draws : int
+        Draws left; a run with more supported grams releases nothing.
+
+    Returns
+    -------
+    out : list of numpy.ndarray of int32
+        Released rows per length of ``ks``.
+    drawn : int
+        Noise values drawn.
+    skipped : bool
+        Whether the support exceeded ``max_draws``.
+    """
     if keys.size > max_draws:
         return [np.zeros((0, k), dtype=np.int32) for k in ks], 0, True
     level = np.searchsorted(offsets, keys, side="right") - 1
@@ -149,11 +419,11 @@ def release_run(pos: Positions, table: GramTable, ks: list[int], max_n: int, n_i
     ident = np.empty(keys.size, dtype=np.int64)
     for i, k in enumerate(ks):
         sel = level == i
-        rows = table.rows[k - 1][keys[sel] - offsets[i]]
+        grams = rows[k - 1][keys[sel] - offsets[i]]
         if len(ks) > 1:
-            rows = np.concatenate([rows, np.full((rows.shape[0], max_n - k), n_items + 2,
-                                                 dtype=np.int32)], axis=1)
-        ident[sel] = np.asarray(identities(rows, n_items)).view(np.int64)
+            grams = np.concatenate([grams, np.full((grams.shape[0], max_n - k), n_items + 2,
+                                                   dtype=np.int32)], axis=1)
+        ident[sel] = np.asarray(identities(grams, n_items)).view(np.int64)
     if isinstance(noise, DiscreteGaussian):
         mask = noisy_release(weights, ident, noise.sigma, threshold, key, tag)
     else:
@@ -161,7 +431,7 @@ def release_run(pos: Positions, table: GramTable, ks: list[int], max_n: int, n_i
                                       backend="numpy") > threshold
     for i, k in enumerate(ks):
         sel = mask & (level == i)
-        out.append(table.rows[k - 1][keys[sel] - offsets[i]])
+        out.append(rows[k - 1][keys[sel] - offsets[i]])
     return out, int(keys.size), False
 
 
