@@ -158,7 +158,7 @@ class SequenceDB:
                           source=self.source)
 
     def padded(self, l_max: int, *, backend: Any = None, end: "bool | str" = False,
-               start: bool = False, rows: Any = None):
+               start: bool = False, rows: Any = None, items: Any = None):
         """A padded ``(N, W)`` int32 tensor of the sequences cut to ``l_max`` items.
 
         Parameters
@@ -176,6 +176,9 @@ class SequenceDB:
             Prepend the start marker ``$`` (``vocab.start_id``) to every sequence.
         rows : array of int, optional
             Only these sequences, in this order.
+        items : array, optional
+            ``self.items`` already on the backend, so that building several
+            blocks uploads it to a GPU once (default: copied per call).
 
         Returns
         -------
@@ -206,7 +209,7 @@ class SequenceDB:
             itype = np.int32 if self.items.size < 2 ** 31 else np.int64
             col = xp.arange(width, dtype=itype)
             gather = xp.asarray(starts.astype(itype))[:, None] + col[None, :]
-            items = xp.asarray(self.items)
+            items = xp.asarray(self.items) if items is None else items
             tokens[:, int(start):int(start) + width] = xp.where(
                 col[None, :] < xp.asarray(kept)[:, None],
                 items[xp.minimum(gather, items.size - 1)], PAD)

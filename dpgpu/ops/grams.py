@@ -82,8 +82,9 @@ class GramEngine:
     def blocks(self) -> list:
         """The padded blocks, built on first use (dense CPU counting reads the flat items)."""
         db = self._db
+        items = self.backend.asarray(db.items)  # one upload for all blocks
         return [db.padded(width, backend=self.backend, start=self._start, end=self._end,
-                          rows=rows)
+                          rows=rows, items=items)
                 for width, rows in _length_blocks(db.lengths, self.l_max, self._max_block_cells)]
 
     # ------------------------------------------------------------------ counts
