@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import itertools
 
 import numpy as np
 import pytest
 
 from dpgpu import InvalidParameter, SequenceDB
+from dpgpu.audit import audit, threshold_events
 from dpgpu.cli import main
-from dpgpu.mechanisms.dpne import dpne, sigma_schedule
+from dpgpu.mechanisms.dpne import baselines, dpne, sigma_schedule
 from dpgpu.mechanisms.dpne.baselines import laplace_threshold
+from dpgpu.mechanisms.dpne.calibration import GRID, unit_weights
 from dpgpu.mechanisms.dpne.histogram import bounded_histogram, bounded_pairs, unique_int
 from dpgpu.mechanisms.dpne.policy import water_fill
-from dpgpu.privacy import NoiseKey
+from dpgpu.privacy import DiscreteGaussian, DiscreteLaplace, NoiseKey
+from dpgpu.scale.partitions import partition
 
 
 def _db(n_users=600, seed=3):
@@ -152,3 +157,237 @@ def test_cli_method(tmp_path):
                  "--contribution", "5", "--seed", "1", "--method", "dpsu-even", "--policy",
                  "laplace", "--out", str(tmp_path / "o")]) == 0
     assert (tmp_path / "o" / "ngrams.tsv").is_file()
+
+
+# ------------------------------------------------------------------ audit
+# Audits of the DPSU baselines (issue #8): user-level neighbours (d1 = d0 plus one
+# user), events on which grams are released, the claim read from the release's own
+# report.  Running the public release 1e5 times is too slow, so the batched core below
+# runs the mechanism's own steps: ``bounded_run`` (partition by user, global gram ids,
+# per-user bounding -- the weighted histogram or the Policy-Laplace water filling) once
+# per dataset, then ``release_run`` (the run's noise sampler and integer threshold) on
+# the bounded histogram tiled over the trials.  The tiling gives each (trial, gram) its
+# own noise identity; the release's identities are the grams' contents, which only
+# decides which independent draw a gram gets.  The per-user subset choice is keyed by a
+# fixed bounding key shared by both neighbours, so the audit is of the mechanism given
+# that choice (the privacy proof holds for every choice).
+
+AUDIT_TRIALS = 100_000
+AUDIT_ALPHA = 1e-4
+BOUND_SEED = 11
+_CHUNK = 10_000           # trials per release_run call (memory)
+
+
+def _bounded(db, method, policy, max_n, calib):
+    """The mechanism's bounded histogram of each run: ``[(keys, weights, grams)]``.
+
+    ``grams[j]`` is the tuple of item ids of ``keys[j]`` (gram ids depend on the
+    dataset, gram contents do not).
+    """
+    n_items = db.vocab.size
+    occ = partition(db, "local", by_user=True).map(baselines.GramOccurrences.of, n_items)
+    occ, values = baselines.gram_ids(occ, max_n)
+    rows = baselines.gram_rows(values, n_items)
+    bounding = NoiseKey.from_seed(BOUND_SEED).derive(baselines.BOUNDING)
+    out = []
+    for i, (ks, (cap, _, _, cutoff)) in enumerate(zip(baselines.runs(method, max_n), calib)):
+        offsets = np.cumsum([0] + [rows[k - 1].shape[0] for k in ks])
+        keys, weights = baselines.bounded_run(occ, policy, ks, offsets, cap, cutoff, bounding,
+                                              4 * i)
+        level = np.searchsorted(offsets, keys, side="right") - 1
+        grams = [tuple(rows[ks[lv] - 1][g - offsets[lv]].tolist())
+                 for g, lv in zip(keys.tolist(), level.tolist())]
+        out.append((keys, weights, grams))
+    return out
+
+
+def _batched_release(weights, noise, threshold, key, tag, trials):
+    """``(trials, G)`` release masks of one run: ``release_run`` on the tiled histogram."""
+    g = weights.size
+    out = np.zeros((trials, g), dtype=bool)
+    for lo in range(0, trials, _CHUNK):
+        c = min(_CHUNK, trials - lo)
+        n = c * g
+        tiled = np.arange(n, dtype=np.int64)             # run ids: one per (trial, gram)
+        rows = [(lo * g + tiled).astype(np.int32)[:, None]]   # distinct noise identities
+        rel = baselines.release_run(tiled, np.tile(weights, c), rows, [1], np.array([0, n]), 1,
+                                    trials * g, noise, threshold, key, tag)
+        hit = rel[0][:, 0].astype(np.int64) - lo * g
+        out[lo + hit // g, hit % g] = True
+    return out
+
+
+def _core(method, policy, max_n, calib, watch, broken=contextlib.nullcontext):
+    """Batched mechanism for :func:`dpgpu.audit.audit`: which ``watch`` grams are released.
+
+    ``broken``: a context manager around the bounding (the broken twins below).
+    """
+    def mech(db, seed, trials):
+        with broken():
+            runs = _bounded(db, method, policy, max_n, calib)
+        key = NoiseKey.from_seed(seed)
+        out = np.zeros((trials, len(watch)), dtype=bool)
+        for i, ((keys, weights, grams), (_, noise, threshold, _)) in enumerate(zip(runs, calib)):
+            if keys.size == 0:
+                continue
+            rel = _batched_release(weights, noise, threshold, key, 4 * i, trials)
+            where = {gm: j for j, gm in enumerate(grams)}
+            for col, gm in enumerate(watch):
+                if gm in where:
+                    out[:, col] |= rel[:, where[gm]]
+        return out
+    return mech
+
+
+def _claim(d1, method, policy, **params):
+    """Claimed ``(epsilon, delta)`` and per-run calibration from the release's own report."""
+    r = dpne(d1, max_n=2, method=method, policy=policy, seed=0, **params)
+    rep = r.report
+    calib = []
+    for run in rep["calibration"]["runs"]:
+        sampler = DiscreteGaussian if policy == "weighted" else DiscreteLaplace
+        assert run["noise"] == sampler.__name__
+        noise = sampler(run["scale_grid"])
+        calib.append((run["contribution"], noise, run["threshold_grid"], run["cutoff_grid"]))
+    return rep["epsilon"], rep["delta"], calib
+
+
+def _histogram(db, method, policy, calib, broken=contextlib.nullcontext):
+    """``{gram: weight}`` of the bounded histograms, all runs (noise-free, for the set-up)."""
+    with broken():
+        runs = _bounded(db, method, policy, 2, calib)
+    return {gm: w for keys, weights, grams in runs for gm, w in zip(grams, weights.tolist())}
+
+
+def _shift(h0, h1):
+    """The added user's contribution ``h1 - h0`` (grams of either histogram)."""
+    return np.array([h1.get(g, 0) - h0.get(g, 0) for g in set(h0) | set(h1)], dtype=np.int64)
+
+
+def _neighbours(base, added, vocab):
+    """``d0``: one user per sequence of ``base``; ``d1``: plus one user holding ``added``."""
+    users = np.arange(len(base), dtype=np.int32)
+    d0 = SequenceDB.from_sequences(base, vocab=vocab, users=users)
+    d1 = SequenceDB.from_sequences(base + added, vocab=vocab,
+                                   users=np.r_[users, [len(base)] * len(added)].astype(np.int32))
+    return d0, d1
+
+
+@contextlib.contextmanager
+def _uncapped():
+    """Broken twin of ``weighted``: users keep every gram (``bound=False``), weights still
+    ``floor(GRID / sqrt(Delta))``, so a user holding ``t > Delta`` grams has L2 norm
+    ``GRID sqrt(t / Delta)``."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(baselines, "bounded_histogram",
+                   functools.partial(bounded_histogram, bound=False))
+        yield
+
+
+@contextlib.contextmanager
+def _over_budget():
+    """Broken twin of ``laplace``: each user water-fills ``2 GRID`` units (the noise and
+    threshold stay calibrated to ``GRID``: they come from the honest release's report)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(baselines, "GRID", 2 * GRID)
+        yield
+
+
+# weighted: T = 2, Delta_0 = 2 (dpsu-all keeps 4 grams of 1..2 in one run, dpsu-single 2
+# bigrams).  Each base user holds one pair "ab" (all its grams kept, so no subset choice
+# outside the added user); the added user holds all the pairs, far more grams than it
+# may keep.  Every pair is held by as many base users as puts its grams at the threshold.
+@pytest.mark.parametrize("method,n_pairs", [("dpsu-all", 16), ("dpsu-single", 32)])
+def test_audit_weighted_passes_and_rejects_uncapped(method, n_pairs):
+    params = dict(epsilon=2.0, delta=1e-6, contribution=2)
+    items = [f"i{j}" for j in range(2 * n_pairs)]
+    pairs = [items[2 * p:2 * p + 2] for p in range(n_pairs)]
+    eps, delta, calib = _claim(_neighbours(pairs, pairs, items)[1], method, "weighted", **params)
+    assert eps == params["epsilon"] and params["delta"] <= delta < 1.01 * params["delta"]
+    (cap, _, threshold, _), = calib
+    per_user = unit_weights(cap)[3 if method == "dpsu-all" else 1]     # a base user's weight
+    m = round(threshold / per_user)
+    d0, d1 = _neighbours([p for p in pairs for _ in range(m)], pairs, items)
+    ids = {x: d1.vocab.id_of(x) for x in items}
+    watch = [tuple(ids[x] for x in g) for a, b in pairs
+             for g in ([(a,), (b,), (a, b)] if method == "dpsu-all" else [(a, b)])]
+    h0, h1 = (_histogram(d, method, "weighted", calib) for d in (d0, d1))
+    moved = [j for j, g in enumerate(watch) if h1[g] != h0[g]]
+    shift = _shift(h0, h1)
+    assert len(moved) == cap and np.sum(shift ** 2) <= GRID ** 2          # the honest bound
+    bad_shift = _shift(*(_histogram(d, method, "weighted", calib, _uncapped) for d in (d0, d1)))
+    assert np.sum(bad_shift ** 2) > 3 * GRID ** 2                          # the broken one
+
+    # events: how many of the added user's grams are released, and of those it moves
+    count_all = threshold_events(np.arange(len(watch) + 1))
+    count_moved = threshold_events(np.arange(len(moved) + 1))
+
+    def events(out):
+        return np.concatenate([count_all(out.sum(axis=1)),
+                               count_moved(out[:, moved].sum(axis=1))], axis=1)
+
+    kw = dict(trials=AUDIT_TRIALS, alpha=AUDIT_ALPHA, seed=3, batch=True)
+    ok = audit(_core(method, "weighted", 2, calib, watch), d0, d1, events, eps, delta, **kw)
+    assert ok.passed, ok.summary()
+    bad = audit(_core(method, "weighted", 2, calib, watch, _uncapped), d0, d1, events, eps,
+                delta, **kw)
+    assert not bad.passed, bad.summary()
+
+
+# laplace: the added user holds one gram (a unigram for dpsu-all, a bigram for
+# dpsu-single), last in the user order, and m base users hold it too, so the added
+# user's GRID units land on it between 2 and 3 GRID below the threshold rho: the
+# release ratio there is e^epsilon exactly.  Twice the budget doubles the base count (here
+# past rho) and the added user's step (to 2 GRID), a ratio near e^(2 epsilon) on "not
+# released".  alpha = 8 puts the cutoff Gamma above what either variant reaches.
+@pytest.mark.parametrize("method", ["dpsu-all", "dpsu-single"])
+def test_audit_laplace_passes_and_rejects_over_budget(method):
+    params = dict(epsilon=2.0, delta=1e-5, contribution=2, alpha=8.0)
+    items = ["x", "y", "a", "b"]
+    gram = ["x"] if method == "dpsu-all" else ["x", "y"]
+    background = [["a", "b"]] * 3                       # other grams, other users
+    eps, delta, calib = _claim(_neighbours(background, [gram], items)[1], method, "laplace",
+                               **params)
+    assert eps == params["epsilon"] and params["delta"] <= delta < 1.01 * params["delta"]
+    (_, noise, rho, cutoff), = calib
+    assert noise.scale == GRID / params["epsilon"]
+    m = (rho - 2 * GRID) // GRID
+    d0, d1 = _neighbours([gram] * m + background, [gram], items)
+    watch = [tuple(d1.vocab.id_of(x) for x in gram)]
+    h0, h1 = (_histogram(d, method, "laplace", calib) for d in (d0, d1))
+    assert h0[watch[0]] == m * GRID and np.abs(_shift(h0, h1)).sum() == GRID
+    b0, b1 = (_histogram(d, method, "laplace", calib, _over_budget) for d in (d0, d1))
+    assert b1[watch[0]] == 2 * (m + 1) * GRID <= cutoff
+    assert np.abs(_shift(b0, b1)).sum() == 2 * GRID
+
+    events = threshold_events([0.5])                   # the gram released, or not
+
+    def on_watch(out):
+        return events(out[:, 0].astype(np.int64))
+
+    kw = dict(trials=AUDIT_TRIALS, alpha=AUDIT_ALPHA, seed=3, batch=True)
+    ok = audit(_core(method, "laplace", 2, calib, watch), d0, d1, on_watch, eps, delta, **kw)
+    assert ok.passed, ok.summary()
+    bad = audit(_core(method, "laplace", 2, calib, watch, _over_budget), d0, d1, on_watch,
+                eps, delta, **kw)
+    assert not bad.passed, bad.summary()
+
+
+@pytest.mark.parametrize("policy", ["weighted", "laplace"])
+def test_support_size_never_decides_what_is_released(policy):
+    """Regression: a run whose support passed a draw cap released nothing, so one added user
+    (one more supported gram) could switch the whole release off -- a data-dependent stop.
+    Every supported gram now gets its noise; the sampling delta counts only the draws one user
+    can change, a public number."""
+    vocab = list("abcdxyz")
+    d0 = SequenceDB.from_sequences([["a", "b"]] * 40, vocab=vocab)
+    d1 = SequenceDB.from_sequences([["a", "b"]] * 40 + [["x"]], vocab=vocab)
+    runs = [dpne(d, 4.0, 1e-6, max_n=2, contribution=2, method="dpsu-all", policy=policy,
+                 seed=1) for d in (d0, d1)]
+    assert runs[0].counts() == runs[1].counts() == [2, 1]  # 'x' alone is far below threshold
+    assert "stopped" not in runs[1].report
+    draws = runs[1].report["sampling"]["draws_one_user_can_change"]
+    cap = runs[1].report["calibration"]["runs"][0]["contribution"]  # 2 per length, 2 lengths
+    assert draws == (cap if policy == "weighted" else baselines.GRID) and cap == 4
+    with pytest.raises(InvalidParameter, match="max_draws"):
+        dpne(d0, 4.0, 1e-6, max_n=2, method="dpsu-all", policy=policy, max_draws=3)

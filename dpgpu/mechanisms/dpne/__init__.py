@@ -96,7 +96,7 @@ from ...validation import check_choice, check_positive_int, check_positive_real,
 from .calibration import GRID, dpsu_integer_threshold, tail_probability, tail_threshold, \
     zcdp_sigma
 from .histogram import TAG_SPURIOUS, bounded_histogram, merge_histograms, noisy_release
-from .baselines import METHODS, POLICIES, calibrate, draws_allowed, release_runs, runs, \
+from .baselines import METHODS, POLICIES, calibrate, differing_draws, release_runs, runs, \
     sampling_cost
 from .levels import Level, Positions, Space, first_level, identities
 
@@ -180,7 +180,8 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
         Recorded; the level loop runs on NumPy.
     max_draws : int or None
         Public cap on the noisy values drawn (see the module doc); ``None``:
-        as many as the ledger's sampling-delta allowance covers.
+        as many as the ledger's sampling-delta allowance covers.  DPNE only:
+        the baselines need no cap (:mod:`.baselines`).
     method : {"dpne", "dpsu-all", "dpsu-even", "dpsu-single"}
         DPNE, or one of the paper's DPSU baselines (:mod:`.baselines`; they
         ignore ``eta``, ``rule``, ``schedule`` and ``decay``, and
@@ -433,13 +434,13 @@ def _baseline(db: SequenceDB, epsilon: float, delta: float, method: str, policy:
     calib = [calibrate(policy, epsilon, delta, len(plan), c, alpha, sigma_star) for c in caps]
     noise = calib[0][0]
     ledger = PrivacyLedger(epsilon, delta, seed=seed)
-    if max_draws is None:
-        max_draws = draws_allowed(noise, epsilon, ledger.max_sampling_delta)
-    max_draws = check_positive_int(max_draws, "max_draws")
+    if max_draws is not None:
+        raise InvalidParameter(f"max_draws: applies to method 'dpne' only, not {method!r} "
+                               "(its sampling delta counts the draws one user can change)")
+    differing = differing_draws(policy, caps)
     step = ledger.charge(f"{method}: {len(plan)} DPSU run(s), policy {policy}", epsilon, delta,
-                         sampling_delta=sampling_cost(noise, max_draws, epsilon))
-    levels, stopped = release_runs(db, plan, caps, calib, policy, max_n, step.key, max_draws,
-                                   engine, client)
+                         sampling_delta=sampling_cost(noise, differing, epsilon))
+    levels = release_runs(db, plan, caps, calib, policy, max_n, step.key, engine, client)
     counts = [int(x.shape[0]) for x in levels]
     report = {
         "mechanism": "dpne", "method": method,
@@ -447,8 +448,8 @@ def _baseline(db: SequenceDB, epsilon: float, delta: float, method: str, policy:
                  "(NeurIPS 2021), DPSU baselines (Gopi et al., ICML 2020)",
         "private": True,
         "parameters": {"epsilon": epsilon, "delta": delta, "max_n": max_n,
-                       "contribution": cap0, "policy": policy, "alpha": alpha,
-                       "max_draws": max_draws},
+                       "contribution": cap0, "policy": policy, "alpha": alpha},
+        "sampling": {"draws_one_user_can_change": differing},
         "epsilon": ledger.spent_epsilon, "delta": ledger.spent_delta,
         "calibration": {"grid": GRID, "runs": [{"k": ks, "contribution": c,
                                                  "noise": type(nz).__name__,
@@ -458,7 +459,6 @@ def _baseline(db: SequenceDB, epsilon: float, delta: float, method: str, policy:
                                                 for ks, c, (nz, thr, cut) in
                                                 zip(plan, caps, calib)]},
         "released": {"per_k": counts, "total": sum(counts)},
-        "stopped": stopped,
         "ledger": ledger.to_dict(),
         "seeded": ledger.seeded,
         "backend": be.name, "device": be.device_name(), "engine": engine,

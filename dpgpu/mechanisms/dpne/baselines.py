@@ -43,9 +43,18 @@ worse: a 131-user example at ``S = 64`` ends with neighbouring histograms
 64.19 grid units apart, above the sensitivity the noise is calibrated to.
 
 Noise is keyed by gram identity (rows padded to ``T`` with an unused symbol
-for ``dpsu-all``); the ledger charges one step with sampling delta for
-``max_draws`` draws, a public cap on the supported grams; a run whose
-support exceeds it releases nothing and says so in the report.
+for ``dpsu-all``), so a gram whose bounded weight is the same for two
+neighbouring databases gets the same noise and the same decision in both.
+Sampling accounting therefore needs only the draws whose input can differ
+(:func:`differing_draws`): with the sampler within ``tv`` of exact noise per
+draw, replacing it by exact noise on those ``b`` draws changes each event's
+probability by at most ``b * tv`` on either side, so the step is ``(epsilon,
+delta + (1 + e^epsilon) b tv)``-DP.  ``b`` is public: one user moves at most
+the ``cap`` grams it keeps under the weighted policy (the others' weights do
+not depend on it), and under Policy Laplace two integer histograms within L1
+distance ``GRID`` differ in at most ``GRID`` grams, per run.  So every
+supported gram gets its noise, however many there are: no cap on the
+support, whose size depends on the data, decides what is released.
 
 Counting over Dask (``engine="dask"``), as DPNE does: the database is split
 by user (:func:`dpgpu.scale.partitions.partition` with ``by_user=True``),
@@ -274,8 +283,8 @@ def laplace_threshold(scale: float, delta: float, cap: int) -> int:
 
 
 def release_runs(db: Any, plan: list[list[int]], caps: list[int], calib: list[tuple],
-                 policy: str, max_n: int, key: Any, max_draws: int, engine: str = "local",
-                 client: Any = None) -> tuple[list[np.ndarray], str | None]:
+                 policy: str, max_n: int, key: Any, engine: str = "local",
+                 client: Any = None) -> list[np.ndarray]:
     """Every DPSU run of a baseline: the released grams per length.
 
     The per-user bounding runs where the user's data is (partitions by
@@ -295,8 +304,6 @@ def release_runs(db: Any, plan: list[list[int]], caps: list[int], calib: list[tu
     max_n : int
     key : NoiseKey
         The release's key (it never leaves this process).
-    max_draws : int
-        Public cap on the noisy values drawn, over all runs.
     engine : {"local", "dask"}
         Where the bounded histograms are built (same release for the same key).
     client : dask.distributed.Client, optional
@@ -304,11 +311,9 @@ def release_runs(db: Any, plan: list[list[int]], caps: list[int], calib: list[tu
 
     Returns
     -------
-    levels : list of numpy.ndarray of int32
+    list of numpy.ndarray of int32
         ``levels[k-1]``: the ``(|S_k|, k)`` released k-grams (empty for the
         lengths no run covers).
-    stopped : str or None
-        Why runs released nothing (support above the draw cap).
     """
     n_items = db.vocab.size
     bounding = key.derive(BOUNDING)  # what partitions (Dask workers) may hold
@@ -316,18 +321,14 @@ def release_runs(db: Any, plan: list[list[int]], caps: list[int], calib: list[tu
     occ, values = gram_ids(occ, max_n)
     rows = gram_rows(values, n_items)
     levels = [np.zeros((0, k), dtype=np.int32) for k in range(1, max_n + 1)]
-    drawn, stopped = 0, []
     for i, (ks, cap, (noise, threshold, cutoff)) in enumerate(zip(plan, caps, calib)):
         offsets = np.cumsum([0] + [rows[k - 1].shape[0] for k in ks])
         keys, weights = bounded_run(occ, policy, ks, offsets, cap, cutoff, bounding, 4 * i)
-        out, n, skipped = release_run(keys, weights, rows, ks, offsets, max_n, n_items, noise,
-                                      threshold, key, 4 * i, max_draws - drawn)
-        drawn += n
-        if skipped:
-            stopped.append(f"run over k = {ks}: support exceeds the remaining draw cap")
+        out = release_run(keys, weights, rows, ks, offsets, max_n, n_items, noise, threshold,
+                          key, 4 * i)
         for k, grams in zip(ks, out):
             levels[k - 1] = grams
-    return levels, "; ".join(stopped) or None
+    return levels
 
 
 def bounded_run(occ: Partitions, policy: str, ks: list[int], offsets: np.ndarray, cap: int,
@@ -380,7 +381,7 @@ def bounded_run(occ: Partitions, policy: str, ks: list[int], offsets: np.ndarray
 
 def release_run(keys: np.ndarray, weights: np.ndarray, rows: list[np.ndarray], ks: list[int],
                 offsets: np.ndarray, max_n: int, n_items: int, noise: Any, threshold: int,
-                key: Any, tag: int, max_draws: int) -> tuple[list[np.ndarray], int, bool]:
+                key: Any, tag: int) -> list[np.ndarray]:
     """Noise and threshold of one DPSU run over the grams of lengths ``ks``.
 
     Parameters
@@ -400,20 +401,12 @@ def release_run(keys: np.ndarray, weights: np.ndarray, rows: list[np.ndarray], k
     key : NoiseKey
         The release's key (noise tag ``tag + TAG_NOISE``).
     tag : int
-    max_draws : int
-        Draws left; a run with more supported grams releases nothing.
 
     Returns
     -------
-    out : list of numpy.ndarray of int32
+    list of numpy.ndarray of int32
         Released rows per length of ``ks``.
-    drawn : int
-        Noise values drawn.
-    skipped : bool
-        Whether the support exceeded ``max_draws``.
     """
-    if keys.size > max_draws:
-        return [np.zeros((0, k), dtype=np.int32) for k in ks], 0, True
     level = np.searchsorted(offsets, keys, side="right") - 1
     out = []
     ident = np.empty(keys.size, dtype=np.int64)
@@ -432,15 +425,27 @@ def release_run(keys: np.ndarray, weights: np.ndarray, rows: list[np.ndarray], k
     for i, k in enumerate(ks):
         sel = mask & (level == i)
         out.append(rows[k - 1][keys[sel] - offsets[i]])
-    return out, int(keys.size), False
+    return out
 
 
-def draws_allowed(noise: Any, epsilon: float, allowance: float) -> int:
-    """Default public draw cap: what the ledger's sampling-delta allowance covers."""
-    return int(0.999 * allowance / ((1 + math.exp(epsilon)) * noise.tv_per_draw))
+def differing_draws(policy: str, caps: list[int]) -> int:
+    """Public bound on the noise draws whose input one user can change (module doc).
+
+    Parameters
+    ----------
+    policy : {"weighted", "laplace"}
+    caps : list of int
+        Distinct grams each user keeps, per run.
+
+    Returns
+    -------
+    int
+        ``sum(caps)`` for the weighted policy, ``GRID`` per run for Policy Laplace.
+    """
+    return sum(caps) if policy == "weighted" else GRID * len(caps)
 
 
-def sampling_cost(noise: Any, max_draws: int, epsilon: float) -> float:
-    """Sampling delta of ``max_draws`` draws (see :func:`dpgpu.privacy.sampling_delta`)."""
-    return sampling_delta(noise.tv_per_draw, max_draws, epsilon)
+def sampling_cost(noise: Any, n_draws: int, epsilon: float) -> float:
+    """Sampling delta of ``n_draws`` draws (see :func:`dpgpu.privacy.sampling_delta`)."""
+    return sampling_delta(noise.tv_per_draw, n_draws, epsilon)
 
