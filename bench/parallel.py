@@ -89,23 +89,39 @@ def use_jobs(jobs: int, backend: str | None = None) -> int:
     if jobs == 1:
         return 1
     _THREADS = backend == "cupy"
-    numba = sys.modules.get("numba")
     if _THREADS:
-        layer = _numba_layer()
-        if (layer is None and not _threadsafe_layer_installed()) or layer == "workqueue":
+        if not _threadsafe_numba():
             print("parallel: no thread-safe Numba threading layer (TBB or OpenMP); the "
                   "repetitions run in turn", file=sys.stderr)
             return 1
-        if numba is None:
-            os.environ.setdefault("NUMBA_THREADING_LAYER", "threadsafe")
-        elif layer is None:
-            numba.config.THREADING_LAYER = "threadsafe"
         return jobs
+    numba = sys.modules.get("numba")
     if numba is None:
         os.environ.setdefault("NUMBA_THREADING_LAYER", "forksafe")
     elif _numba_layer() is None:
         numba.config.THREADING_LAYER = "forksafe"
     return 1 if _omp_started() else jobs
+
+
+def _threadsafe_numba() -> bool:
+    """Whether Numba's parallel loops may run in several threads at once here.
+
+    The work queue layer aborts the process on concurrent use.  When no
+    layer has started yet, a thread-safe one (TBB or OpenMP) is selected if
+    one is installed and the user did not ask for the work queue.
+    """
+    layer = _numba_layer()
+    if layer is not None:
+        return layer != "workqueue"
+    if os.environ.get("NUMBA_THREADING_LAYER") == "workqueue" \
+            or not _threadsafe_layer_installed():
+        return False
+    numba = sys.modules.get("numba")
+    if numba is None:
+        os.environ["NUMBA_THREADING_LAYER"] = "threadsafe"
+    else:
+        numba.config.THREADING_LAYER = "threadsafe"
+    return True
 
 
 def _threadsafe_layer_installed() -> bool:
@@ -153,6 +169,13 @@ def _run_one(index: int) -> Any:
     return fn(items[index])
 
 
+def _sync_device() -> None:
+    """Finish the work queued so far (legacy stream) before worker threads use its results."""
+    import cupy  # noqa: PLC0415 - GPU workers only
+
+    cupy.cuda.Device().synchronize()
+
+
 def _own_stream() -> None:
     """Give this worker thread its own CUDA stream (CuPy's current stream is per thread)."""
     import cupy  # noqa: PLC0415 - GPU workers only
@@ -194,9 +217,11 @@ def run_repetitions(fn: Callable[[Any], Any], items: Iterable[Any], jobs: int) -
     if jobs == 1:
         return [fn(x) for x in items]
     if _THREADS or gpu_in_use():
-        if _numba_layer() == "workqueue":
+        if not _threadsafe_numba():
             return [fn(x) for x in items]
         cuda = gpu_in_use() or gpu_available()  # no fork follows: CUDA may start here
+        if cuda:
+            _sync_device()
         with ThreadPoolExecutor(jobs, initializer=_own_stream if cuda else None) as pool:
             return list(pool.map(lambda x: _run_in_thread(fn, x), items))
     if _omp_started():

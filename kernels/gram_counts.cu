@@ -8,7 +8,7 @@
 // key is ever counted.
 //
 // Hot keys are common (Zipf-like alphabets), so lanes of a warp holding the
-// same key are merged with __match_any_sync and one lane adds their number:
+// same key are merged (dpgpu_peers) and one lane adds their number:
 // a key shared by a whole warp costs one atomic, not 32.  Every warp runs the
 // grid-stride loop the same number of times (blockDim.x is a multiple of 32;
 // a lane past the end carries key -1), so the full-warp mask is exact.
@@ -16,10 +16,22 @@
 
 namespace {
 
+// Lanes of this warp holding the same key as this lane (this lane included).
+// __match_any_sync needs compute capability 7.0; before it, every lane is its
+// own group (one atomic per window, same counts).
+__device__ __forceinline__ unsigned int dpgpu_peers(long long key) {
+#if __CUDA_ARCH__ >= 700
+  return __match_any_sync(0xffffffffu, key);
+#else
+  (void)key;
+  return 1u << (threadIdx.x & 31u);
+#endif
+}
+
 // counts[key] += number of lanes of this warp holding key (key >= 0).
 template <typename Count>
 __device__ __forceinline__ void dpgpu_warp_add(Count* counts, long long key) {
-  const unsigned int peers = __match_any_sync(0xffffffffu, key);
+  const unsigned int peers = dpgpu_peers(key);
   const int lane = static_cast<int>(threadIdx.x & 31u);
   if (key >= 0 && lane == __ffs(peers) - 1) {
     atomicAdd(counts + key, static_cast<Count>(__popc(peers)));
@@ -99,7 +111,7 @@ extern "C" __global__ void dpgpu_gram_hash_counts(const int* __restrict__ tokens
     const long long key =
         t < total ? dpgpu_gram_key_at(tokens, row_stride, lengths, n_windows, n, radix, t)
                   : -1LL;
-    const unsigned int peers = __match_any_sync(0xffffffffu, key);
+    const unsigned int peers = dpgpu_peers(key);
     if (key < 0 || lane != __ffs(peers) - 1) continue;
     const unsigned long long want = static_cast<unsigned long long>(key);
     unsigned long long slot = dpgpu_hash_slot(key, static_cast<unsigned long long>(mask));

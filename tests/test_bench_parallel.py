@@ -53,12 +53,14 @@ def test_repetitions_run_in_threads_once_cuda_is_initialised(monkeypatch):
     streams = []
     monkeypatch.setattr(parallel, "gpu_in_use", lambda: True)
     monkeypatch.setattr(parallel, "_own_stream", lambda: streams.append(threading.get_ident()))
+    monkeypatch.setattr(parallel, "_sync_device", lambda: streams.append("synchronized"))
     if parallel._numba_layer() == "workqueue":
         pytest.skip("the work queue layer is not thread-safe: repetitions run in turn")
     out = parallel.run_repetitions(lambda x: (x, os.getpid(), threading.get_ident()), range(6), 2)
     assert [o[0] for o in out] == list(range(6))
     assert {o[1] for o in out} == {os.getpid()}
-    assert threading.get_ident() not in {o[2] for o in out} and len(streams) >= 1
+    assert threading.get_ident() not in {o[2] for o in out}
+    assert streams[0] == "synchronized" and len(streams) >= 2
 
 
 def test_thread_workers_give_the_serial_releases(tmp_path, monkeypatch):
@@ -197,3 +199,30 @@ def test_scripts_take_jobs(script):
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "--jobs" in done.stdout and "--out" in done.stdout
+
+
+def test_threads_never_share_the_work_queue():
+    """Numba's work queue aborts the process on concurrent use: asked for, it means serial."""
+    done = run_python("""
+import threading
+parallel._THREADS = True
+rows = parallel.run_repetitions(lambda k: (total(10 + k), threading.get_ident()), range(4), 2)
+assert [r[0] for r in rows] == [45, 55, 66, 78], rows
+assert {r[1] for r in rows} == {threading.get_ident()}, "ran in threads"
+""", NUMBA_THREADING_LAYER="workqueue")
+    assert done.returncode == 0
+
+
+def test_threads_pick_a_thread_safe_layer():
+    if importlib.util.find_spec("numba.np.ufunc.omppool") is None \
+            and importlib.util.find_spec("numba.np.ufunc.tbbpool") is None:
+        pytest.skip("no thread-safe Numba threading layer installed")
+    done = run_python("""
+import threading
+parallel._THREADS = True
+rows = parallel.run_repetitions(lambda k: (total(10 + k), threading.get_ident()), range(6), 3)
+assert [r[0] for r in rows] == [45, 55, 66, 78, 91, 105], rows
+import numba
+assert numba.threading_layer() in ("omp", "tbb"), numba.threading_layer()
+""")
+    assert done.returncode == 0

@@ -168,9 +168,9 @@ def test_cli_method(tmp_path):
 # per dataset, then ``release_run`` (the run's noise sampler and integer threshold) on
 # the bounded histogram tiled over the trials.  The tiling gives each (trial, gram) its
 # own noise identity; the release's identities are the grams' contents, which only
-# decides which independent draw a gram gets.  The per-user subset choice is keyed by a
-# fixed bounding key shared by both neighbours, so the audit is of the mechanism given
-# that choice (the privacy proof holds for every choice).
+# decides which independent draw a gram gets.  The per-user subset choice uses one
+# bounding key for both neighbours; no base user holds more than its cap, so only the
+# added user's choice is made, and the audit covers the mechanism's full randomness.
 
 AUDIT_TRIALS = 100_000
 AUDIT_ALPHA = 1e-4

@@ -43,18 +43,24 @@ worse: a 131-user example at ``S = 64`` ends with neighbouring histograms
 64.19 grid units apart, above the sensitivity the noise is calibrated to.
 
 Noise is keyed by gram identity (rows padded to ``T`` with an unused symbol
-for ``dpsu-all``), so a gram whose bounded weight is the same for two
-neighbouring databases gets the same noise and the same decision in both.
-Sampling accounting therefore needs only the draws whose input can differ
-(:func:`differing_draws`): with the sampler within ``tv`` of exact noise per
+for ``dpsu-all``), the per-user subset choice by ``(user, gram id)`` under
+its own key.  Both are pseudorandom values drawn independently for every
+distinct input, and item ids, user ids and gram ids are ranks that adding a
+user may shift; a shift only relabels which independent value a gram or a
+pair gets.  So the privacy argument couples the two neighbours' randomness
+by gram and user *content*: under that coupling every other user keeps the
+same grams with the same weights (weighted policy) or is water-filled in the
+same relative order (Policy Laplace), and each gram gets the same noise.
+Then the bounded histograms differ in at most ``b`` grams
+(:func:`differing_draws`, public): the ``cap`` grams the added user keeps
+under the weighted policy, and under Policy Laplace at most ``GRID`` per run
+(integer histograms within L1 distance ``GRID``).  Every other gram gets the
+same decision in both.  With the sampler within ``tv`` of exact noise per
 draw, replacing it by exact noise on those ``b`` draws changes each event's
 probability by at most ``b * tv`` on either side, so the step is ``(epsilon,
-delta + (1 + e^epsilon) b tv)``-DP.  ``b`` is public: one user moves at most
-the ``cap`` grams it keeps under the weighted policy (the others' weights do
-not depend on it), and under Policy Laplace two integer histograms within L1
-distance ``GRID`` differ in at most ``GRID`` grams, per run.  So every
-supported gram gets its noise, however many there are: no cap on the
-support, whose size depends on the data, decides what is released.
+delta + (1 + e^epsilon) b tv)``-DP.  Every supported gram gets its noise,
+however many there are: no cap on the support, whose size depends on the
+data, decides what is released.
 
 Counting over Dask (``engine="dask"``), as DPNE does: the database is split
 by user (:func:`dpgpu.scale.partitions.partition` with ``by_user=True``),
