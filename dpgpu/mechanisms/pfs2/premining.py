@@ -15,8 +15,82 @@
 
 Queries are clipped from below at a public floor (half the noisy absolute
 threshold): ``max(beta_y, floor)`` still has sensitivity 1, only decides
-comparisons far below the threshold, and lets the exact maximal supports be
-computed by mining at that floor instead of over all subsequences.
+comparisons far below the threshold, and bounds the patterns that must be
+looked at (only those with support above the floor).
+
+Evaluating the comparisons (exact, not private)
+-----------------------------------------------
+The binary search only needs, at each length ``y`` it probes, the answer of
+``max(beta_y, floor) + noise >= threshold``.  The noise of a probe is keyed
+by the probed length alone (data independent), so the comparison is the
+exact question "is ``max(beta_y, floor) >= t``" with the integer
+``t = ceil(threshold) - noise`` (:meth:`MaximalSupports.at_least`); the
+released ``L_f`` is the same as with every ``beta_y`` computed in full.
+Nothing is computed for the lengths that are not probed.
+:meth:`MaximalSupports.exact` gives ``max(beta_y, floor)`` itself by the
+same search.
+
+For one length ``y`` the search (:class:`_LengthSearch`) is a depth-first
+branch and bound over patterns, extended one item at a time from the empty
+prefix; it looks for a pattern whose support beats a running value
+``best`` (the floor, the target minus one, or a known lower bound) and
+stops once ``best`` reaches a stopping value (the target, or a known upper
+bound).  Supports are anti-monotone, so:
+
+* only sequences of at least ``y`` items, and only items whose own support
+  exceeds the floor (the *alphabet* ``X``), can matter;
+* the sequences are deduplicated (a distinct sequence weighs its
+  multiplicity), and the structures below are built once per database
+  (:class:`_Index`) and shared by all lengths;
+* a node (prefix ``P``, ``r = y - |P|`` items still to add) keeps, per
+  sequence that can still contain a completion, the end ``e`` of the
+  leftmost match of ``P``; a sequence can only contain a completion when
+  ``r`` items follow ``e`` (*room*), so the room-bounded support is an
+  upper bound of every completion of ``P`` -- a node whose bound is at most
+  ``best`` is cut;
+* the room-bounded supports of all children ``P x`` (``x`` in ``X``) come
+  from one vectorised look-up of the next occurrence of every item after
+  every ``e`` (a table of next occurrences when it fits in
+  :data:`NEXT_CELLS`, else binary searches in a sorted array of
+  ``(item, position)`` keys, or a read of the items after ``e`` when these
+  windows are short; the root's from the first occurrences); the child's
+  match ends are the same look-up.  Children are visited best first (by
+  the tail bound below when there is a tail table, else by this bound), so
+  the first descent is a greedy path that gives a lower bound after ``y``
+  levels; the children of a node at ``r = 1`` are the length-``y``
+  patterns themselves, whose bounds are their exact supports;
+* *tail table*: for every tail ``Q`` of ``rq`` items (``|X|^rq`` at most
+  :data:`TAIL_PATTERNS`) and every sequence, the start of the rightmost
+  match of ``Q``.  A completion ``P A Q`` (``|A| = r - rq``) is contained in
+  a sequence only when ``Q`` starts more than ``r - rq`` positions after
+  ``e``, so ``max_Q`` of the weight of those sequences bounds the node
+  much more tightly than the room; at ``r = rq`` it is the exact best
+  completion, so nodes at depth ``y - rq`` are leaves;
+* *universal suffixes*: a sequence whose remainder after ``e`` holds ``r``
+  consecutive blocks each containing every item of ``X`` contains every
+  completion, so the weight of these sequences is a lower bound of the
+  best completion (it may raise ``best`` without descending), and they are
+  left out of the tail computation (they add the same weight to every
+  ``Q``);
+* lengths are related monotonically: ``max(beta_y, floor)`` is at least any
+  lower bound known at a longer length and at most any upper bound known
+  at a shorter one (and at most the weight of the sequences of at least
+  ``y`` items); :class:`MaximalSupports` keeps what each search proved and
+  answers from it when it can.
+
+The support kernel of :func:`dpgpu.eval.truth.subsequence_supports`
+counts whole patterns from scratch and does not give the match ends that
+the room and tail bounds need, so the search keeps them itself; its
+results are checked against all patterns mined by
+:func:`~dpgpu.eval.truth.frequent_subsequences` (the computation used
+before, ``tests/test_pfs2_premining.py``).
+
+Finding the largest support of a fixed length is NP-hard in general (it
+contains the longest common subsequence of many strings), so the search is
+exponential in the worst case: on data where all patterns of a length have
+nearly the same support (long random sequences over a few items) a query
+whose target falls just above the largest support has to rule out most
+patterns.  Queries far from the largest support end after a few nodes.
 """
 
 from __future__ import annotations
@@ -26,8 +100,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...data.sequencedb import SequenceDB
-from ...eval.truth import frequent_subsequences
+from ...data.sequencedb import SequenceDB, concat_ranges
+from ...errors import InvalidParameter
+from ...eval.truth import _dedupe
 from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta
 from ...privacy.samplers import LAPLACE_TV_BOUND
 from ..lengths import coverage_length, noisy_count, noisy_length_histogram
@@ -36,6 +111,21 @@ from ..lengths import coverage_length, noisy_count, noisy_length_histogram
 BETA_FLOOR = 0.5
 #: Noise tags (domain separation within one step's key).
 TAG_SIZE, TAG_LENGTHS, TAG_BETA = 1, 2, 3
+#: Most tails ``|X|^rq`` in the tail table of a length search.
+TAIL_PATTERNS = 256
+#: Longest tail ``rq`` of the tail table.
+TAIL_LENGTH = 8
+#: Most cells (sequences x tails) of the tail table.
+TAIL_CELLS = 2 ** 22
+#: Largest alphabet ``|X|`` for which universal suffixes are looked for.
+UNIVERSAL_ITEMS = 64
+#: Most cells (items x positions) of the next-occurrence table (else binary searches).
+NEXT_CELLS = 2 ** 23
+#: Most cells (items x sequences) of one vectorised next-occurrence search.
+_CHUNK_CELLS = 2 ** 22
+#: Without the next-occurrence table, children are counted by reading the windows after the
+#: matches when they hold at most this many items per (item, sequence) pair.
+_WINDOW_RATIO = 1.0
 
 
 @dataclass(frozen=True)
@@ -95,6 +185,13 @@ def max_frequent_length(db: SequenceDB, ledger: PrivacyLedger, epsilon: float, l
     -------
     int
         ``L_f`` in ``1 .. l_max``.
+
+    Notes
+    -----
+    Probe ``y`` passes when ``max(beta_y, floor) + noise >= threshold``;
+    both sides but ``threshold`` are integers, so this is
+    ``max(beta_y, floor) >= ceil(threshold) - noise``, decided exactly by
+    :meth:`MaximalSupports.at_least` without computing ``beta_y`` in full.
     """
     queries = max(1, math.ceil(math.log2(l_max))) if l_max > 1 else 1
     step = ledger.charge(f"pfs2: noisy maximal supports (binary search, {queries} queries)",
@@ -102,23 +199,485 @@ def max_frequent_length(db: SequenceDB, ledger: PrivacyLedger, epsilon: float, l
     if l_max == 1:
         return 1
     floor = max(1, int(BETA_FLOOR * threshold))
-    beta = _maximal_supports(db, floor, l_max)
+    beta = MaximalSupports(db, floor)
     sampler = DiscreteLaplace(queries / epsilon)
     lo, hi = 1, l_max
     while lo < hi:
         mid = (lo + hi + 1) // 2
         noise = int(sampler.sample(step.key, np.array([mid]), tag=TAG_BETA, backend="numpy")[0])
-        if max(beta[mid - 1], floor) + noise >= threshold:
+        if beta.at_least(mid, math.ceil(threshold) - noise):
             lo = mid
         else:
             hi = mid - 1
     return lo
 
 
-def _maximal_supports(db: SequenceDB, floor: int, l_max: int) -> list[int]:
-    """``max(beta_y, floor)`` for ``y = 1 .. l_max`` (exact; mined at ``floor``)."""
-    pats, sups = frequent_subsequences(db, floor, max_length=l_max)
-    best = [floor] * l_max
-    for p, s in zip(pats, sups.tolist()):
-        best[len(p) - 1] = max(best[len(p) - 1], s)
-    return best
+class MaximalSupports:
+    """Exact ``max(beta_y, floor)`` of one database, per length, on demand (not private).
+
+    ``beta_y`` is the largest support of a length-``y`` subsequence pattern
+    (the number of sequences containing it; 0 when no sequence has ``y``
+    items).  Each length is searched only when asked (:class:`_LengthSearch`
+    on the structures of :class:`_Index`, built on first use); what a
+    search proves is kept as lower and upper bounds and shared between
+    lengths through the monotonicity of ``beta``.
+
+    Parameters
+    ----------
+    db : SequenceDB
+        Read once (deduplicated) when the object is made.
+    floor : int
+        Public floor (``>= 0``): the answers are ``max(beta_y, floor)``.
+
+    Raises
+    ------
+    InvalidParameter
+        When ``floor`` is not an integer ``>= 0``.
+    """
+
+    def __init__(self, db: SequenceDB, floor: int):
+        if int(floor) != floor or floor < 0:
+            raise InvalidParameter(f"floor: expected an integer >= 0, got {floor!r}")
+        self.floor = int(floor)
+        self._src, self._weights = _dedupe(db)
+        self._index: _Index | None = None
+        self._lower: dict[int, int] = {}
+        self._upper: dict[int, int] = {}
+        self._searches: dict[int, _LengthSearch] = {}
+
+    def bounds(self, length: int) -> tuple[int, int]:
+        """Known ``(lower, upper)`` bounds of ``max(beta_length, floor)``.
+
+        Parameters
+        ----------
+        length : int
+            ``>= 1``.
+
+        Returns
+        -------
+        tuple of int
+            From the floor, the weight of the sequences of at least
+            ``length`` items, and the results of earlier searches at this
+            and other lengths (``beta`` is non-increasing in the length).
+        """
+        y = _check_length(length)
+        lower = max([self.floor] + [v for k, v in self._lower.items() if k >= y])
+        heavy = int(self._weights[self._src.lengths >= y].sum())
+        upper = min([max(self.floor, heavy)] + [v for k, v in self._upper.items() if k <= y])
+        return lower, max(lower, upper)
+
+    def exact(self, length: int) -> int:
+        """``max(beta_length, floor)``.
+
+        Parameters
+        ----------
+        length : int
+            ``>= 1``.
+
+        Returns
+        -------
+        int
+        """
+        y = _check_length(length)
+        lower, upper = self.bounds(y)
+        if lower < upper:
+            lower = self._search(y).run(lower, upper)
+        self._lower[y] = self._upper[y] = lower
+        return lower
+
+    def at_least(self, length: int, target: int) -> bool:
+        """Whether ``max(beta_length, floor) >= target``.
+
+        Parameters
+        ----------
+        length : int
+            ``>= 1``.
+        target : int
+
+        Returns
+        -------
+        bool
+
+        Notes
+        -----
+        The search cuts every prefix whose bound is below ``target`` and
+        stops at the first pattern (or lower bound) reaching it, so it is
+        much cheaper than :meth:`exact` when ``target`` is far from the
+        answer.
+        """
+        y = _check_length(length)
+        target = int(target)
+        lower, upper = self.bounds(y)
+        if lower >= target:
+            return True
+        if upper < target:
+            return False
+        found = self._search(y).run(target - 1, target)
+        if found >= target:
+            self._lower[y] = max(self._lower.get(y, 0), found)
+            return True
+        self._upper[y] = min(self._upper.get(y, target - 1), target - 1)
+        return False
+
+    @property
+    def nodes(self) -> int:
+        """Search nodes assessed so far, over all lengths (a measure of the work done)."""
+        return sum(search.nodes for search in self._searches.values())
+
+    def _search(self, y: int) -> "_LengthSearch":
+        if self._index is None:
+            self._index = _Index(self._src, self._weights, self.floor)
+        if y not in self._searches:
+            self._searches[y] = _LengthSearch(self._index, y)
+        return self._searches[y]
+
+
+def maximal_support(db: SequenceDB, length: int, floor: int = 0) -> int:
+    """``max(beta_length, floor)``: the largest support of a length-``length`` pattern, clipped.
+
+    Parameters
+    ----------
+    db : SequenceDB
+    length : int
+        Pattern length ``y >= 1``.
+    floor : int
+        Returned when no pattern of that length is contained in more than
+        ``floor`` sequences (default 0).
+
+    Returns
+    -------
+    int
+
+    See Also
+    --------
+    MaximalSupports : several lengths of one database, and threshold queries.
+    """
+    return MaximalSupports(db, floor).exact(length)
+
+
+def _check_length(length: int) -> int:
+    if int(length) != length or length < 1:
+        raise InvalidParameter(f"length: expected an integer >= 1, got {length!r}")
+    return int(length)
+
+
+class _Index:
+    """The search structures of one deduplicated database, shared by all lengths.
+
+    Positions are indices into ``src.items``; ``m = n + 1`` exceeds every
+    position and every sequence end.
+
+    Parameters
+    ----------
+    src : SequenceDB
+        Distinct sequences.
+    weights : numpy.ndarray of int64
+        Their multiplicities.
+    floor : int
+        No search is asked to beat less than ``floor``, so the items of
+        support at most ``floor`` (they are in no pattern of larger support)
+        are left out: the alphabet ``X`` is the rest, ranked ``0 .. |X|-1``.
+    """
+
+    def __init__(self, src: SequenceDB, weights: np.ndarray, floor: int):
+        self.w = np.asarray(weights, dtype=np.int64)
+        self.wf = self.w.astype(np.float64)  # exact: weights sum to far less than 2**53
+        self.lengths = src.lengths.astype(np.int64)
+        self.start, self.end = src.offsets[:-1], src.offsets[1:]
+        items = src.items
+        n = items.size
+        self.m = n + 1
+        self.dtype = np.int32 if self.m < 2 ** 30 else np.int64  # positions, ends + lengths
+        seq = np.repeat(np.arange(len(src), dtype=np.int64), self.lengths)
+        order = np.argsort(items, kind="stable")  # positions grouped by item, ascending
+        it, sq = items[order], seq[order]
+        first = np.ones(n, dtype=bool)  # first occurrence of an item in a sequence
+        first[1:] = (it[1:] != it[:-1]) | (sq[1:] != sq[:-1])
+        support = np.bincount(it[first], weights=self.wf[sq[first]], minlength=src.vocab.size)
+        alphabet = np.flatnonzero(support > floor)
+        self.n_items = k = alphabet.size
+        rank = np.full(src.vocab.size, -1, dtype=np.int64)
+        rank[alphabet] = np.arange(k)
+        rk = rank[it]
+        inx = rk >= 0
+        #: sorted keys ``rank * m + position`` of the items of X, and a sentinel
+        self.keys = np.append(rk[inx] * self.m + order[inx], (k + 1) * self.m)
+        sel = first & inx  # per item of X, the sequences holding it and where it first occurs
+        self.first_seq, self.first_pos = sq[sel], order[sel]
+        self.first_at = np.searchsorted(rk[sel], np.arange(k + 1))
+        self.first_rank = rk[sel]
+        self.rank_at = rank[items].astype(np.int32)  # rank of the item at each position, or -1
+        self.next_table = self._next_table(self.rank_at) if k * self.m <= NEXT_CELLS else None
+        self._universal: dict | None = None
+        self._tails: list[np.ndarray] = []
+        self.max_tail = 0
+        while (k >= 1 and self.max_tail < TAIL_LENGTH and k ** (self.max_tail + 1) <= TAIL_PATTERNS
+               and k ** (self.max_tail + 1) * max(1, len(src)) <= TAIL_CELLS):
+            self.max_tail += 1
+
+    # ------------------------------------------------------------ next item
+    def _next_table(self, ranks: np.ndarray) -> np.ndarray:
+        """``t[r, p]``: first position ``>= p`` holding rank ``r`` (``m`` if none; ``p <= n``)."""
+        n = ranks.size
+        table = np.empty((self.n_items, n + 1), dtype=self.dtype)
+        pos = np.arange(n + 1, dtype=self.dtype)
+        for r in range(self.n_items):
+            hit = np.where(np.append(ranks == r, False), pos, self.m)
+            table[r] = np.minimum.accumulate(hit[::-1])[::-1]
+        return table
+
+    def next(self, r: int, pos: np.ndarray) -> np.ndarray:
+        """First position ``>= pos`` holding rank ``r`` (``>= m`` if none).
+
+        It may lie in a later sequence: callers compare it with the end of
+        the sequence of ``pos``.
+        """
+        if self.next_table is not None:
+            return self.next_table[r, pos]
+        base = r * self.m
+        return self.keys[np.searchsorted(self.keys, base + pos)] - base
+
+    def next_all(self, pos: np.ndarray, a: int, b: int) -> np.ndarray:
+        """:meth:`next` for ranks ``a .. b-1`` at once: shape ``(b - a, pos.size)``."""
+        if self.next_table is not None:
+            return self.next_table[a:b, pos]
+        base = np.arange(a, b, dtype=np.int64)[:, None] * self.m
+        found = self.keys[np.searchsorted(self.keys, (base + pos).ravel())]
+        return found.reshape(b - a, -1) - base
+
+    # ------------------------------------------------------- universal rests
+    def universal(self, y: int) -> np.ndarray:
+        """``u[p]``: greedy blocks holding all of ``X`` in the rest of ``p``'s sequence.
+
+        The rest of the sequence from ``p`` contains every pattern over
+        ``X`` of at most ``u[p]`` items (one item per block).  Exact up to
+        ``y`` (larger values read ``>= y``); entry ``n`` is 0 (an empty
+        rest).  Computed on first use and extended when a longer ``y`` asks.
+        """
+        st = self._universal
+        if st is None:
+            st = self._universal = {"u": np.zeros(self.m, dtype=np.int32), "done": 0}
+            # only sequences holding every item of X can hold a block
+            held = np.bincount(self.first_seq, minlength=self.lengths.size)
+            long_seq = np.flatnonzero(held == self.n_items)
+            pos = concat_ranges(self.start[long_seq], self.lengths[long_seq])
+            seq_end = np.repeat(self.end[long_seq], self.lengths[long_seq])
+            block_end = np.full(pos.size, -1, dtype=np.int64)  # end of the first block
+            for r in range(self.n_items):
+                block_end = np.maximum(block_end, self.next(r, pos))
+            complete = block_end < seq_end
+            st["last"] = complete & (block_end + 1 == seq_end)  # the block ends the sequence
+            st["inner"] = complete & ~st["last"]
+            st["after"] = np.searchsorted(pos, block_end[st["inner"]] + 1)  # rest after it
+            st["pos"], st["count"] = pos, np.zeros(pos.size, dtype=np.int32)
+            st["reach"] = np.ones(pos.size, dtype=bool)  # the rest holds r blocks
+        while st["done"] < y and st["reach"].any():
+            st["done"] += 1
+            reach = st["last"] & (st["done"] == 1)
+            reach[st["inner"]] = st["reach"][st["after"]]
+            st["reach"] = reach
+            st["count"] += reach
+            st["u"][st["pos"]] = st["count"]
+        return st["u"]
+
+    # ------------------------------------------------------------ tail table
+    def tails(self, rq: int) -> np.ndarray:
+        """Start of the rightmost match of every tail ``Q`` of ``rq`` items in every sequence.
+
+        Shape ``(sequences, |X|^rq)``, column ``sum_i rank(Q_i) |X|^(rq-1-i)``;
+        -1 where ``Q`` does not occur.  ``1 <= rq <= max_tail``.
+        """
+        while len(self._tails) < rq:
+            prev = self._tails[-1] if self._tails else self.end[:, None]
+            cols = []
+            for r in range(self.n_items):
+                base = r * self.m
+                j = np.searchsorted(self.keys, base + prev.astype(np.int64)) - 1
+                here = self.keys[np.maximum(j, 0)] - base  # last item r before the rest
+                ok = (prev >= 0) & (j >= 0) & (here >= self.start[:, None])
+                cols.append(np.where(ok, here, -1).astype(self.dtype))
+            self._tails.append(np.concatenate(cols, axis=1))
+        return self._tails[rq - 1]
+
+
+class _LengthSearch:
+    """Branch and bound for the largest support of length-``y`` patterns (module doc).
+
+    Parameters
+    ----------
+    index : _Index
+    y : int
+        Pattern length.
+    """
+
+    def __init__(self, index: _Index, y: int):
+        self.ix, self.y = index, y
+        self.nodes = 0
+        self.rq = min(index.max_tail, y)
+        self.tails = index.tails(self.rq) if self.rq else None
+        self.universal = index.universal(y) if 0 < index.n_items <= UNIVERSAL_ITEMS else None
+
+    def _root_bounds(self, room: int) -> np.ndarray:
+        """:meth:`_child_bounds` of the empty prefix (from the first occurrences)."""
+        ix = self.ix
+        ok = ix.first_pos < ix.end[ix.first_seq] - room
+        return np.rint(np.bincount(ix.first_rank[ok], weights=ix.wf[ix.first_seq[ok]],
+                                   minlength=ix.n_items)).astype(np.int64)
+
+    def _child_bounds(self, idx: np.ndarray, e: np.ndarray, room: int) -> np.ndarray:
+        """Per item ``x``: weight of the sequences holding ``x`` after ``e``, ``room`` items early.
+
+        That is, with at least ``room`` items after it: the room-bounded
+        support of the child ``P x`` (its support when ``room`` is 0).
+        """
+        ix = self.ix
+        w, limit = ix.wf[idx], ix.end[idx] - room
+        if ix.next_table is None:
+            size = np.maximum(limit - (e + 1), 0)
+            if int(size.sum()) <= _WINDOW_RATIO * ix.n_items * idx.size:  # short: read them
+                pos = concat_ranges(e + 1, size)
+                owner = np.repeat(np.arange(idx.size), size)
+                rk = ix.rank_at[pos]
+                owner, rk = owner[rk >= 0], rk[rk >= 0]
+                if idx.size * ix.n_items <= _CHUNK_CELLS:
+                    held = np.zeros((idx.size, ix.n_items), dtype=bool)
+                    held[owner, rk] = True
+                    pair = np.flatnonzero(held)
+                else:  # distinct (sequence, item) pairs
+                    pair = np.unique(owner * ix.n_items + rk)
+                return np.rint(np.bincount(pair % ix.n_items, weights=w[pair // ix.n_items],
+                                           minlength=ix.n_items)).astype(np.int64)
+        out = np.empty(ix.n_items, dtype=np.float64)
+        step = max(1, _CHUNK_CELLS // max(1, idx.size))
+        for a in range(0, ix.n_items, step):
+            b = min(ix.n_items, a + step)
+            out[a:b] = (ix.next_all(e + 1, a, b) < limit) @ w
+        return np.rint(out).astype(np.int64)
+
+    def _child(self, idx: np.ndarray | None, e: np.ndarray | None, r: int, room: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """The sequences and match ends of the child extending the prefix by rank ``r``.
+
+        ``idx is None``: the prefix is empty (the child is the item itself).
+        """
+        ix = self.ix
+        if idx is None:
+            a, b = ix.first_at[r], ix.first_at[r + 1]
+            idx, nxt = ix.first_seq[a:b], ix.first_pos[a:b]
+        else:
+            nxt = ix.next(r, e + 1)
+        ok = nxt < ix.end[idx] - room
+        return idx[ok], nxt[ok]
+
+    def _assess(self, idx: np.ndarray, e: np.ndarray, left: int, best: int
+                ) -> tuple[int, int]:
+        """Lower and upper bounds of the best completion of a node by ``left`` items.
+
+        Parameters
+        ----------
+        idx, e : numpy.ndarray
+            The node's sequences (room for ``left`` items) and match ends.
+        left : int
+            Items still to add.
+        best : int
+            The running value to beat.
+
+        Returns
+        -------
+        best : int
+            ``best`` raised to the weight of the universal rests, or to the
+            exact best completion when ``left`` is the tail length.
+        upper : int
+            Upper bound of the support of every completion (the tail bound,
+            else the room-bounded support).
+        """
+        ix, rq = self.ix, self.rq
+        self.nodes += 1
+        sure = 0
+        idx_t, e_t = idx, e
+        if self.universal is not None and idx.size:
+            rest = np.where(e + 1 < ix.end[idx], e + 1, ix.m - 1)
+            full = self.universal[rest] >= left
+            sure = int(ix.w[idx[full]].sum())
+            best = max(best, sure)
+            idx_t, e_t = idx[~full], e[~full]
+        if not (rq and left >= rq):
+            return best, int(ix.w[idx].sum())
+        fits = self.tails[idx_t] > (e_t + (left - rq)).astype(ix.dtype)[:, None]
+        upper = sure + int(round((ix.wf[idx_t] @ fits).max())) if idx_t.size else sure
+        if left == rq:  # the exact best completion
+            best = max(best, upper)
+        return best, upper
+
+    def run(self, beat: int, stop: int) -> int:
+        """Largest support of a length-``y`` pattern above ``beat``, or ``beat``.
+
+        Parameters
+        ----------
+        beat : int
+            Value to beat (at least the floor).
+        stop : int
+            The search ends as soon as it reaches this value.
+
+        Returns
+        -------
+        int
+            ``max(beta_y, beat)`` when it is below ``stop``; otherwise a
+            value ``>= stop`` that is at most ``max(beta_y, beat)``.
+
+        Notes
+        -----
+        With a tail table, the children of a node are assessed together
+        and visited in decreasing order of their tail bounds (close to the
+        best completion; their room bounds barely differ on dense data).
+        Without one, a child is only built when it is visited, in
+        decreasing order of its room bound.
+        """
+        ix, y, rq = self.ix, self.y, self.rq
+        best = int(beat)
+        if best >= stop or ix.n_items == 0:
+            return best
+        root = np.flatnonzero(ix.lengths >= y)
+        # stack entries: (bound, depth, sequences, match ends, rank, assessed); not assessed:
+        # the parent's sequences and ends (None: the empty prefix) and the rank to add
+        stack = [(int(ix.w[root].sum()), 0, root, ix.start[root] - 1, -1, False)]
+        while stack:
+            bound, d, idx, e, r, assessed = stack.pop()
+            if bound <= best:
+                continue
+            left = y - d  # items still to add
+            if not assessed:
+                if r >= 0:
+                    idx, e = self._child(idx, e, r, left)
+                best, bound = self._assess(idx, e, left, best)
+                if best >= stop:
+                    return best
+                if bound <= best:
+                    continue
+            kids = self._root_bounds(left - 1) if d == 0 else self._child_bounds(idx, e, left - 1)
+            if left == 1:  # the children are the patterns: exact supports
+                best = max(best, int(kids.max()))
+                if best >= stop:
+                    return best
+                continue
+            order = np.lexsort((np.arange(kids.size), -kids)).tolist()  # best first
+            parent = idx if d else None
+            if not rq:
+                for c in order[::-1]:
+                    if kids[c] > best:
+                        stack.append((int(kids[c]), d + 1, parent, e, c, False))
+                continue
+            children = []
+            for c in order:
+                if kids[c] <= best:
+                    break
+                ci, ce = self._child(parent, e, c, left - 1)
+                best, upper = self._assess(ci, ce, left - 1, best)
+                if best >= stop:
+                    return best
+                if upper > best and left - 1 > rq:
+                    children.append((upper, -c, ci, ce))
+            children.sort(key=lambda t: t[:2])
+            for upper, c, ci, ce in children:
+                stack.append((upper, d + 1, ci, ce, -c, True))
+        return best
