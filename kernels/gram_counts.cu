@@ -38,6 +38,24 @@ __device__ __forceinline__ void dpgpu_warp_add(Count* counts, long long key) {
   }
 }
 
+// visit(key) for every work item of this thread, grid-stride, with key -1
+// for a window outside its sequence and for lanes past the end, so that every
+// lane of a warp makes the same number of calls (warp intrinsics inside).
+template <typename Visit>
+__device__ __forceinline__ void dpgpu_for_each_key(const int* tokens, long long row_stride,
+                                                   const int* lengths, long long n_rows,
+                                                   long long n_windows, int n, long long radix,
+                                                   Visit visit) {
+  const long long total = n_rows * n_windows;
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  const long long lane = threadIdx.x & 31u;
+  for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+       t - lane < total; t += step) {
+    visit(t < total ? dpgpu_gram_key_at(tokens, row_stride, lengths, n_windows, n, radix, t)
+                    : -1LL);
+  }
+}
+
 }  // namespace
 
 // counts[k] += occurrences of key k, atomics straight to global memory.
@@ -47,16 +65,8 @@ extern "C" __global__ void dpgpu_gram_counts(const int* __restrict__ tokens,
                                              long long n_rows, long long n_windows,
                                              int n, long long radix,
                                              unsigned long long* counts) {
-  const long long total = n_rows * n_windows;
-  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
-  const long long lane = threadIdx.x & 31u;
-  for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-       t - lane < total; t += step) {
-    const long long key =
-        t < total ? dpgpu_gram_key_at(tokens, row_stride, lengths, n_windows, n, radix, t)
-                  : -1LL;
-    dpgpu_warp_add(counts, key);
-  }
+  dpgpu_for_each_key(tokens, row_stride, lengths, n_rows, n_windows, n, radix,
+                     [&](long long key) { dpgpu_warp_add(counts, key); });
 }
 
 // The same with one private histogram of `space` 32-bit counters per block in
@@ -73,16 +83,8 @@ extern "C" __global__ void dpgpu_gram_counts_shared(const int* __restrict__ toke
     local[i] = 0u;
   }
   __syncthreads();
-  const long long total = n_rows * n_windows;
-  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
-  const long long lane = threadIdx.x & 31u;
-  for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-       t - lane < total; t += step) {
-    const long long key =
-        t < total ? dpgpu_gram_key_at(tokens, row_stride, lengths, n_windows, n, radix, t)
-                  : -1LL;
-    dpgpu_warp_add(local, key);
-  }
+  dpgpu_for_each_key(tokens, row_stride, lengths, n_rows, n_windows, n, radix,
+                     [&](long long key) { dpgpu_warp_add(local, key); });
   __syncthreads();
   for (int i = static_cast<int>(threadIdx.x); i < space; i += static_cast<int>(blockDim.x)) {
     if (local[i] != 0u) atomicAdd(counts + i, static_cast<unsigned long long>(local[i]));
@@ -103,25 +105,19 @@ extern "C" __global__ void dpgpu_gram_hash_counts(const int* __restrict__ tokens
                                                   long long mask,
                                                   unsigned long long* table) {
   const unsigned long long empty = ~0ULL;
-  const long long total = n_rows * n_windows;
-  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
-  const long long lane = threadIdx.x & 31u;
-  for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-       t - lane < total; t += step) {
-    const long long key =
-        t < total ? dpgpu_gram_key_at(tokens, row_stride, lengths, n_windows, n, radix, t)
-                  : -1LL;
+  const unsigned long long wrap = static_cast<unsigned long long>(mask);
+  dpgpu_for_each_key(tokens, row_stride, lengths, n_rows, n_windows, n, radix,
+                     [&](long long key) {
     const unsigned int peers = dpgpu_peers(key);
-    if (key < 0 || lane != __ffs(peers) - 1) continue;
+    const int lane = static_cast<int>(threadIdx.x & 31u);
+    if (key < 0 || lane != __ffs(peers) - 1) return;
     const unsigned long long want = static_cast<unsigned long long>(key);
-    unsigned long long slot = dpgpu_hash_slot(key, static_cast<unsigned long long>(mask));
-    while (true) {
+    for (unsigned long long slot = dpgpu_hash_slot(key, wrap);; slot = (slot + 1ULL) & wrap) {
       const unsigned long long held = atomicCAS(table + 2 * slot, empty, want);
       if (held == empty || held == want) {
         atomicAdd(table + 2 * slot + 1, static_cast<unsigned long long>(__popc(peers)));
-        break;
+        return;
       }
-      slot = (slot + 1ULL) & static_cast<unsigned long long>(mask);
     }
-  }
+  });
 }
