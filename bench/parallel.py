@@ -22,7 +22,10 @@ as those of the serial loop (``--jobs 1``).
   the GPU: a CUDA context does not survive a fork) the workers are threads
   of this process, each issuing its device work on its own CUDA stream, so
   the releases' kernels and copies overlap on the one device while the host
-  parts (NumPy, and Numba with a thread-safe layer) run side by side.
+  parts (NumPy, and Numba with a thread-safe layer) run side by side.  Each
+  thread runs its repetition inside ``device_memory_share(1 / jobs)``, so
+  the work dpgpu sizes from the GPU's free memory takes only that share of
+  it and the ``jobs`` threads together do not exhaust the device.
 
 Timings taken inside a repetition measure runs that share the machine with
 ``jobs - 1`` others.
@@ -39,7 +42,7 @@ import threading
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, Callable, Iterable
 
-from dpgpu.backend import gpu_available, gpu_in_use
+from dpgpu.backend import device_memory_share, gpu_available, gpu_in_use
 
 _WORK: tuple[Callable[[Any], Any], list] | None = None
 _THREADS = False  # set by use_jobs for the GPU backend
@@ -184,8 +187,10 @@ def _own_stream() -> None:
     _STREAMS.stream.use()
 
 
-def _run_in_thread(fn: Callable[[Any], Any], item: Any) -> Any:
-    result = fn(item)
+def _run_in_thread(fn: Callable[[Any], Any], item: Any, share: float) -> Any:
+    """``fn(item)`` planning with ``share`` of the free device memory, its stream synchronised."""
+    with device_memory_share(share):
+        result = fn(item)
     stream = getattr(_STREAMS, "stream", None)
     if stream is not None:
         stream.synchronize()  # the repetition's device work is done when it returns
@@ -223,7 +228,7 @@ def run_repetitions(fn: Callable[[Any], Any], items: Iterable[Any], jobs: int) -
         if cuda:
             _sync_device()
         with ThreadPoolExecutor(jobs, initializer=_own_stream if cuda else None) as pool:
-            return list(pool.map(lambda x: _run_in_thread(fn, x), items))
+            return list(pool.map(lambda x: _run_in_thread(fn, x, 1 / jobs), items))
     if _omp_started():
         return [fn(x) for x in items]
     _WORK = (fn, items)

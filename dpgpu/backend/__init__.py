@@ -10,16 +10,19 @@ Importing this module imports neither CuPy nor Numba.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from types import ModuleType
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
-from ..errors import BackendUnavailable
+from ..errors import BackendUnavailable, InvalidParameter
+from ..validation import check_positive_real
 
 log = logging.getLogger("dpgpu")
 
@@ -66,6 +69,73 @@ class Backend:
         """Wait for queued device work (for timing); a no-op on the CPU."""
         if self.is_gpu:
             self.xp.cuda.Device().synchronize()
+
+
+_SHARE = threading.local()  # .value: this thread's share of free device memory
+
+
+def free_device_memory(backend: Any) -> int:
+    """Bytes of device memory the calling thread may plan its work with.
+
+    This is the device's free memory now, times the thread's share (1 unless
+    set by :func:`device_memory_share`), so that threads working on one GPU
+    at once do not each size their work from all of it.
+
+    Parameters
+    ----------
+    backend : Backend
+        A GPU backend (anything with ``is_gpu`` true and the CuPy module as
+        ``xp``).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    InvalidParameter
+        When ``backend`` does not run on a GPU.
+    """
+    if not backend.is_gpu:
+        raise InvalidParameter(f"backend: {getattr(backend, 'name', backend)!r} "
+                               "has no device memory")
+    free, _ = backend.xp.cuda.runtime.memGetInfo()
+    return int(free * getattr(_SHARE, "value", 1.0))
+
+
+@contextlib.contextmanager
+def device_memory_share(fraction: float) -> Iterator[float]:
+    """Let the current thread plan with only ``fraction`` of the free device memory.
+
+    The share is thread-local (other threads keep theirs) and the previous
+    share comes back on exit, so the contexts nest.  It scales what
+    :func:`free_device_memory` returns in this thread.
+
+    Parameters
+    ----------
+    fraction : float
+        A finite number in ``(0, 1]``; e.g. ``1 / jobs`` for ``jobs``
+        threads sharing one GPU.
+
+    Yields
+    ------
+    float
+        ``fraction``, as a float.
+
+    Raises
+    ------
+    InvalidParameter
+        When ``fraction`` is not a finite number in ``(0, 1]``.
+    """
+    share = check_positive_real(fraction, "fraction")
+    if share > 1:
+        raise InvalidParameter(f"fraction: must be at most 1, got {fraction!r}")
+    previous = getattr(_SHARE, "value", 1.0)
+    _SHARE.value = share
+    try:
+        yield share
+    finally:
+        _SHARE.value = previous
 
 
 def to_numpy(a: Any) -> np.ndarray:

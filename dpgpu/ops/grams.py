@@ -24,7 +24,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..backend import get_backend
+from ..backend import free_device_memory, get_backend
 from ..validation import check_positive_int
 from . import keys as K
 
@@ -181,8 +181,8 @@ class GramEngine:
         if self.backend.is_gpu:
             from .gpu_grams import hash_counts_gpu  # noqa: PLC0415 - GPU path only
 
-            free, _ = xp.cuda.runtime.memGetInfo()
-            found = hash_counts_gpu(self.blocks, n, self.radix, free // 2)
+            budget = free_device_memory(self.backend) // 2
+            found = hash_counts_gpu(self.blocks, n, self.radix, budget)
             if found is not None:
                 return found
         blocks = [(k, lengths) for k, (_, lengths) in zip(self._packed_blocks(n), self.blocks)
@@ -324,17 +324,18 @@ _BYTES_PER_CELL = 48
 
 
 def _device_cells(backend: Any) -> int:
-    """Cells per block that fit a quarter of the GPU's free memory (no bound on the CPU)."""
+    """Cells per block that fit a quarter of this thread's free GPU memory (no bound on the CPU)."""
     if not backend.is_gpu:
         return MAX_BLOCK_CELLS
-    free, _ = backend.xp.cuda.runtime.memGetInfo()
-    return max(1024, free // 4 // _BYTES_PER_CELL)
+    return max(1024, free_device_memory(backend) // 4 // _BYTES_PER_CELL)
 
 
 def _gpu_dense_space(backend: Any) -> int:
-    """Largest key space counted densely on the GPU: int64 bins in an eighth of free memory."""
-    free, _ = backend.xp.cuda.runtime.memGetInfo()
-    return min(GPU_DENSE_KEY_SPACE, free // 8 // 8)
+    """Largest key space counted densely on the GPU: int64 bins in an eighth of free memory.
+
+    Free memory is this thread's share of it (:func:`~dpgpu.backend.free_device_memory`).
+    """
+    return min(GPU_DENSE_KEY_SPACE, free_device_memory(backend) // 8 // 8)
 
 
 def _length_blocks(lengths: np.ndarray, l_max: int | None, max_cells: int):
