@@ -18,10 +18,13 @@ from hypothesis import strategies as st
 from dpgpu import InvalidParameter, SequenceDB
 from dpgpu.eval.truth import frequent_subsequences
 from dpgpu.mechanisms.pfs2 import premining
+from dpgpu.mechanisms.lengths import length_counts
 from dpgpu.mechanisms.pfs2.premining import (BETA_FLOOR, TAG_BETA, MaximalSupports,
-                                             max_frequent_length, maximal_support, tv_delta)
+                                             length_constraint, max_frequent_length,
+                                             maximal_support, noisy_size, tv_delta)
 from dpgpu.mechanisms.pfs2.shrink import is_subsequence
 from dpgpu.privacy import DiscreteLaplace, PrivacyLedger
+from dpgpu.scale.partitions import LocalPartitions
 
 
 # ---------------------------------------------------------------- the oracle
@@ -230,3 +233,60 @@ def test_max_frequent_length_is_unchanged():
         assert a.to_dict() == b.to_dict()  # the same charge
         cases += 1 < new < l_max
     assert cases >= 10  # the comparisons were not all trivial
+
+
+# ----------------------------------------------------------- over partitions
+def split_parts(db, rng, n_parts):
+    """``db`` as ``n_parts`` random, disjoint local partitions (as Dask workers hold them)."""
+    owner = rng.integers(0, n_parts, len(db))
+    rows = [np.flatnonzero(owner == j) for j in range(n_parts)]
+    return LocalPartitions([db.select(r) for r in rows], rows)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_maximal_supports_from_partitions_equal_the_whole(seed):
+    """Item-restricted, deduplicated parts merged on the client give the same answers."""
+    rng = np.random.default_rng(300 + seed)
+    for trial in range(12):
+        db = random_db(rng, int(rng.integers(2, 8)), int(rng.integers(5, 80)), 0, 12,
+                       duplicates=trial % 2 == 0)
+        floor = int(rng.integers(0, max(1, len(db) // 4)))
+        l_max = int(min(7, db.max_length + 1))
+        want = oracle(db, floor, l_max)
+        beta = MaximalSupports.of(db, floor, split_parts(db, rng, int(rng.integers(1, 5))))
+        assert [beta.exact(y) for y in range(1, l_max + 1)] == want, (trial, floor)
+        beta = MaximalSupports.of(db, floor)  # default: db itself, one partition
+        for y in range(1, l_max + 1):
+            assert beta.at_least(y, want[y - 1]) and not beta.at_least(y, want[y - 1] + 1)
+
+
+def test_items_at_or_below_the_floor_are_not_sent():
+    db = SequenceDB.from_sequences([["a", "b", "c"], ["a", "c"], ["a", "b"], ["b"]],
+                                   vocab=["a", "b", "c"])
+    items, offsets, weights = premining._kept_distinct(db, premining._item_supports(db) > 2)
+    # supports a 3, b 3, c 2: c is dropped, then "a b" occurs twice
+    assert db.vocab.size == 3 and premining._item_supports(db).tolist() == [3, 3, 2]
+    got = sorted((tuple(items[lo:hi].tolist()), int(w))
+                 for lo, hi, w in zip(offsets[:-1], offsets[1:], weights))
+    assert got == [((0,), 1), ((0, 1), 2), ((1,), 1)]
+
+
+def test_pre_mining_counts_over_partitions_equal_the_whole():
+    rng = np.random.default_rng(8)
+    db = random_db(rng, 5, 300, 0, 15, duplicates=True)
+    parts = split_parts(db, rng, 3)
+    results = []
+    for data in (None, parts):
+        ledger = PrivacyLedger(3.0, max_sampling_delta=1e-6, seed=4)
+        n_noisy = noisy_size(db, ledger, 0.5, data)
+        l_max = length_constraint(db, ledger, 0.5, n_noisy, 20, 0.85, data)
+        L_f = max_frequent_length(db, ledger, 2.0, l_max, 0.1 * n_noisy, data)
+        results.append((n_noisy, l_max, L_f, ledger.to_dict()))
+    assert results[0] == results[1]
+    assert abs(results[0][0] - len(db)) < 40 and results[0][2] > 1
+
+
+def test_length_counts_against_brute_force():
+    lengths = np.array([0, 1, 1, 3, 7, 2, 9, 3])
+    assert length_counts(lengths, 4).tolist() == [sum(int(v) == k for v in lengths)
+                                                  for k in range(1, 5)]

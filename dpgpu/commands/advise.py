@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from ..mechanisms.dpne.levels import Positions, identities
-from ..mechanisms.lengths import coverage_length, noisy_count, noisy_length_histogram
+from ..mechanisms.lengths import coverage_length, length_counts, noisy_count, \
+    noisy_length_histogram
 from ..privacy import PrivacyLedger
 from ..privacy.calibration import sampling_delta
 from ..privacy.samplers import LAPLACE_TV_BOUND
@@ -99,8 +100,8 @@ def advise(db, epsilon: float, *, l_upper: int = 100, contribution_share: float 
                          sampling_delta=sampling_delta(LAPLACE_TV_BOUND, 1, half))
     hist = ledger.charge("advise: noisy length histogram", half,
                          sampling_delta=sampling_delta(LAPLACE_TV_BOUND, l_upper, half))
-    total = noisy_count(db, size.key, half, tag=1)
-    noisy = noisy_length_histogram(db, hist.key, half, l_upper, tag=2)
+    total = noisy_count(len(db), size.key, half, tag=1)
+    noisy = noisy_length_histogram(length_counts(db.lengths, l_upper), hist.key, half, tag=2)
     contribution = _advise_contribution(db, ledger, gram_length, contribution_upper) \
         if users else None
     return {"l_max": {f"{c:.0%}": coverage_length(noisy, total, c) for c in COVERAGES},
@@ -109,16 +110,6 @@ def advise(db, epsilon: float, *, l_upper: int = 100, contribution_share: float 
                        "contribution": contribution["epsilon"] if contribution else 0.0},
             "epsilon": ledger.spent_epsilon, "delta": ledger.spent_delta,
             "seeded": ledger.seeded, "ledger": ledger.to_dict()}
-
-
-class _PerUser:
-    """One value per user, read by the length statistics as ``len`` and ``lengths``."""
-
-    def __init__(self, values: np.ndarray):
-        self.lengths = values
-
-    def __len__(self) -> int:
-        return int(self.lengths.size)
 
 
 def distinct_grams_per_user(db: Any, n: int) -> np.ndarray:
@@ -173,9 +164,9 @@ def _advise_contribution(db: Any, ledger: PrivacyLedger, n: int, upper: int) -> 
     hist = ledger.charge(f"advise: noisy histogram of distinct {n}-grams per user", half,
                          sampling_delta=sampling_delta(LAPLACE_TV_BOUND, edges.size, half))
     counts = np.maximum(distinct_grams_per_user(db, n), 1)
-    bins = _PerUser(np.searchsorted(edges, counts) + 1)  # 1 .. len(edges); above: one more
-    total = noisy_count(bins, size.key, half, tag=3)
-    noisy = noisy_length_histogram(bins, hist.key, half, int(edges.size), tag=4)
+    bins = np.searchsorted(edges, counts) + 1  # 1 .. len(edges); above: one more
+    total = noisy_count(bins.size, size.key, half, tag=3)
+    noisy = noisy_length_histogram(length_counts(bins, int(edges.size)), hist.key, half, tag=4)
     return {"suggested": {f"{c:.0%}": int(edges[coverage_length(noisy, total, c) - 1])
                           for c in COVERAGES},
             "gram_length": n, "upper": upper, "epsilon": 2 * half, "unit": "one user"}

@@ -515,12 +515,18 @@ def _mine(db, min_support, k, max_length, min_length, l_max):
     return [kept_p[i] for i in order], np.array([kept_c[i] for i in order], dtype=np.int64)
 
 
-def _dedupe(db: Any) -> tuple[Any, np.ndarray]:
-    """Distinct sequences and their multiplicities (supports are sums of weights)."""
+def _dedupe(db: Any, weights: np.ndarray | None = None) -> tuple[Any, np.ndarray]:
+    """Distinct sequences and their multiplicities (supports are sums of weights).
+
+    With ``weights`` (one int per sequence of ``db``), a distinct sequence
+    weighs the sum of its copies' weights.
+    """
     from ..data.sequencedb import SequenceDB
 
+    weights = np.ones(len(db), dtype=np.int64) if weights is None else \
+        np.asarray(weights, dtype=np.int64)
     if len(db) == 0:
-        return db, np.zeros(0, dtype=np.int64)
+        return db, weights
     lens = db.lengths.astype(np.int64)
     # exact grouping: sort by (length, content) with a polynomial hash, then verify
     h = _sequence_hashes(db)
@@ -532,11 +538,10 @@ def _dedupe(db: Any) -> tuple[Any, np.ndarray]:
     # verify that each sequence equals its group representative
     same = _equal_rows(db, order, rep)
     if not same.all():  # a hash collision: do not merge at all (exactness first)
-        return db, np.ones(len(db), dtype=np.int64)
+        return db, weights
     starts = np.flatnonzero(new)
-    counts = np.diff(np.append(starts, order.size))
     uniq = db.select(order[starts])
-    return SequenceDB(uniq.items, uniq.offsets, db.vocab), counts.astype(np.int64)
+    return SequenceDB(uniq.items, uniq.offsets, db.vocab), np.add.reduceat(weights[order], starts)
 
 
 def _sequence_hashes(db: Any) -> np.ndarray:

@@ -15,21 +15,28 @@ import numpy as np
 from ..privacy import DiscreteLaplace
 
 
-def noisy_count(db: Any, key: Any, epsilon: float, *, tag: int) -> int:
-    """``|D|`` plus discrete Laplace noise of scale ``1 / epsilon``, at least 1."""
+def noisy_count(n: int, key: Any, epsilon: float, *, tag: int) -> int:
+    """An exact count ``n`` (of sequences, or users) plus discrete Laplace ``1 / epsilon``, at least 1."""
     noise = DiscreteLaplace(1.0 / epsilon).sample(key, np.array([0]), tag=tag, backend="numpy")
-    return max(1, len(db) + int(noise[0]))
+    return max(1, int(n) + int(noise[0]))
 
 
-def noisy_length_histogram(db: Any, key: Any, epsilon: float, l_upper: int, *,
+def length_counts(lengths: np.ndarray, l_upper: int) -> np.ndarray:
+    """Exact number of values equal to ``1 .. l_upper`` in ``lengths`` (larger ones not counted).
+
+    A sum over sequences, so partitions' counts add up to the whole's.
+    """
+    return np.bincount(np.minimum(lengths, l_upper + 1), minlength=l_upper + 2)[1:l_upper + 1]
+
+
+def noisy_length_histogram(counts: np.ndarray, key: Any, epsilon: float, *,
                            tag: int) -> np.ndarray:
-    """Counts of sequences of length ``1 .. l_upper``, each with discrete Laplace ``1 / epsilon``.
+    """The exact :func:`length_counts` ``counts`` plus discrete Laplace ``1 / epsilon`` each.
 
     The noise of the bin for length ``l`` is keyed by ``l``.
     """
-    lengths = np.arange(1, l_upper + 1)
-    exact = np.bincount(np.minimum(db.lengths, l_upper + 1), minlength=l_upper + 2)[1:l_upper + 1]
-    return exact + DiscreteLaplace(1.0 / epsilon).sample(key, lengths, tag=tag, backend="numpy")
+    lengths = np.arange(1, len(counts) + 1)
+    return counts + DiscreteLaplace(1.0 / epsilon).sample(key, lengths, tag=tag, backend="numpy")
 
 
 def coverage_length(noisy_hist: np.ndarray, total: int, fraction: float) -> int:

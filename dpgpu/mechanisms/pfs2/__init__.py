@@ -63,8 +63,10 @@ Counting over Dask (``engine="dask"``): the exact supports are sums over
 sequences, so each partition of the sequences counts its own (its part of
 every sample, shrunk there) and the client adds them; the split into samples
 and all noise are drawn on the client as above, so the release is the same
-as a local run's for the same key.  Pre-mining reads the database on the
-client.
+as a local run's for the same key.  Pre-mining counts on the partitions
+too: ``|D|`` and the length histogram are sums, and the maximal-support
+search runs on the client over the partitions' sequences restricted to the
+items above its floor, deduplicated (:meth:`.premining.MaximalSupports.of`).
 
 The release holds noisy supports, the noisy ``|D|~``, ``l_max``, ``L_f`` and
 per-level candidate counts (all DP outputs) -- never exact counts.
@@ -240,9 +242,9 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
     t0 = time.perf_counter()
     ledger = PrivacyLedger(epsilon, max_sampling_delta=1e-6, seed=seed)
     eps = split_budget(epsilon, weights)
-    n_noisy = noisy_size(db, ledger, eps[0])
-    l_max = length_constraint(db, ledger, eps[1], n_noisy, l_upper, eta)
-    L_f = max_frequent_length(db, ledger, eps[2], l_max, threshold * n_noisy)
+    n_noisy = noisy_size(db, ledger, eps[0], data)
+    l_max = length_constraint(db, ledger, eps[1], n_noisy, l_upper, eta, data)
+    L_f = max_frequent_length(db, ledger, eps[2], l_max, threshold * n_noisy, data)
     pre = PreMining(n_noisy, l_max, L_f)
     timings["pre_mining_s"] = time.perf_counter() - t0
     progress(f"pre-mining: |D|~={n_noisy}, l_max={l_max}, L_f={L_f}")

@@ -97,6 +97,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -105,7 +106,8 @@ from ...errors import InvalidParameter
 from ...eval.truth import _dedupe
 from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta
 from ...privacy.samplers import LAPLACE_TV_BOUND
-from ..lengths import coverage_length, noisy_count, noisy_length_histogram
+from ...scale.partitions import Partitions, partition
+from ..lengths import coverage_length, length_counts, noisy_count, noisy_length_histogram
 
 #: Public floor of the maximal-support queries, as a fraction of the noisy threshold.
 BETA_FLOOR = 0.5
@@ -152,23 +154,34 @@ def tv_delta(n_draws: int, epsilon: float) -> float:
     return sampling_delta(LAPLACE_TV_BOUND, n_draws, epsilon)
 
 
-def noisy_size(db: SequenceDB, ledger: PrivacyLedger, epsilon: float) -> int:
-    """``|D|~``: ``|D|`` + discrete Laplace ``(1 / eps_1)``, at least 1."""
+def noisy_size(db: SequenceDB, ledger: PrivacyLedger, epsilon: float,
+               data: Partitions | None = None) -> int:
+    """``|D|~``: ``|D|`` + discrete Laplace ``(1 / eps_1)``, at least 1.
+
+    ``|D|`` is summed over the partitions ``data`` of ``db`` (default: ``db``
+    itself, in this process), where they are.
+    """
     step = ledger.charge("pfs2: noisy |D|", epsilon, sampling_delta=tv_delta(1, epsilon))
-    return noisy_count(db, step.key, epsilon, tag=TAG_SIZE)
+    size = (data if data is not None else partition(db)).sum(_size)[0]
+    return noisy_count(int(size), step.key, epsilon, tag=TAG_SIZE)
 
 
 def length_constraint(db: SequenceDB, ledger: PrivacyLedger, epsilon: float, n_noisy: int,
-                      l_upper: int, eta: float) -> int:
-    """``l_max = min(l_1, l_2)`` from the noisy length histogram (lengths ``1 .. l_1``)."""
+                      l_upper: int, eta: float, data: Partitions | None = None) -> int:
+    """``l_max = min(l_1, l_2)`` from the noisy length histogram (lengths ``1 .. l_1``).
+
+    The exact histogram is summed over the partitions ``data`` of ``db``
+    (default: ``db`` itself).
+    """
     step = ledger.charge("pfs2: noisy length histogram (lengths 1..l_1, disjoint)", epsilon,
                          sampling_delta=tv_delta(l_upper, epsilon))
-    noisy = noisy_length_histogram(db, step.key, epsilon, l_upper, tag=TAG_LENGTHS)
-    return coverage_length(noisy, n_noisy, eta)
+    exact = (data if data is not None else partition(db)).sum(_length_counts, l_upper)
+    return coverage_length(noisy_length_histogram(exact, step.key, epsilon, tag=TAG_LENGTHS),
+                           n_noisy, eta)
 
 
 def max_frequent_length(db: SequenceDB, ledger: PrivacyLedger, epsilon: float, l_max: int,
-                        threshold: float) -> int:
+                        threshold: float, data: Partitions | None = None) -> int:
     """``L_f`` by binary search on the noisy maximal supports (see the module doc).
 
     Parameters
@@ -180,6 +193,10 @@ def max_frequent_length(db: SequenceDB, ledger: PrivacyLedger, epsilon: float, l
     l_max : int
     threshold : float
         Noisy absolute threshold ``theta |D|~``.
+    data : Partitions, optional
+        The partitions of ``db`` (:func:`dpgpu.scale.partitions.partition`;
+        default: ``db`` itself): the search runs on the client over what
+        they send (:meth:`MaximalSupports.of`).
 
     Returns
     -------
@@ -199,7 +216,7 @@ def max_frequent_length(db: SequenceDB, ledger: PrivacyLedger, epsilon: float, l
     if l_max == 1:
         return 1
     floor = max(1, int(BETA_FLOOR * threshold))
-    beta = MaximalSupports(db, floor)
+    beta = MaximalSupports.of(db, floor, data)
     sampler = DiscreteLaplace(queries / epsilon)
     lo, hi = 1, l_max
     while lo < hi:
@@ -210,6 +227,36 @@ def max_frequent_length(db: SequenceDB, ledger: PrivacyLedger, epsilon: float, l
         else:
             hi = mid - 1
     return lo
+
+
+def _size(part: SequenceDB) -> np.ndarray:
+    return np.array([len(part)], dtype=np.int64)
+
+
+def _length_counts(part: SequenceDB, l_upper: int) -> np.ndarray:
+    return length_counts(part.lengths, l_upper)
+
+
+def _item_supports(part: SequenceDB) -> np.ndarray:
+    """Number of the partition's sequences holding each item (exact)."""
+    seq = np.repeat(np.arange(len(part), dtype=np.int64), part.lengths)
+    pairs = np.unique(seq * part.vocab.size + part.items)
+    return np.bincount(pairs % part.vocab.size, minlength=part.vocab.size)
+
+
+def _kept_distinct(part: SequenceDB, keep: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The partition's sequences restricted to the items ``keep``, deduplicated.
+
+    Returns the distinct non-empty restrictions as ``(items, offsets)`` and
+    their multiplicities.
+    """
+    mask = keep[part.items]
+    seq = np.repeat(np.arange(len(part), dtype=np.int64), part.lengths)[mask]
+    lengths = np.bincount(seq, minlength=len(part))
+    lengths = lengths[lengths > 0]
+    kept = SequenceDB(part.items[mask], np.concatenate([[0], np.cumsum(lengths)]), part.vocab)
+    uniq, weights = _dedupe(kept)
+    return uniq.items, uniq.offsets, weights
 
 
 class MaximalSupports:
@@ -228,6 +275,8 @@ class MaximalSupports:
         Read once (deduplicated) when the object is made.
     floor : int
         Public floor (``>= 0``): the answers are ``max(beta_y, floor)``.
+    weights : numpy.ndarray of int, optional
+        Multiplicity of each sequence of ``db`` (default 1 each).
 
     Raises
     ------
@@ -235,15 +284,47 @@ class MaximalSupports:
         When ``floor`` is not an integer ``>= 0``.
     """
 
-    def __init__(self, db: SequenceDB, floor: int):
-        if int(floor) != floor or floor < 0:
-            raise InvalidParameter(f"floor: expected an integer >= 0, got {floor!r}")
-        self.floor = int(floor)
-        self._src, self._weights = _dedupe(db)
+    def __init__(self, db: SequenceDB, floor: int, weights: np.ndarray | None = None):
+        self.floor = _check_floor(floor)
+        self._src, self._weights = _dedupe(db, weights)
         self._index: _Index | None = None
         self._lower: dict[int, int] = {}
         self._upper: dict[int, int] = {}
         self._searches: dict[int, _LengthSearch] = {}
+
+    @classmethod
+    def of(cls, db: SequenceDB, floor: int, data: Partitions | None = None
+           ) -> "MaximalSupports":
+        """The maximal supports of ``db``, from what its partitions ``data`` send.
+
+        The partitions send only what the answers depend on: their sequences
+        restricted to the items of support above ``floor`` (an item of support
+        at most ``floor`` is in no pattern of larger support, and dropping it
+        keeps every pattern made of the other items in the same sequences),
+        deduplicated with multiplicities.  Item supports are summed first.
+        The client merges the parts, so the answers are those of the whole
+        database, computed in this process.
+
+        Parameters
+        ----------
+        db : SequenceDB
+        floor : int
+        data : Partitions, optional
+            The partitions of ``db`` (default: ``db`` itself, in this process).
+
+        Returns
+        -------
+        MaximalSupports
+        """
+        floor = _check_floor(floor)
+        parts = data if data is not None else partition(db)
+        keep = parts.sum(_item_supports) > floor
+        pieces = parts.gather(_kept_distinct, keep)
+        items = np.concatenate([p[0] for p in pieces])
+        lengths = np.concatenate([np.diff(p[1]) for p in pieces])
+        weights = np.concatenate([p[2] for p in pieces])
+        kept = SequenceDB(items, np.concatenate([[0], np.cumsum(lengths)]), db.vocab)
+        return cls(kept, floor, weights)
 
     def bounds(self, length: int) -> tuple[int, int]:
         """Known ``(lower, upper)`` bounds of ``max(beta_length, floor)``.
@@ -353,6 +434,12 @@ def maximal_support(db: SequenceDB, length: int, floor: int = 0) -> int:
     MaximalSupports : several lengths of one database, and threshold queries.
     """
     return MaximalSupports(db, floor).exact(length)
+
+
+def _check_floor(floor: Any) -> int:
+    if int(floor) != floor or floor < 0:
+        raise InvalidParameter(f"floor: expected an integer >= 0, got {floor!r}")
+    return int(floor)
 
 
 def _check_length(length: int) -> int:
