@@ -16,7 +16,7 @@ from ..privacy import DiscreteLaplace
 
 
 def noisy_count(n: int, key: Any, epsilon: float, *, tag: int) -> int:
-    """An exact count ``n`` (of sequences, or users) plus discrete Laplace ``1 / epsilon``, at least 1."""
+    """An exact count ``n`` plus discrete Laplace ``1 / epsilon``, at least 1."""
     noise = DiscreteLaplace(1.0 / epsilon).sample(key, np.array([0]), tag=tag, backend="numpy")
     return max(1, int(n) + int(noise[0]))
 
