@@ -17,3 +17,13 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="no usable CUDA GPU (dpgpu.backend.gpu_available() is False)")
     for item in gpu_items:
         item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """A client of a local Dask cluster of two single-threaded workers (skips without Dask)."""
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        yield client

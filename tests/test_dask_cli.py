@@ -1,5 +1,5 @@
-"""``--engine dask --scheduler ADDRESS`` on every mechanism command but ngram (tested with
-the engine): the same files as the local run."""
+"""``--engine dask --scheduler ADDRESS`` on every mechanism command: the workers read the
+input, and the files written are those of the local run."""
 
 import json
 
@@ -11,6 +11,7 @@ from dpgpu.cli import main
 distributed = pytest.importorskip("dask.distributed")
 
 COMMANDS = {
+    "ngram": ["--epsilon", "2", "--l-max", "8", "--n-max", "3"],
     "pst": ["--epsilon", "2", "--l-top", "8"],
     "pfs2": ["--epsilon", "2", "--threshold", "0.2", "--l-upper", "6"],
     "dpne": ["--epsilon", "8", "--delta", "1e-5", "--max-n", "3", "--contribution", "3"],

@@ -29,11 +29,8 @@ def user_db(seed=2, n_users=120, users=True):
 
 
 @pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as c:
-        yield c
+def client(dask_client):
+    return dask_client
 
 
 @pytest.mark.parametrize("users", [True, False])

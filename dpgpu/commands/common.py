@@ -195,7 +195,7 @@ def engine_client(args: argparse.Namespace) -> Iterator[Any]:
     address was given, are closed at exit.  Dask's own INFO messages are
     shown with ``-v`` only.
     """
-    if args.engine != "dask":
+    if getattr(args, "engine", "local") != "dask":
         yield None
         return
     from ..scale.dask import close, connect  # noqa: PLC0415 - optional dependency
@@ -208,8 +208,17 @@ def engine_client(args: argparse.Namespace) -> Iterator[Any]:
 
 
 def load_from_args(args: argparse.Namespace, name: str = "data") -> Any:
-    """Load the dataset named on the command line with its reader options."""
+    """Load the dataset named on the command line with its reader options.
+
+    With ``--engine dask`` (``args.client`` set by :func:`run_mechanism`) the
+    workers read it (:func:`dpgpu.scale.loading.load_distributed`).
+    """
     options = {k: getattr(args, k) for k in FORMAT_OPTIONS if getattr(args, k, None) is not None}
+    client = getattr(args, "client", None)
+    if client is not None:
+        from ..scale.loading import load_distributed  # noqa: PLC0415 - optional dependency
+
+        return load_distributed(getattr(args, name), client, format=args.format, **options)
     return load(getattr(args, name), format=args.format, **options)
 
 
@@ -313,7 +322,8 @@ def run_mechanism(args: argparse.Namespace, load: Callable[[argparse.Namespace],
         Exit status 0.
     """
     show = not (args.quiet or args.verbose) and sys.stderr.isatty()
-    with Progress(args.command, show=show) as progress:
+    with Progress(args.command, show=show) as progress, engine_client(args) as client:
+        args.client = client  # read by load_from_args and the release
         t0 = time.perf_counter()
         progress("reading the input")
         data = load(args)

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..mechanisms.dpne import METHODS, POLICIES, RULES, SCHEDULES, DPNERelease, dpne
 from .common import (Progress, add_data_arguments, add_engine_arguments, add_mechanism_command,
-                     engine_client, load_from_args, run_mechanism)
+                     load_from_args, run_mechanism)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,12 +47,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _release(args: argparse.Namespace, db: Any, progress: Progress) -> DPNERelease:
     """The k-grams of ``db`` released by DPNE or a DPSU baseline."""
-    with engine_client(args) as client:
-        return dpne(db, args.epsilon, args.delta, max_n=args.max_n,
-                    contribution=args.contribution, eta=args.eta, rule=args.rule,
-                    schedule=args.schedule, decay=args.decay, seed=args.seed,
-                    backend=args.backend, method=args.method, policy=args.policy,
-                    alpha=args.alpha, engine=args.engine, client=client, progress=progress)
+    return dpne(db, args.epsilon, args.delta, max_n=args.max_n,
+                contribution=args.contribution, eta=args.eta, rule=args.rule,
+                schedule=args.schedule, decay=args.decay, seed=args.seed,
+                backend=args.backend, method=args.method, policy=args.policy,
+                alpha=args.alpha, engine=args.engine, client=args.client, progress=progress)
 
 
 def _describe(release: DPNERelease) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..mechanisms.ngram import VARIANTS, NGramRelease, ngram
 from .common import (Progress, add_data_arguments, add_engine_arguments, add_mechanism_command,
-                     engine_client, load_from_args, run_mechanism)
+                     load_from_args, run_mechanism)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,11 +40,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _release(args: argparse.Namespace, db: Any, progress: Progress) -> NGramRelease:
     """The N-gram release of ``db``, counted locally or over Dask."""
-    with engine_client(args) as client:
-        return ngram(db, args.epsilon, l_max=args.l_max, n_max=args.n_max,
-                     variant=args.variant, seed=args.seed, backend=args.backend,
-                     synthetic=not args.no_synthetic, engine=args.engine, client=client,
-                     progress=progress)
+    return ngram(db, args.epsilon, l_max=args.l_max, n_max=args.n_max,
+                 variant=args.variant, seed=args.seed, backend=args.backend,
+                 synthetic=not args.no_synthetic, engine=args.engine, client=args.client,
+                 progress=progress)
 
 
 def _describe(release: NGramRelease) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..mechanisms.pfs2 import PFS2Release, pfs2
 from .common import (Progress, add_data_arguments, add_engine_arguments, add_mechanism_command,
-                     engine_client, load_from_args, run_mechanism)
+                     load_from_args, run_mechanism)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,10 +39,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _release(args: argparse.Namespace, db: Any, progress: Progress) -> PFS2Release:
     """The frequent subsequences of ``db``."""
-    with engine_client(args) as client:
-        return pfs2(db, args.epsilon, args.threshold, l_upper=args.l_upper, eta=args.eta,
-                    zeta=args.zeta, seed=args.seed, backend=args.backend, engine=args.engine,
-                    client=client, progress=progress)
+    return pfs2(db, args.epsilon, args.threshold, l_upper=args.l_upper, eta=args.eta,
+                zeta=args.zeta, seed=args.seed, backend=args.backend, engine=args.engine,
+                client=args.client, progress=progress)
 
 
 def _describe(release: PFS2Release) -> str:

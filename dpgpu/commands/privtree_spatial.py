@@ -17,8 +17,7 @@ import numpy as np
 from ..data.points import parse_columns, read_points
 from ..errors import InvalidParameter
 from ..mechanisms.privtree import SpatialRelease, privtree_spatial
-from .common import Progress, add_engine_arguments, add_mechanism_command, engine_client, \
-    run_mechanism
+from .common import Progress, add_engine_arguments, add_mechanism_command, run_mechanism
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -56,11 +55,10 @@ def _release(args: argparse.Namespace, points: Any, progress: Progress) -> Spati
             bounds = [float(v) for v in args.bounds.split(",")]
         except ValueError:
             raise InvalidParameter(f"bounds: expected numbers, got {args.bounds!r}") from None
-    with engine_client(args) as client:
-        return privtree_spatial(points, args.epsilon, bounds=bounds,
-                                columns=parse_columns(args.columns), fanout=args.fanout,
-                                seed=args.seed, backend=args.backend, engine=args.engine,
-                                client=client)
+    return privtree_spatial(points, args.epsilon, bounds=bounds,
+                            columns=parse_columns(args.columns), fanout=args.fanout,
+                            seed=args.seed, backend=args.backend, engine=args.engine,
+                            client=args.client)
 
 
 def _describe(release: SpatialRelease) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..mechanisms.privtree import PSTRelease, pst
 from .common import (Progress, add_data_arguments, add_engine_arguments, add_mechanism_command,
-                     engine_client, load_from_args, run_mechanism)
+                     load_from_args, run_mechanism)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,11 +41,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _release(args: argparse.Namespace, db: Any, progress: Progress) -> PSTRelease:
     """The private prediction suffix tree of ``db``."""
-    with engine_client(args) as client:
-        return pst(db, args.epsilon, l_top=args.l_top, seed=args.seed, backend=args.backend,
-                   synthetic=not args.no_synthetic, n_synthetic=args.n_synthetic,
-                   max_length=args.max_length, engine=args.engine, client=client,
-                   progress=progress)
+    return pst(db, args.epsilon, l_top=args.l_top, seed=args.seed, backend=args.backend,
+               synthetic=not args.no_synthetic, n_synthetic=args.n_synthetic,
+               max_length=args.max_length, engine=args.engine, client=args.client,
+               progress=progress)
 
 
 def _describe(release: PSTRelease) -> str:

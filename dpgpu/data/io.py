@@ -25,6 +25,19 @@ from ..errors import InputError
 GZIP_MAGIC = b"\x1f\x8b"
 
 
+@contextlib.contextmanager
+def input_errors(path: Any) -> Iterator[None]:
+    """Turn a failure to open or read ``path`` inside the block into an InputError naming it."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not a data file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
 def read_bytes(path: Any) -> bytes:
     """Contents of ``path``, decompressed when it is gzip data.
 
@@ -34,14 +47,8 @@ def read_bytes(path: Any) -> bytes:
         Missing or unreadable file, a directory, or truncated/corrupt gzip.
     """
     p = Path(path)
-    try:
+    with input_errors(p):
         raw = p.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{p}: is a directory, not a data file") from None
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read ({exc.strerror or exc})") from None
     if raw[:2] == GZIP_MAGIC:
         try:
             raw = gzip.decompress(raw)

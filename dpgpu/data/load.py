@@ -73,9 +73,7 @@ def load(path: Any, format: str | None = None, **options: Any) -> SequenceDB:
     InvalidParameter
         Unknown format or an option the format does not take.
     """
-    if format is not None and format not in FORMATS:
-        raise InvalidParameter(f"format: unknown format {format!r}; choose one of "
-                               f"{', '.join(FORMATS)}")
+    check_format(format)
     p = Path(path)
     head = _raw_head(p)
     if format in ("parquet", "text-parquet") or (format is None and head.startswith(b"PAR1")):
@@ -85,13 +83,26 @@ def load(path: Any, format: str | None = None, **options: Any) -> SequenceDB:
         if not data.strip():
             raise InputError(f"{p}: empty file (no sequences)")
         fmt = format or detect_format(p, data)
+    check_options(fmt, options)
+    db = read(fmt, p, data, options)
+    log.info("loaded %s as %s: %d sequences, %d items", p, fmt, len(db), db.vocab.size)
+    return db
+
+
+def check_format(format: str | None) -> str | None:
+    """Return ``format`` if it is ``None`` or one of :data:`FORMATS`."""
+    if format is not None and format not in FORMATS:
+        raise InvalidParameter(f"format: unknown format {format!r}; choose one of "
+                               f"{', '.join(FORMATS)}")
+    return format
+
+
+def check_options(fmt: str, options: dict) -> None:
+    """Raise InvalidParameter for an option the format ``fmt`` does not take."""
     unknown = set(options) - set(_OPTIONS[fmt])
     if unknown:
         raise InvalidParameter(f"{sorted(unknown)[0]}: not an option of the '{fmt}' format "
                                f"(it takes: {', '.join(_OPTIONS[fmt]) or 'none'})")
-    db = _read(fmt, p, data, options)
-    log.info("loaded %s as %s: %d sequences, %d items", p, fmt, len(db), db.vocab.size)
-    return db
 
 
 def detect_format(path: Path, data: bytes) -> str:
@@ -123,7 +134,11 @@ def _raw_head(p: Path) -> bytes:
         return b""  # read_bytes reports the problem with its own message
 
 
-def _read(fmt: str, p: Path, data: bytes, options: dict) -> SequenceDB:
+def read(fmt: str, p: Path, data: bytes, options: dict) -> SequenceDB:
+    """Parse ``data``, the contents of ``p``, in the format ``fmt`` (options already checked).
+
+    Parquet formats read ``p`` itself and ignore ``data``.
+    """
     if fmt == "seq":
         return text.read_seq(p, data)
     if fmt == "spmf":

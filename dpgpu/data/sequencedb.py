@@ -322,7 +322,14 @@ def concat_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
 
 
 def check_db(db: Any, name: str = "data") -> SequenceDB:
-    """Raise :class:`InvalidParameter` unless ``db`` is a SequenceDB."""
-    if not isinstance(db, SequenceDB):
+    """Raise :class:`InvalidParameter` unless ``db`` is a SequenceDB (or data held on workers).
+
+    Data held in partitions (:class:`dpgpu.scale.partitions.HeldData`, e.g. a
+    dataset read on Dask workers) passes too: mechanisms count it through
+    its partitions.
+    """
+    from ..scale.partitions import HeldData  # noqa: PLC0415 - avoid an import cycle
+
+    if not isinstance(db, (SequenceDB, HeldData)):
         raise InvalidParameter(f"{name}: expected a SequenceDB, got {type(db).__name__}")
     return db

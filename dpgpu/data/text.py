@@ -140,6 +140,16 @@ def read_seq(path: Any, data: bytes) -> SequenceDB:
     category names become ``vocab.names``.  All K declared categories are in
     the vocabulary, occurring or not (the item universe is public).
     """
+    names, body_start = seq_header(path, data)
+    return read_seq_body(path, data, body_start, names)
+
+
+def seq_header(path: Any, data: bytes) -> tuple[list[str], int]:
+    """The category names of a UCI ``.seq`` header and the offset where the sequences start.
+
+    ``data`` must hold the whole header (the ``% Sequences:`` line and the
+    blank line after it).
+    """
     mark = data.find(_SEQ_MARK)
     if not looks_like_seq(data[:200]) or mark < 0:
         raise InputError(f"{path}: line 1: not a UCI .seq file (expected a '% Different "
@@ -157,6 +167,14 @@ def read_seq(path: Any, data: bytes) -> SequenceDB:
         body_start += 1
     elif data[body_start:body_start + 2] == b"\r\n":
         body_start += 2
+    return names, body_start
+
+
+def read_seq_body(path: Any, data: bytes, body_start: int, names: list[str]) -> SequenceDB:
+    """The sequences of ``data[body_start:]``, one line each, categories ``1 .. len(names)``.
+
+    Lines are numbered from the start of ``data`` in messages.
+    """
     first_line = line_number(data, body_start) - 1
     # blank the header (keeping its line feeds) so that token lines stay absolute
     header_blank = bytes(data[:body_start]).translate(_BLANK_BUT_NEWLINE)

@@ -56,7 +56,7 @@ def tokenize(text: str, *, lowercase: bool = True) -> list[list[str]]:
 
 
 def read_jsonl(path: Any, data: bytes, *, user: str | None = None, text: str | None = None,
-               lowercase: bool = True) -> SequenceDB:
+               lowercase: bool = True, allow_empty: bool = False) -> SequenceDB:
     """Read JSON lines, one object per line with a user field and a text field.
 
     Parameters
@@ -70,6 +70,9 @@ def read_jsonl(path: Any, data: bytes, *, user: str | None = None, text: str | N
         be a string or a number; the text must be a string.
     lowercase : bool
         Lower-case the words.
+    allow_empty : bool
+        Return an empty database instead of failing when there are no words
+        (for a part of a file).
 
     Returns
     -------
@@ -95,7 +98,7 @@ def read_jsonl(path: Any, data: bytes, *, user: str | None = None, text: str | N
             raise InputError(f"{path}: line {n}: expected a JSON object, got "
                              f"{type(obj).__name__}")
         records.append((n, _field(path, n, obj, user), _field(path, n, obj, text)))
-    return _build(path, "jsonl", records, user, text, lowercase)
+    return _build(path, "jsonl", records, user, text, lowercase, allow_empty=allow_empty)
 
 
 def read_text_csv(path: Any, data: bytes, *, user: str | None = None, text: str | None = None,
@@ -190,7 +193,7 @@ def _column(path: Any, header: list[str], name: str) -> int:
 
 
 def _build(path: Any, fmt: str, records: Iterable[tuple[int, Any, Any]], user: str, text: str,
-           lowercase: bool, *, where: str = "line") -> SequenceDB:
+           lowercase: bool, *, where: str = "line", allow_empty: bool = False) -> SequenceDB:
     """Tokenize the records ``(line, user, text)`` into one sequence per sentence."""
     ids: dict[str, int] = {}
     owners, sentences = [], []
@@ -204,7 +207,7 @@ def _build(path: Any, fmt: str, records: Iterable[tuple[int, Any, Any]], user: s
         for s in tokenize(t, lowercase=lowercase):
             sentences.append(s)
             owners.append(uid)
-    if not sentences:
+    if not sentences and not allow_empty:
         raise InputError(f"{path}: no words (no sequences)")
     vocab = Vocabulary(sort_labels({w for s in sentences for w in s}))
     code = {w: i for i, w in enumerate(vocab.labels)}

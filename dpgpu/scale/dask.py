@@ -26,7 +26,7 @@ import numpy as np
 from ..backend import to_numpy
 from ..errors import InvalidParameter
 from ..validation import check_positive_int
-from .partitions import Partitions, part_of, split_rows
+from .partitions import Partitions, part_of, partition, split_rows
 
 log = logging.getLogger("dpgpu")
 
@@ -106,7 +106,8 @@ class DaskPartitions(Partitions):
         """
         client = client if client is not None else connect()
         n_workers = len(client.scheduler_info()["workers"])
-        n_parts = check_positive_int(partitions or 2 * max(1, n_workers), "partitions")
+        n_parts = check_positive_int(2 * max(1, n_workers) if partitions is None else partitions,
+                                 "partitions")
         rows = split_rows(db, n_parts, by_user=by_user)
         futures = client.scatter([take(db, r, by_user=by_user) for r in rows], hash=False)
         log.info("dask engine: %d partitions on %d workers", len(futures), n_workers)
@@ -133,24 +134,27 @@ class DaskGramEngine:
 
     Parameters
     ----------
-    db : SequenceDB
+    db : SequenceDB or DistributedDB
+        A DistributedDB (:mod:`dpgpu.scale.loading`) is counted in its own
+        partitions.
     l_max : int, optional
     start, end : see :class:`~dpgpu.ops.grams.GramEngine`
     backend : str, optional
         Backend name each worker uses (``"numpy"`` or ``"cupy"`` on
         ``dask-cuda`` workers).
-    client : dask.distributed.Client
+    client : dask.distributed.Client, optional
+        Default: a local cluster of two workers (not used for a DistributedDB).
     partitions : int, optional
         Number of partitions (default: twice the number of workers).
     """
 
     def __init__(self, db: Any, l_max: int | None = None, *, start: bool = False,
-                 end: "bool | str" = False, backend: Any = None, client: Any,
+                 end: "bool | str" = False, backend: Any = None, client: Any = None,
                  partitions: int | None = None):
         self.vocab = db.vocab
         self.n_symbols = db.vocab.size + 2
         name = backend if isinstance(backend, str) or backend is None else backend.name
-        self.parts = DaskPartitions.split(db, client, partitions=partitions).map(
+        self.parts = partition(db, "dask", client, partitions=partitions).map(
             _build, l_max, start, end, name)
 
     def next_symbol_histogram(self, contexts: Any) -> np.ndarray:

@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..errors import InvalidParameter
 from ..validation import check_choice
 
 #: The values of a mechanism's ``engine`` argument.
@@ -126,9 +127,32 @@ class LocalPartitions(Partitions):
         return outputs
 
 
-def check_engine(engine: Any) -> str:
-    """Return ``engine`` if it is one of :data:`ENGINES`."""
-    return check_choice(engine, "engine", ENGINES)
+class HeldData:
+    """A dataset already held in partitions somewhere (as :func:`partition` would cut it).
+
+    :class:`dpgpu.scale.loading.DistributedDB` (read on Dask workers) is one.
+    Mechanisms take it in place of a SequenceDB: they read ``vocab``,
+    ``source`` and ``len`` here and count through :meth:`partitions`.
+    """
+
+    vocab: Any
+    source: dict
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def partitions(self, *, by_user: bool = False) -> Partitions:
+        """The partitions, each holding whole users with ``by_user`` (see :func:`partition`)."""
+        raise NotImplementedError
+
+
+def check_engine(engine: Any, db: Any = None) -> str:
+    """Return ``engine`` if it is one of :data:`ENGINES` (and ``"dask"`` for held data ``db``)."""
+    engine = check_choice(engine, "engine", ENGINES)
+    if isinstance(db, HeldData) and engine != "dask":
+        raise InvalidParameter(f"engine: the data were read on Dask workers "
+                               f"({type(db).__name__}); use engine='dask', not {engine!r}")
+    return engine
 
 
 def partition(db: Any, engine: str = "local", client: Any = None, *, by_user: bool = False,
@@ -156,8 +180,15 @@ def partition(db: Any, engine: str = "local", client: Any = None, *, by_user: bo
     Returns
     -------
     Partitions
+
+    Notes
+    -----
+    For :class:`HeldData` (read on the workers) the partitions are its own,
+    on its own client; ``client`` and ``partitions`` are not used.
     """
-    engine = check_engine(engine)
+    engine = check_engine(engine, db)
+    if isinstance(db, HeldData):
+        return db.partitions(by_user=by_user)
     if engine == "local":
         return LocalPartitions([db], [None])
     from .dask import DaskPartitions  # noqa: PLC0415 - optional dependency

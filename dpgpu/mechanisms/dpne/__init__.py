@@ -218,7 +218,7 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     method = check_choice(method, "method", ("dpne",) + METHODS)
     policy = check_choice(policy, "policy", POLICIES)
     alpha = check_positive_real(alpha, "alpha")
-    engine = check_engine(engine)
+    engine = check_engine(engine, db)
     if method == "dpne" and policy != "weighted":
         raise InvalidParameter("policy: DPNE uses the weighted policy; other policies are "
                                "for the dpsu-* methods")

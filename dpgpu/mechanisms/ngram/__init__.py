@@ -210,7 +210,7 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     n_max = check_positive_int(n_max, "n_max")
     variant = check_choice(variant, "variant", VARIANTS)
     max_draws = check_positive_int(max_draws, "max_draws")
-    engine = check_engine(engine)
+    engine = check_engine(engine, db)
     progress = progress or (lambda msg: log.info("ngram: %s", msg))
     be = get_backend(backend)
     private = variant != "baseline"
@@ -227,10 +227,9 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     else:
         noise = _no_noise
     if engine == "dask":
-        from ...scale.dask import DaskGramEngine, connect  # noqa: PLC0415 - optional
+        from ...scale.dask import DaskGramEngine  # noqa: PLC0415 - optional
 
-        counter = DaskGramEngine(db, l_max, end="all", backend=be.name,
-                                 client=client or connect())
+        counter = DaskGramEngine(db, l_max, end="all", backend=be.name, client=client)
     else:
         counter = GramEngine(db, l_max, end="all", backend=be)
     timings["prepare_s"] = time.perf_counter() - t0

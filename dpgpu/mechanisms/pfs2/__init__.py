@@ -234,7 +234,7 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
     weights = check_positive_reals(budget_split, "budget_split")
     if len(weights) != 5:
         raise InvalidParameter("budget_split: expected 5 weights (eps_1 .. eps_5)")
-    engine = check_engine(engine)
+    engine = check_engine(engine, db)
     progress = progress or (lambda msg: log.info("pfs2: %s", msg))
     be = get_backend(backend)
     data = partition(db, engine, client)

@@ -407,7 +407,7 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
     max_length = l_top if max_length is None else check_positive_int(max_length, "max_length")
     if n_synthetic is not None:
         n_synthetic = check_positive_int(n_synthetic, "n_synthetic")
-    engine = check_engine(engine)
+    engine = check_engine(engine, db)
     progress = progress or (lambda msg: log.info("pst: %s", msg))
     be = get_backend(backend)
     timings: dict[str, float] = {}

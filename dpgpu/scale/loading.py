@@ -1,0 +1,409 @@
+"""Reading a dataset on the Dask workers, so that it never passes through the client.
+
+:func:`load_distributed` is :func:`dpgpu.load` for ``engine="dask"``: the
+client reads only the head of the file (to detect the format and read a
+UCI ``.seq`` header) and picks cut points at line ends; each worker reads
+its own byte range and parses it with the reader :func:`dpgpu.load` uses,
+and keeps the result.  Ids are made global in a second round: the workers
+send their labels (items, and users for user-level text), the client
+merges them as a local load orders them (item labels sorted, users in order
+of first appearance, part by part) and sends each part its id maps.
+
+The result, a :class:`DistributedDB`, goes to any mechanism in place of a
+SequenceDB with ``engine="dask"``; the release is the one the mechanism
+makes of ``dpgpu.load(path)`` for the same key.  With ``by_user`` (DPNE)
+its partitions are shuffled by user on the workers, so every user's
+sequences meet in one partition.
+
+* The file must be readable under the same path on the client and on every
+  worker (a shared file system).
+* ``seq``, ``spmf``, ``lines`` and ``jsonl`` files are split.  A gzip file
+  cannot be split at byte offsets, and the other formats (event logs, XES,
+  Parquet, ``text-csv``) group records across lines: for those one worker
+  reads the whole file and cuts the result into partitions, which Dask may
+  then move to other workers.
+* A bad line is reported with the file's own line number (the worker that
+  meets it counts the lines before its range).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..data import text
+from ..data.io import GZIP_MAGIC, input_errors, read_bytes
+from ..data.load import check_format, check_options, detect_format, read
+from ..data.sequencedb import SequenceDB, sort_labels
+from ..data.vocabulary import Vocabulary
+from ..errors import InputError
+from ..validation import check_positive_int
+from .dask import DaskPartitions, connect
+from .partitions import HeldData
+
+log = logging.getLogger("dpgpu")
+
+#: Formats whose records are single lines, read in byte ranges by several workers.
+SPLITTABLE = ("seq", "spmf", "lines", "jsonl")
+#: Bytes the client reads to detect the format and find the ``.seq`` header.
+HEAD_BYTES = 1 << 16
+#: Bytes read at a time while looking for a cut point or counting lines.
+_BLOCK = 1 << 20
+
+
+class DistributedDB(HeldData):
+    """A sequence dataset held in partitions on Dask workers (see :func:`load_distributed`).
+
+    Parameters
+    ----------
+    client : dask.distributed.Client
+    states : list of distributed.Future
+        One SequenceDB per partition (global item and user ids), in file order.
+    sizes : list of int
+        Sequences of each partition.
+    vocab : Vocabulary
+    source : dict
+        As :attr:`SequenceDB.source` of a local load (path, format, ...).
+    has_users : bool
+        Whether the sequences carry user ids (user-level text).
+
+    Attributes
+    ----------
+    vocab : Vocabulary
+    source : dict
+    has_users : bool
+    """
+
+    def __init__(self, client: Any, states: list[Any], sizes: list[int], vocab: Vocabulary,
+                 source: dict, has_users: bool):
+        self.client, self.states = client, states
+        self.starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+        self.vocab, self.source, self.has_users = vocab, dict(source), has_users
+
+    def __len__(self) -> int:
+        return int(self.starts[-1])
+
+    def partitions(self, *, by_user: bool = False) -> DaskPartitions:
+        """The partitions (sequence ``i`` of the file is row ``i``).
+
+        Parameters
+        ----------
+        by_user : bool
+            Every user's sequences in one partition: with user ids, the
+            partitions are shuffled on the workers (user ``u`` goes to
+            partition ``u mod P``, keeping the file order); without, each
+            sequence is its own user, identified by its row.
+
+        Returns
+        -------
+        DaskPartitions
+        """
+        ranges = [np.arange(lo, hi, dtype=np.int64)
+                  for lo, hi in zip(self.starts[:-1], self.starts[1:])]
+        if not by_user:
+            return DaskPartitions(self.client, self.states, ranges)
+        if not self.has_users:
+            states = [self.client.submit(_rows_as_users, s, int(lo), pure=False)
+                      for s, lo in zip(self.states, self.starts[:-1])]
+            return DaskPartitions(self.client, states, ranges)
+        n = len(self.states)
+        pieces = [[self.client.submit(_users_of, s, int(lo), j, n, pure=False) for j in range(n)]
+                  for s, lo in zip(self.states, self.starts[:-1])]
+        joined = [self.client.submit(_join, *[row[j] for row in pieces], pure=False)
+                  for j in range(n)]
+        rows = self.client.gather([self.client.submit(_second, f, pure=False) for f in joined])
+        states = [self.client.submit(_first, f, pure=False) for f in joined]
+        return DaskPartitions(self.client, states, rows)
+
+    def collect(self) -> SequenceDB:
+        """All the sequences as one SequenceDB in this process (for data that fits here)."""
+        parts = self.client.gather(self.states)
+        items = np.concatenate([p.items for p in parts])
+        lengths = np.concatenate([p.lengths for p in parts])
+        users = np.concatenate([p.users for p in parts]) if self.has_users else None
+        return SequenceDB(items, np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]),
+                          self.vocab, users=users, source=self.source)
+
+
+def load_distributed(path: Any, client: Any = None, *, format: str | None = None,
+                     partitions: int | None = None, **options: Any) -> DistributedDB:
+    """Read a sequence dataset on the Dask workers (see the module docstring).
+
+    Parameters
+    ----------
+    path : str or path-like
+        Readable at this path by the client and every worker.  Only read.
+    client : dask.distributed.Client, optional
+        Default: a local cluster of two workers.
+    format : str, optional
+        As for :func:`dpgpu.load` (detected from the head of the file when omitted).
+    partitions : int, optional
+        Number of partitions (default: twice the number of workers).
+    **options
+        The format's options, as for :func:`dpgpu.load`.
+
+    Returns
+    -------
+    DistributedDB
+
+    Raises
+    ------
+    InputError
+        As :func:`dpgpu.load`: a missing, empty or malformed file (naming the
+        file and line).
+    InvalidParameter
+        Unknown format or option, or a bad ``partitions``.
+    """
+    check_format(format)
+    client = client if client is not None else connect()
+    n_workers = len(client.scheduler_info()["workers"])
+    n_parts = check_positive_int(2 * max(1, n_workers) if partitions is None else partitions,
+                                 "partitions")
+    p = Path(path)
+    head, size, gz = _head(p)
+    fmt = format or ("parquet" if head.startswith(b"PAR1") else _detect(p, head))
+    check_options(fmt, options)
+    if gz or fmt not in SPLITTABLE:
+        db = _read_whole(client, p, fmt, options, n_parts)
+    else:
+        db = _read_split(client, p, fmt, options, n_parts, head, size)
+    log.info("loaded %s as %s on %d workers: %d partitions", p, fmt, n_workers,
+             len(db.states))
+    return db
+
+
+# ------------------------------------------------------------------ client
+def _head(p: Path) -> tuple[bytes, int, bool]:
+    """The first bytes of ``p`` (decompressed), its size on disk, and whether it is gzip."""
+    with input_errors(p), open(p, "rb") as f:
+        raw = f.read(HEAD_BYTES)
+        size = f.seek(0, 2)
+    if raw[:2] != GZIP_MAGIC:
+        return raw, size, False
+    import gzip  # noqa: PLC0415
+    import zlib  # noqa: PLC0415
+
+    try:
+        with gzip.open(p, "rb") as f:
+            return f.read(HEAD_BYTES), size, True
+    except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
+        raise InputError(f"{p}: truncated or corrupt gzip data ({exc})") from None
+
+
+def _detect(p: Path, head: bytes) -> str:
+    if not head.strip():
+        raise InputError(f"{p}: empty file (no sequences)")
+    return detect_format(p, head)
+
+
+def _read_whole(client: Any, p: Path, fmt: str, options: dict, n_parts: int) -> DistributedDB:
+    """One worker reads the whole file; its partitions are cut there."""
+    whole = client.submit(_load_file, str(p), fmt, options, pure=False)
+    n, vocab, source, has_users = client.submit(_describe, whole, pure=False).result()
+    bounds = np.linspace(0, n, n_parts + 1).astype(np.int64) if n else np.array([0, 0])
+    bounds = np.unique(bounds)
+    states = [client.submit(_rows, whole, int(lo), int(hi), pure=False)
+              for lo, hi in zip(bounds[:-1], bounds[1:])]
+    return DistributedDB(client, states, np.diff(bounds).tolist(), vocab, source, has_users)
+
+
+def _read_split(client: Any, p: Path, fmt: str, options: dict, n_parts: int, head: bytes,
+                size: int) -> DistributedDB:
+    """Workers read byte ranges; then the client merges labels and the workers remap ids."""
+    header, names = b"", None
+    if fmt == "seq":
+        names, body_start = text.seq_header(p, head)
+        header = head[:body_start]
+    terminated = fmt == "spmf" and text.looks_like_spmf(head)
+    cuts = _cut_points(p, len(header), size, n_parts, terminated)
+    ranges = list(zip(cuts[:-1], cuts[1:])) or [(len(header), len(header))]
+    parsed = [client.submit(_parse_range, str(p), fmt, options, header, names, lo, hi,
+                            pure=False) for lo, hi in ranges]
+    meta = client.gather([client.submit(_labels, f, pure=False) for f in parsed])
+    if fmt == "lines" and options.get("tokens", "auto") == "auto" and \
+            len({m["source"].get("tokens") for m in meta}) > 1:
+        # a string token anywhere makes the whole file a string file, as for a local load
+        options = {**options, "tokens": "str"}
+        parsed = [client.submit(_parse_range, str(p), fmt, options, header, None, lo, hi,
+                                pure=False) for lo, hi in ranges]
+        meta = client.gather([client.submit(_labels, f, pure=False) for f in parsed])
+    n = sum(m["n"] for m in meta)
+    if n == 0:
+        raise InputError(f"{p}: no words (no sequences)" if fmt == "jsonl"
+                         else f"{p}: empty file (no sequences)")
+    source = _merged_source(meta, fmt)
+    if fmt == "spmf" and len({bool(m["source"].get("stripped")) for m in meta if m["n"]}) > 1:
+        raise InputError(f"{p}: mixes sequences terminated by -2 with lines without -2; "
+                         "read it with engine 'local'")
+    labels = sort_labels(set().union(*(m["labels"] for m in meta)))
+    vocab = Vocabulary(labels, names=meta[0]["names"] if fmt == "seq" else None)
+    index = {label: i for i, label in enumerate(labels)}
+    users: dict[str, int] = {}
+    states = []
+    for f, m in zip(parsed, meta):
+        item_map = np.array([index[x] for x in m["labels"]], dtype=np.int32)
+        user_map = None
+        if m["user_labels"] is not None:
+            user_map = np.array([users.setdefault(u, len(users)) for u in m["user_labels"]],
+                                dtype=np.int32)
+        states.append(client.submit(_remap, f, item_map, user_map, vocab, pure=False))
+    if fmt == "jsonl":
+        source["user_labels"] = list(users)
+    return DistributedDB(client, states, [m["n"] for m in meta], vocab, source, fmt == "jsonl")
+
+
+def _cut_points(p: Path, start: int, size: int, n_parts: int, terminated: bool) -> list[int]:
+    """Offsets ``start = c_0 < c_1 < ... < c_k = size``, each just after a line end.
+
+    With ``terminated`` (SPMF with ``-2``), only after a line whose last
+    token is ``-2``, so that no sequence is cut.
+    """
+    cuts = [start]
+    with open(p, "rb") as f:
+        for k in range(1, n_parts):
+            at = max(cuts[-1], start + (size - start) * k // n_parts)
+            cut = _next_line_end(f, at, size, terminated)
+            if cut > cuts[-1]:
+                cuts.append(cut)
+    if size > cuts[-1]:
+        cuts.append(size)
+    return cuts
+
+
+def _next_line_end(f: Any, at: int, size: int, terminated: bool) -> int:
+    """Offset just after the first qualifying line end at or after ``at`` (``size``: none)."""
+    if at <= 0:
+        return 0
+    f.seek(at - 1)  # the line end may be the byte before ``at``
+    base, buf = at - 1, b""  # buf holds the file from offset ``base``
+    while True:
+        i = buf.find(b"\n")
+        while i >= 0:
+            if not terminated or buf[:i].split()[-1:] == [b"-2"]:
+                return base + i + 1
+            base, buf = base + i + 1, buf[i + 1:]
+            i = buf.find(b"\n")
+        block = f.read(_BLOCK)
+        if not block:
+            return size
+        keep = buf[-256:]  # enough of the current line to see its last token
+        base, buf = base + len(buf) - len(keep), keep + block
+
+
+def _merged_source(meta: list[dict], fmt: str) -> dict:
+    """The ``source`` of a local load: the parts' (they agree), SPMF item names merged."""
+    source = dict(meta[0]["source"])
+    source.pop("user_labels", None)
+    if fmt == "spmf":
+        names = {}
+        for m in meta:
+            names.update(m["source"].get("names", {}))
+        source.pop("names", None)
+        if names:
+            source["names"] = names
+    if fmt == "lines":
+        source["tokens"] = "str" if any(m["source"].get("tokens") == "str" for m in meta) \
+            else "int"
+    return source
+
+
+# ----------------------------------------------------------------- workers
+def _load_file(path: str, fmt: str, options: dict) -> SequenceDB:
+    p = Path(path)
+    data = b"" if fmt in ("parquet", "text-parquet") else read_bytes(p)
+    if fmt not in ("parquet", "text-parquet") and not data.strip():
+        raise InputError(f"{p}: empty file (no sequences)")
+    return read(fmt, p, data, options)
+
+
+def _describe(db: SequenceDB) -> tuple[int, Vocabulary, dict, bool]:
+    return len(db), db.vocab, db.source, db.users is not None
+
+
+def _rows(db: SequenceDB, lo: int, hi: int) -> SequenceDB:
+    part = db.select(np.arange(lo, hi, dtype=np.int64))
+    return SequenceDB(part.items, part.offsets, db.vocab, users=part.users)
+
+
+def _parse_range(path: str, fmt: str, options: dict, header: bytes, names: list | None,
+                 lo: int, hi: int) -> SequenceDB:
+    """Parse bytes ``lo .. hi`` of the file (after the ``.seq`` ``header``) on this worker."""
+    p = Path(path)
+    with open(p, "rb") as f:
+        f.seek(lo)
+        data = f.read(hi - lo)
+    try:
+        return _parse(p, fmt, options, header, names, data)
+    except InputError:
+        # parse again behind as many empty lines as precede the range: same error, true line
+        skipped = _count_lines(p, len(header), lo)
+        _parse(p, fmt, options, header, names, b"\n" * skipped + data)
+        raise
+
+
+def _parse(p: Path, fmt: str, options: dict, header: bytes, names: list | None,
+           data: bytes) -> SequenceDB:
+    if fmt == "seq":
+        return text.read_seq_body(p, header + data, len(header), names)
+    if fmt == "jsonl":
+        return read(fmt, p, data, {**options, "allow_empty": True})
+    return read(fmt, p, data, options)
+
+
+def _count_lines(p: Path, lo: int, hi: int) -> int:
+    """Line feeds in bytes ``lo .. hi`` of ``p``."""
+    count = 0
+    with open(p, "rb") as f:
+        f.seek(lo)
+        left = hi - lo
+        while left > 0:
+            block = f.read(min(_BLOCK, left))
+            if not block:
+                break
+            count += block.count(b"\n")
+            left -= len(block)
+    return count
+
+
+def _labels(db: SequenceDB) -> dict:
+    users = db.source.get("user_labels")
+    return {"n": len(db), "labels": list(db.vocab.labels), "names": db.vocab.names,
+            "user_labels": list(users) if users is not None else None,
+            "source": {k: v for k, v in db.source.items() if k != "user_labels"}}
+
+
+def _remap(db: SequenceDB, item_map: np.ndarray, user_map: np.ndarray | None,
+           vocab: Vocabulary) -> SequenceDB:
+    users = user_map[db.users] if user_map is not None else None
+    return SequenceDB(item_map[db.items], db.offsets, vocab, users=users)
+
+
+def _rows_as_users(db: SequenceDB, first_row: int) -> SequenceDB:
+    rows = np.arange(first_row, first_row + len(db))
+    return SequenceDB(db.items, db.offsets, db.vocab, users=rows)
+
+
+def _users_of(db: SequenceDB, first_row: int, j: int, n: int) -> tuple[SequenceDB, np.ndarray]:
+    """The sequences of ``db`` whose user goes to partition ``j`` of ``n``, and their rows."""
+    rows = np.flatnonzero(db.users % n == j)
+    return db.select(rows), first_row + rows
+
+
+def _join(*pieces: tuple[SequenceDB, np.ndarray]) -> tuple[SequenceDB, np.ndarray]:
+    dbs = [db for db, _ in pieces]
+    lengths = np.concatenate([db.lengths for db in dbs])
+    joined = SequenceDB(np.concatenate([db.items for db in dbs]),
+                        np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]),
+                        dbs[0].vocab, users=np.concatenate([db.users for db in dbs]))
+    return joined, np.concatenate([rows for _, rows in pieces])
+
+
+def _first(pair: tuple) -> Any:
+    return pair[0]
+
+
+def _second(pair: tuple) -> Any:
+    return pair[1]

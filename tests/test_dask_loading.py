@@ -1,0 +1,202 @@
+"""Reading a file on the Dask workers: the same database as ``dpgpu.load``, the same releases."""
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+import dpgpu
+from dpgpu import InputError, InvalidParameter
+from dpgpu.mechanisms.dpne import dpne
+from dpgpu.mechanisms.ngram import ngram
+from dpgpu.mechanisms.pfs2 import pfs2
+from dpgpu.mechanisms.privtree import pst
+
+distributed = pytest.importorskip("dask.distributed")
+from dpgpu.scale.loading import DistributedDB, load_distributed  # noqa: E402 - needs dask
+
+
+@pytest.fixture(scope="module")
+def client(dask_client):
+    return dask_client
+
+
+def assert_same(got, want):
+    assert got.items.tolist() == want.items.tolist()
+    assert got.offsets.tolist() == want.offsets.tolist()
+    assert got.vocab.labels == want.vocab.labels and got.vocab.names == want.vocab.names
+    assert got.source == want.source
+    assert (got.users is None) == (want.users is None)
+    if want.users is not None:
+        assert got.users.tolist() == want.users.tolist()
+
+
+def rng_rows(seed, n, items=7, hi=9):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(1, items + 1, rng.integers(1, hi)).tolist() for _ in range(n)]
+
+
+def seq_text(rows):
+    header = ("% Different categories found in input file:\n\n"
+              + " ".join(f"cat{i}" for i in range(1, 8)) + "\n\n% Sequences:\n\n")
+    return header + "".join(" ".join(map(str, r)) + " \n" for r in rows)
+
+
+def spmf_text(rows):
+    """Terminated SPMF, a sequence sometimes written over two lines, and an item name."""
+    out = ["@CONVERTED_FROM_TEXT\n", "@ITEM=3=three\n"]
+    for i, r in enumerate(rows):
+        body = " -1 ".join(map(str, r)) + " -1"
+        if i % 5 == 0 and len(r) > 1:
+            cut = body.index(" -1 ") + 4
+            body = body[:cut] + "\n" + body[cut:]
+        out.append(body + " -2\n")
+    return "".join(out)
+
+
+def jsonl_text(seed, n):
+    rng = np.random.default_rng(seed)
+    words = ["alpha", "beta", "gamma", "delta", "eps", "zeta"]
+    lines = []
+    for i in range(n):
+        sentences = [" ".join(rng.choice(words, rng.integers(1, 6))) for _ in range(2)]
+        lines.append(json.dumps({"author": f"u{rng.integers(0, n // 3)}",
+                                 "content": ". ".join(sentences)}))
+        if i % 17 == 0:
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+FILES = {
+    "data.seq": lambda: seq_text(rng_rows(1, 400)),
+    "data.spmf": lambda: spmf_text(rng_rows(2, 300)),
+    "stripped.txt": lambda: "".join(" ".join(map(str, r)) + "\n" for r in rng_rows(3, 300)),
+    "ints.txt": lambda: "\n".join(" ".join(map(str, r)) for r in rng_rows(4, 300)) + "\n\n3",
+    "words.txt": lambda: "".join(" ".join(f"w{x}" for x in r) + "\n" for r in rng_rows(5, 300)),
+    # integers everywhere but in one line near the end: the whole file has string tokens
+    "mixed.txt": lambda: "".join(" ".join(map(str, r)) + "\n" for r in rng_rows(6, 300))
+                         + "007 x\n" + "7 7\n" * 5,
+    "texts.jsonl": lambda: jsonl_text(7, 200),
+    "log.csv": lambda: "case,activity,timestamp\n" + "".join(
+        f"c{i % 40},a{i % 6},2024-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}\n" for i in range(500)),
+}
+
+
+@pytest.mark.parametrize("name", list(FILES))
+@pytest.mark.parametrize("parts", [1, 3, 7])
+def test_same_database_as_a_local_load(client, tmp_path, name, parts):
+    path = tmp_path / name
+    path.write_text(FILES[name]())
+    before = path.read_bytes()
+    db = load_distributed(path, client, partitions=parts)
+    assert isinstance(db, DistributedDB)
+    local = dpgpu.load(path)
+    assert len(db) == len(local)
+    assert_same(db.collect(), local)
+    assert path.read_bytes() == before  # inputs are only read
+    if name not in ("log.csv",):  # one worker reads the event log whole, then cuts it
+        assert len(db.states) == parts or parts > 1 and len(db.states) > 1
+
+
+def test_gzip_is_read_whole_and_cut(client, tmp_path):
+    path = tmp_path / "data.seq.gz"
+    path.write_bytes(gzip.compress(seq_text(rng_rows(8, 100)).encode()))
+    db = load_distributed(path, client, partitions=4)
+    assert len(db.states) == 4
+    assert_same(db.collect(), dpgpu.load(path))
+
+
+def test_cut_points_never_split_a_terminated_sequence(tmp_path):
+    from dpgpu.scale.loading import _cut_points  # noqa: PLC0415
+
+    path = tmp_path / "long.spmf"
+    path.write_text("1 -1\n2 -1\n3 -1 -2\n" * 50 + "4 -1 -2\n")
+    data = path.read_bytes()
+    cuts = _cut_points(path, 0, len(data), 9, terminated=True)
+    assert cuts[0] == 0 and cuts[-1] == len(data) and len(cuts) > 3
+    assert all(data[:c].endswith(b"-2\n") for c in cuts[1:])
+
+
+@pytest.mark.parametrize("name, bad", [("data.seq", "9"), ("data.spmf", "1.5 -2"),
+                                       ("texts.jsonl", "{not json")])
+def test_a_bad_line_is_named_by_its_line_in_the_file(client, tmp_path, name, bad):
+    lines = FILES[name]().splitlines(keepends=True)
+    lines.insert(len(lines) - 3, bad + "\n")  # in the last part
+    path = tmp_path / name
+    path.write_text("".join(lines))
+    with pytest.raises(InputError) as local:
+        dpgpu.load(path)
+    with pytest.raises(InputError) as remote:
+        load_distributed(path, client, partitions=4)
+    assert str(remote.value) == str(local.value)
+    assert f"line {len(lines) - 3}:" in str(remote.value)
+
+
+def test_missing_empty_and_bad_arguments(client, tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        load_distributed(tmp_path / "nope.seq", client)
+    (tmp_path / "empty.txt").write_text("\n\n")
+    with pytest.raises(InputError, match="empty file"):
+        load_distributed(tmp_path / "empty.txt", client)
+    (tmp_path / "a.txt").write_text("1 2\n")
+    with pytest.raises(InvalidParameter, match="format"):
+        load_distributed(tmp_path / "a.txt", client, format="fasta")
+    with pytest.raises(InvalidParameter, match="delimiter"):
+        load_distributed(tmp_path / "a.txt", client, delimiter=",")
+    with pytest.raises(InvalidParameter, match="partitions"):
+        load_distributed(tmp_path / "a.txt", client, partitions=0)
+
+
+def test_by_user_partitions_hold_whole_users_and_their_rows(client, tmp_path):
+    path = tmp_path / "texts.jsonl"
+    path.write_text(jsonl_text(9, 300))
+    local = dpgpu.load(path)
+    parts = load_distributed(path, client, partitions=4).partitions(by_user=True)
+    dbs = client.gather(parts.states)
+    owners = [set(db.users.tolist()) for db in dbs]
+    assert sum(map(len, owners)) == len(set().union(*owners)) == len(set(local.users.tolist()))
+    for db, rows in zip(dbs, parts.rows):
+        want = local.select(rows)
+        assert db.items.tolist() == want.items.tolist()
+        assert db.offsets.tolist() == want.offsets.tolist()
+        assert db.users.tolist() == want.users.tolist()
+
+
+def test_local_engine_is_refused(client, tmp_path):
+    path = tmp_path / "data.seq"
+    path.write_text(FILES["data.seq"]())
+    db = load_distributed(path, client)
+    with pytest.raises(InvalidParameter, match="engine: the data were read on Dask workers"):
+        ngram(db, 1.0)
+
+
+RELEASES = {
+    "ngram": (lambda db, **kw: ngram(db, 2.0, l_max=10, n_max=3, seed=3, **kw),
+              lambda r: (r.ngrams(), list(r.synthetic))),
+    "pst": (lambda db, **kw: pst(db, 2.0, l_top=8, seed=3, **kw),
+            lambda r: (r.nodes(), list(r.synthetic))),
+    "pfs2": (lambda db, **kw: pfs2(db, 2.0, 0.1, l_upper=8, seed=3, **kw),
+             lambda r: (r.patterns, r.supports.tolist(), r.report["pre_mining"])),
+}
+
+
+@pytest.mark.parametrize("mechanism", list(RELEASES))
+def test_releases_equal_the_local_ones(client, tmp_path, mechanism):
+    path = tmp_path / "data.seq"
+    path.write_text(FILES["data.seq"]())
+    release, view = RELEASES[mechanism]
+    local = release(dpgpu.load(path))
+    remote = release(load_distributed(path, client, partitions=3), engine="dask")
+    assert view(remote) == view(local)
+    assert remote.report["input"] == local.report["input"]
+
+
+def test_dpne_release_equals_the_local_one(client, tmp_path):
+    path = tmp_path / "texts.jsonl"
+    path.write_text(jsonl_text(10, 400))
+    kw = dict(max_n=3, contribution=2, seed=5)
+    local = dpne(dpgpu.load(path), 8.0, 1e-5, **kw)
+    remote = dpne(load_distributed(path, client, partitions=3), 8.0, 1e-5, engine="dask", **kw)
+    assert sum(local.counts()) > 0
+    assert [g.tolist() for g in remote.levels] == [g.tolist() for g in local.levels]
