@@ -1,6 +1,7 @@
 """The partition layer of the engines (no cluster needed): splits, local calls, errors."""
 
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -60,3 +61,64 @@ def test_engine_is_validated_and_dask_is_optional(release, monkeypatch):
     monkeypatch.setitem(sys.modules, "dask.distributed", None)  # as if not installed
     with pytest.raises(InvalidParameter, match=r"pip install dpgpu\[dist\]"):
         release(db_of(), engine="dask")
+
+
+def test_gpu_clusters_use_dask_cuda_when_it_is_installed(monkeypatch):
+    """``connect(gpus=True)`` starts dask-cuda's LocalCUDACluster (a stand-in here: no GPU)."""
+    distributed = pytest.importorskip("dask.distributed")
+    from dpgpu.scale.dask import close, connect  # noqa: PLC0415
+
+    made = []
+
+    def local_cuda_cluster(**kw):
+        made.append(kw)
+        return distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+
+    fake = types.ModuleType("dask_cuda")
+    fake.LocalCUDACluster = local_cuda_cluster
+    monkeypatch.setitem(sys.modules, "dask_cuda", fake)
+    client = connect(gpus=True, quiet=True)
+    try:
+        assert made and len(client.scheduler_info()["workers"]) == 1
+    finally:
+        close(client)
+    client = connect(quiet=True)  # without gpus: the CPU cluster of n_workers
+    try:
+        assert len(made) == 1 and len(client.scheduler_info()["workers"]) == 2
+    finally:
+        close(client)
+
+
+def test_gpu_clusters_without_dask_cuda_warn_and_share_the_gpu(monkeypatch, caplog):
+    pytest.importorskip("dask.distributed")
+    from dpgpu.scale.dask import close, connect  # noqa: PLC0415
+
+    monkeypatch.setitem(sys.modules, "dask_cuda", None)  # as if not installed
+    client = connect(gpus=True, n_workers=1, quiet=True)
+    try:
+        assert len(client.scheduler_info()["workers"]) == 1
+    finally:
+        close(client)
+    assert "dask-cuda is not installed" in caplog.text
+
+
+def test_cli_asks_for_gpu_workers_with_the_cupy_backend(monkeypatch):
+    """``--engine dask`` without ``--scheduler`` asks for a GPU cluster iff the backend is a GPU."""
+    import argparse  # noqa: PLC0415
+
+    from dpgpu.commands import common  # noqa: PLC0415
+    from dpgpu.scale import dask as engine  # noqa: PLC0415
+
+    asked = []
+    monkeypatch.setattr(engine, "connect", lambda scheduler, quiet, gpus: asked.append(gpus))
+    monkeypatch.setattr(engine, "close", lambda client: None)
+    for name, is_gpu in (("numpy", False), ("cupy", True)):
+        monkeypatch.setattr(common, "get_backend",
+                            lambda backend, gpu=is_gpu: type("B", (), {"is_gpu": gpu})())
+        args = argparse.Namespace(engine="dask", scheduler=None, backend=name, verbose=0)
+        with common.engine_client(args):
+            pass
+    args = argparse.Namespace(engine="dask", scheduler="tcp://x:1", backend="cupy", verbose=0)
+    with common.engine_client(args):
+        pass
+    assert asked == [False, True, False]

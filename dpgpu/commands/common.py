@@ -20,6 +20,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+from ..backend import get_backend
 from ..data.load import FORMATS, load
 from ..progress import Step
 from ..scale.partitions import ENGINES
@@ -192,15 +193,17 @@ def engine_client(args: argparse.Namespace) -> Iterator[Any]:
     """The Dask client of ``--engine dask [--scheduler ADDRESS]`` (None for ``--engine local``).
 
     A context manager: the client, and the local cluster it started when no
-    address was given, are closed at exit.  Dask's own INFO messages are
-    shown with ``-v`` only.
+    address was given, are closed at exit.  That cluster has one worker per
+    GPU (``dask-cuda``) when the backend is ``cupy``.  Dask's own INFO
+    messages are shown with ``-v`` only.
     """
     if getattr(args, "engine", "local") != "dask":
         yield None
         return
     from ..scale.dask import close, connect  # noqa: PLC0415 - optional dependency
 
-    client = connect(args.scheduler, quiet=not getattr(args, "verbose", 0))
+    gpus = args.scheduler is None and get_backend(getattr(args, "backend", None)).is_gpu
+    client = connect(args.scheduler, quiet=not getattr(args, "verbose", 0), gpus=gpus)
     try:
         yield client
     finally:

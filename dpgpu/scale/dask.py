@@ -35,17 +35,24 @@ log = logging.getLogger("dpgpu")
 SCATTER_BYTES, SCATTER_ITEMS = 1 << 20, 1 << 14
 
 
-def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = False) -> Any:
+def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = False,
+            gpus: bool = False) -> Any:
     """A ``dask.distributed.Client``: to ``scheduler`` (an address), else a local cluster.
 
     Parameters
     ----------
     scheduler : str, optional
-        Address of a running scheduler (``tcp://host:8786``).
+        Address of a running scheduler (``tcp://host:8786``), e.g. of a
+        ``dask-cuda`` cluster spanning several GPU machines.
     n_workers : int
-        Workers of the local cluster started when no address is given.
+        Workers of the local CPU cluster started when no address is given.
     quiet : bool
         Show Dask's messages from WARNING up only (its default is INFO).
+    gpus : bool
+        The workers count on the GPU: the local cluster is a ``dask-cuda``
+        ``LocalCUDACluster``, one worker per visible GPU.  Without
+        ``dask-cuda`` installed, a warning says so and the ``n_workers``
+        workers of a CPU cluster share the GPU.
 
     Returns
     -------
@@ -66,6 +73,14 @@ def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = F
     if scheduler:
         return Client(scheduler)
     n_workers = check_positive_int(n_workers, "n_workers")
+    if gpus:
+        try:
+            from dask_cuda import LocalCUDACluster  # noqa: PLC0415 - optional, GPU machines
+        except ImportError:
+            log.warning("dask-cuda is not installed: the %d workers of the local cluster share "
+                        "one GPU (pip install dpgpu[dist-gpu] for one worker per GPU)", n_workers)
+        else:
+            return Client(LocalCUDACluster(threads_per_worker=1, dashboard_address=None))
     return Client(LocalCluster(n_workers=n_workers, threads_per_worker=1,
                                dashboard_address=None))
 
