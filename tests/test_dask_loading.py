@@ -200,3 +200,51 @@ def test_dpne_release_equals_the_local_one(client, tmp_path):
     remote = dpne(load_distributed(path, client, partitions=3), 8.0, 1e-5, engine="dask", **kw)
     assert sum(local.counts()) > 0
     assert [g.tolist() for g in remote.levels] == [g.tolist() for g in local.levels]
+
+
+HEADER = b"% Different categories found in input file:\n\na b c\n\n% Sequences:\n\n"
+EDGES = {  # name: (bytes, load options, partitions); found by review
+    "long-header.seq": (b"% Different categories found in input file:\n\n"
+                        + b" ".join(b"c%d" % i for i in range(12000))
+                        + b"\n\n% Sequences:\n\n1 2\n3\n" * 1, {}, 2),
+    "long-metadata.spmf": (b"".join(b"@ITEM=%d=word%d\n" % (i, i) for i in range(5000))
+                           + b"1 -1 2 -1\n3 -1 -2\n" * 20, {"format": "spmf"}, 3),
+    "trailing-blank.spmf": (b"1 -1 -2\n" * 10 + b"\n\n\n", {}, 20),
+    "comment-ending-in-2.spmf": (b"1 -1 2 -1\n# checkpoint -2\n3 -1 -2\n" * 40, {}, 2),
+    "blank-head.txt": (b"\n" * 70000 + b"1 2 3\n", {}, 3),
+    "header-only.seq.gz": (gzip.compress(HEADER), {}, 2),
+    "crlf.seq": (HEADER.replace(b"\n", b"\r\n") + b"1 2 \r\n3 \r\n" * 50, {}, 3),
+    "no-final-newline.txt": (b"1 2\n3 4 5\n" * 30 + b"6 7", {}, 4),
+    "line-separator.jsonl": ('{"author": "a", "content": "x\u2028y z"}\n'.encode() * 30, {}, 3),
+}
+
+
+@pytest.mark.parametrize("name", list(EDGES))
+def test_edge_cases_give_the_local_database(client, tmp_path, name):
+    data, options, parts = EDGES[name]
+    path = tmp_path / name
+    path.write_bytes(data)
+    assert_same(load_distributed(path, client, partitions=parts, **options).collect(),
+                dpgpu.load(path, **options))
+
+
+@pytest.mark.parametrize("fmt", ["lines", "jsonl", "seq", "spmf"])
+def test_a_blank_file_is_empty_in_any_format(client, tmp_path, fmt):
+    path = tmp_path / "blank"
+    path.write_bytes(b"\n \n")
+    for read in (lambda: dpgpu.load(path, format=fmt),
+                 lambda: load_distributed(path, client, format=fmt)):
+        with pytest.raises(InputError, match="empty file"):
+            read()
+
+
+def test_pst_on_parts_without_words(client, tmp_path):
+    """A part of records without words holds no sequences: it is dropped, not counted."""
+    path = tmp_path / "nowords.jsonl"
+    records = [{"author": "e", "content": "..."}] * 200 + \
+        [{"author": "u", "content": "alpha beta. gamma"}] * 20
+    path.write_text("\n".join(map(json.dumps, records)) + "\n")
+    db = load_distributed(path, client, partitions=2)
+    assert len(db.states) == 1
+    remote = pst(db, 2.0, l_top=6, seed=3, engine="dask")
+    assert remote.nodes() == pst(dpgpu.load(path), 2.0, l_top=6, seed=3).nodes()

@@ -290,3 +290,12 @@ def test_length_counts_against_brute_force():
     lengths = np.array([0, 1, 1, 3, 7, 2, 9, 3])
     assert length_counts(lengths, 4).tolist() == [sum(int(v) == k for v in lengths)
                                                   for k in range(1, 5)]
+
+
+def test_weights_are_validated():
+    db = SequenceDB.from_sequences([["a"], ["a", "b"]], vocab=["a", "b"])
+    with pytest.raises(InvalidParameter, match="weights"):
+        MaximalSupports(db, 0, np.array([1]))
+    with pytest.raises(InvalidParameter, match="weights"):
+        MaximalSupports(db, 0, np.array([1, -1]))
+    assert MaximalSupports(db, 0, np.array([3, 2])).exact(1) == 5

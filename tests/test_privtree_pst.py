@@ -305,3 +305,11 @@ def test_pst_split_decisions_are_clamped(monkeypatch):
     assert deep, "no node deep enough for the clamp to act"
     for depth, scores in deep:  # what the mechanism adds noise to is the clamped score
         assert biased_scores(scores, depth, params).min() == params.theta - params.delta
+
+
+def test_an_empty_database_has_no_symbols_and_still_releases():
+    db = SequenceDB.from_sequences([], vocab=["a", "b"])
+    flat, events = pst_symbols(db, 5)
+    assert flat.size == 0 and events.size == 0
+    nodes = pst(db, 1.0, seed=2, synthetic=False).nodes()
+    assert nodes[0]["depth"] == 0 and len(nodes[0]["hist"]) == 3

@@ -206,3 +206,21 @@ def test_shared_spmf_datasets(name, n, items, avg, longest):
     db = dpgpu.load(SHARED / name)
     assert len(db) == n and db.vocab.size == items and db.max_length == longest
     assert round(float(db.lengths.mean()), 3) == avg
+
+
+def test_csv_event_logs_with_carriage_return_line_ends(tmp_path):
+    path = tmp_path / "cr.txt"
+    path.write_bytes(b"case,activity\r1,a\r1,b\r2,a\r")
+    db = dpgpu.load(path)
+    assert db.source["format"] == "csv"
+    assert list(db) == [("a", "b"), ("a",)]
+
+
+def test_jsonl_text_may_hold_unicode_line_separators(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"author": "a", "content": "one\u2028two three"}\n'
+                    '{"author": "b", "content": "four"}\n', encoding="utf-8")
+    db = dpgpu.load(path)
+    # a line separator is white space inside a sentence, not a record boundary
+    assert db.users.tolist() == [0, 1]
+    assert list(db) == [("one", "two", "three"), ("four",)]

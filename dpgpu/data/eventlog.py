@@ -368,13 +368,13 @@ def read_csv_log(path: Any, data: bytes, *, case: str | None = None,
         raise InvalidParameter(f"delimiter: expected one character, got {delimiter!r}")
     text = decode_text(path, data)
     text = text[1:] if text.startswith("\ufeff") else text
-    header_line = text.split("\n", 1)[0]
+    header_line = (text.splitlines() or [""])[0]
     if not header_line.strip():
         raise InputError(f"{path}: line 1: no header row (an event log starts with its "
                          "column names)")
     delimiter = delimiter or _sniff_delimiter(header_line)
     try:
-        reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+        reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
         header = [h.strip() for h in next(reader)]
         rows = [row for row in reader if row]
     except csv.Error as exc:
@@ -448,7 +448,7 @@ def looks_like_csv_log(head: bytes) -> bool:
     column of a common name (:data:`CANDIDATES`).
     """
     try:
-        line = head.split(b"\n", 1)[0].decode("utf-8").lstrip("\ufeff").strip()
+        line = (head.splitlines() or [b""])[0].decode("utf-8").lstrip("\ufeff").strip()
     except UnicodeDecodeError:
         return False
     if not line or "\x00" in line:

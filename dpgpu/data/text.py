@@ -125,7 +125,7 @@ def _db_from_ints(values: np.ndarray, counts: np.ndarray, source: dict,
 
 
 # --------------------------------------------------------------- UCI .seq
-_SEQ_MARK = b"% Sequences:"
+SEQ_MARK = b"% Sequences:"
 
 
 def looks_like_seq(head: bytes) -> bool:
@@ -150,7 +150,7 @@ def seq_header(path: Any, data: bytes) -> tuple[list[str], int]:
     ``data`` must hold the whole header (the ``% Sequences:`` line and the
     blank line after it).
     """
-    mark = data.find(_SEQ_MARK)
+    mark = data.find(SEQ_MARK)
     if not looks_like_seq(data[:200]) or mark < 0:
         raise InputError(f"{path}: line 1: not a UCI .seq file (expected a '% Different "
                          "categories' header and a '% Sequences:' line)")
@@ -200,13 +200,22 @@ def looks_like_spmf(head: bytes) -> bool:
     return re.search(rb"(^|\s)-2(\s|$)", head) is not None
 
 
-def read_spmf(path: Any, data: bytes) -> SequenceDB:
+def read_spmf(path: Any, data: bytes, *, stripped: bool | None = None) -> SequenceDB:
     """Read SPMF sequences: items, ``-1`` after each itemset, ``-2`` ending a sequence.
 
     Itemsets are flattened in the order written (dpgpu's sequences hold one
     item per position).  A file without any ``-2`` is the stripped variant:
     one sequence of space-separated items per line.  Lines starting with
     ``#``, ``%`` or ``@`` are metadata; ``@ITEM=id=name`` lines name items.
+
+    Parameters
+    ----------
+    path : path-like
+        For messages and ``source``.
+    data : bytes
+    stripped : bool, optional
+        Which variant ``data`` is (default: stripped when it holds no ``-2``);
+        for a part of a file, whose variant the whole file decides.
     """
     names: dict[str, str] = {}
     for m in _SPMF_META.finditer(data):
@@ -214,12 +223,10 @@ def read_spmf(path: Any, data: bytes) -> SequenceDB:
         item = _SPMF_ITEM.match(line)
         if item:
             names[item.group(1)] = item.group(2)
-    body = _SPMF_META.sub(lambda m: b" " * len(m.group(0)), data) if names or \
-        _SPMF_META.search(data) else data
-    toks = parse_int_tokens(path, body, "spmf")
+    toks = parse_int_tokens(path, spmf_without_metadata(data), "spmf")
     source = {"path": str(path), "format": "spmf"}
     values = toks.values
-    if not (values == -2).any():
+    if stripped if stripped is not None else not (values == -2).any():
         source["stripped"] = True
         bad = values < 0
         if bad.any():
@@ -235,8 +242,9 @@ def read_spmf(path: Any, data: bytes) -> SequenceDB:
         raise InputError(f"{path}: line {toks.lines[i] + 1}: negative item {values[i]} "
                          "(SPMF uses only -1 and -2 as separators)")
     ends = np.flatnonzero(values == -2)
-    if ends[-1] != values.size - 1 and (values[ends[-1] + 1:] >= 0).any():
-        line = toks.lines[ends[-1] + 1 + int(np.argmax(values[ends[-1] + 1:] >= 0))] + 1
+    tail = ends[-1] + 1 if ends.size else 0
+    if (values[tail:] >= 0).any():
+        line = toks.lines[tail + int(np.argmax(values[tail:] >= 0))] + 1
         raise InputError(f"{path}: line {line}: sequence not terminated by -2")
     is_item = values >= 0
     seq_of_item = np.searchsorted(ends, np.flatnonzero(is_item))
@@ -244,6 +252,13 @@ def read_spmf(path: Any, data: bytes) -> SequenceDB:
     if names:
         source["names"] = names
     return _db_from_ints(values[is_item], counts, source)
+
+
+def spmf_without_metadata(data: bytes) -> bytes:
+    """``data`` with its SPMF metadata lines (``#``, ``%``, ``@``) blanked, line feeds kept."""
+    if not _SPMF_META.search(data):
+        return data
+    return _SPMF_META.sub(lambda m: b" " * len(m.group(0)), data)
 
 
 # ----------------------------------------------------------------- lines

@@ -85,7 +85,7 @@ def read_jsonl(path: Any, data: bytes, *, user: str | None = None, text: str | N
         not a string (the message names the file and line), or no words.
     """
     user, text = _names(user, text, lowercase)
-    lines = decode_text(path, data).splitlines()
+    lines = decode_text(path, data).split("\n")  # JSON strings may hold other line breaks
     records = []
     for n, line in enumerate(lines, 1):
         if not line.strip():

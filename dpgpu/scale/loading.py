@@ -23,14 +23,25 @@ sequences meet in one partition.
   reads the whole file and cuts the result into partitions, which Dask may
   then move to other workers.
 * A bad line is reported with the file's own line number (the worker that
-  meets it counts the lines before its range).
+  meets it counts the lines before its range).  Each part reports its first
+  problem and the first part in file order wins, so in a file with several
+  bad lines the one named may differ from the one a local load names.
+* The file's variant is decided for the whole file, as by a local load: an
+  SPMF file is stripped only if no line outside its metadata holds a ``-2``
+  (the client reads up to the first), a ``lines`` file has string tokens
+  if any part has one.  Parts without sequences are dropped.
+* Relative paths are made absolute on the client, so messages name the
+  absolute path.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import logging
+import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -137,7 +148,8 @@ def load_distributed(path: Any, client: Any = None, *, format: str | None = None
     path : str or path-like
         Readable at this path by the client and every worker.  Only read.
     client : dask.distributed.Client, optional
-        Default: a local cluster of two workers.
+        Default: a local cluster of two workers, which holds the data as
+        long as the returned object lives.
     format : str, optional
         As for :func:`dpgpu.load` (detected from the head of the file when omitted).
     partitions : int, optional
@@ -162,9 +174,13 @@ def load_distributed(path: Any, client: Any = None, *, format: str | None = None
     n_workers = len(client.scheduler_info()["workers"])
     n_parts = check_positive_int(2 * max(1, n_workers) if partitions is None else partitions,
                                  "partitions")
-    p = Path(path)
+    p = Path(path).absolute()  # the workers may not share the client's working directory
     head, size, gz = _head(p)
-    fmt = format or ("parquet" if head.startswith(b"PAR1") else _detect(p, head))
+    parquet = format in ("parquet", "text-parquet") or (format is None and
+                                                       head.startswith(b"PAR1"))
+    if not parquet and not head.strip() and _all_blank(p, gz):
+        raise InputError(f"{p}: empty file (no sequences)")
+    fmt = format or ("parquet" if parquet else detect_format(p, head))
     check_options(fmt, options)
     if gz or fmt not in SPLITTABLE:
         db = _read_whole(client, p, fmt, options, n_parts)
@@ -183,63 +199,73 @@ def _head(p: Path) -> tuple[bytes, int, bool]:
         size = f.seek(0, 2)
     if raw[:2] != GZIP_MAGIC:
         return raw, size, False
-    import gzip  # noqa: PLC0415
-    import zlib  # noqa: PLC0415
+    with _gzip_errors(p), gzip.open(p, "rb") as f:
+        return f.read(HEAD_BYTES), size, True
 
+
+@contextlib.contextmanager
+def _gzip_errors(p: Path) -> Iterator[None]:
     try:
-        with gzip.open(p, "rb") as f:
-            return f.read(HEAD_BYTES), size, True
-    except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
+        yield
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise InputError(f"{p}: truncated or corrupt gzip data ({exc})") from None
 
 
-def _detect(p: Path, head: bytes) -> str:
-    if not head.strip():
-        raise InputError(f"{p}: empty file (no sequences)")
-    return detect_format(p, head)
+def _all_blank(p: Path, gz: bool) -> bool:
+    """Whether the file (decompressed) holds nothing but white space."""
+    with input_errors(p), _gzip_errors(p), (gzip.open(p, "rb") if gz else open(p, "rb")) as f:
+        while block := f.read(_BLOCK):
+            if block.strip():
+                return False
+    return True
 
 
 def _read_whole(client: Any, p: Path, fmt: str, options: dict, n_parts: int) -> DistributedDB:
     """One worker reads the whole file; its partitions are cut there."""
     whole = client.submit(_load_file, str(p), fmt, options, pure=False)
-    n, vocab, source, has_users = client.submit(_describe, whole, pure=False).result()
-    bounds = np.linspace(0, n, n_parts + 1).astype(np.int64) if n else np.array([0, 0])
-    bounds = np.unique(bounds)
+    described = client.submit(_describe, whole, pure=False).result()
+    if isinstance(described, InputError):
+        raise described
+    n, vocab, source, has_users = described
+    bounds = np.unique(np.linspace(0, n, n_parts + 1).astype(np.int64)) if n else np.zeros(2)
     states = [client.submit(_rows, whole, int(lo), int(hi), pure=False)
               for lo, hi in zip(bounds[:-1], bounds[1:])]
-    return DistributedDB(client, states, np.diff(bounds).tolist(), vocab, source, has_users)
+    return DistributedDB(client, states, np.diff(bounds).astype(int).tolist(), vocab, source,
+                         has_users)
 
 
 def _read_split(client: Any, p: Path, fmt: str, options: dict, n_parts: int, head: bytes,
                 size: int) -> DistributedDB:
     """Workers read byte ranges; then the client merges labels and the workers remap ids."""
-    header, names = b"", None
+    header, names, stripped = b"", None, None
     if fmt == "seq":
+        head = _seq_head(p, head, size)
         names, body_start = text.seq_header(p, head)
         header = head[:body_start]
-    terminated = fmt == "spmf" and text.looks_like_spmf(head)
-    cuts = _cut_points(p, len(header), size, n_parts, terminated)
+    if fmt == "spmf":  # the whole file decides the variant, as for a local load
+        stripped = not _has_terminators(p)
+    cuts = _cut_points(p, len(header), size, n_parts, stripped is False)
     ranges = list(zip(cuts[:-1], cuts[1:])) or [(len(header), len(header))]
-    parsed = [client.submit(_parse_range, str(p), fmt, options, header, names, lo, hi,
-                            pure=False) for lo, hi in ranges]
-    meta = client.gather([client.submit(_labels, f, pure=False) for f in parsed])
+    kind = {"header": header, "names": names, "stripped": stripped}
+    parsed = [client.submit(_parse_range, str(p), fmt, options, kind, lo, hi, pure=False)
+              for lo, hi in ranges]
+    meta = _gather_meta(client, parsed)
     if fmt == "lines" and options.get("tokens", "auto") == "auto" and \
-            len({m["source"].get("tokens") for m in meta}) > 1:
+            any(m["source"].get("tokens") == "str" for m in meta):
         # a string token anywhere makes the whole file a string file, as for a local load
-        options = {**options, "tokens": "str"}
-        parsed = [client.submit(_parse_range, str(p), fmt, options, header, None, lo, hi,
-                                pure=False) for lo, hi in ranges]
-        meta = client.gather([client.submit(_labels, f, pure=False) for f in parsed])
-    n = sum(m["n"] for m in meta)
-    if n == 0:
-        raise InputError(f"{p}: no words (no sequences)" if fmt == "jsonl"
-                         else f"{p}: empty file (no sequences)")
+        again = {**options, "tokens": "str"}
+        for i, m in enumerate(meta):
+            if m["source"].get("tokens") == "int":
+                parsed[i] = client.submit(_parse_range, str(p), fmt, again, kind, *ranges[i],
+                                          pure=False)
+        meta = _gather_meta(client, parsed)
+    if fmt == "jsonl" and not any(m["n"] for m in meta):
+        raise InputError(f"{p}: no words (no sequences)")
     source = _merged_source(meta, fmt)
-    if fmt == "spmf" and len({bool(m["source"].get("stripped")) for m in meta if m["n"]}) > 1:
-        raise InputError(f"{p}: mixes sequences terminated by -2 with lines without -2; "
-                         "read it with engine 'local'")
+    keep = [i for i, m in enumerate(meta) if m["n"]] or [0]  # no empty partitions
+    parsed, meta = [parsed[i] for i in keep], [meta[i] for i in keep]
     labels = sort_labels(set().union(*(m["labels"] for m in meta)))
-    vocab = Vocabulary(labels, names=meta[0]["names"] if fmt == "seq" else None)
+    vocab = Vocabulary(labels, names=names)
     index = {label: i for i, label in enumerate(labels)}
     users: dict[str, int] = {}
     states = []
@@ -255,14 +281,43 @@ def _read_split(client: Any, p: Path, fmt: str, options: dict, n_parts: int, hea
     return DistributedDB(client, states, [m["n"] for m in meta], vocab, source, fmt == "jsonl")
 
 
+def _gather_meta(client: Any, parsed: list[Any]) -> list[dict]:
+    """The parts' :func:`_labels`; the first part in file order that failed raises its error."""
+    meta = client.gather([client.submit(_labels, f, pure=False) for f in parsed])
+    for m in meta:
+        if "error" in m:
+            raise m["error"]
+    return meta
+
+
+def _seq_head(p: Path, head: bytes, size: int) -> bytes:
+    """The start of a ``.seq`` file, long enough to hold its whole header."""
+    while len(head) < size:
+        mark = head.find(text.SEQ_MARK)
+        if mark >= 0 and head.find(b"\n", mark) + 3 <= len(head):
+            break
+        with input_errors(p), open(p, "rb") as f:
+            head = f.read(2 * len(head))
+    return head
+
+
+def _has_terminators(p: Path) -> bool:
+    """Whether the SPMF file holds a ``-2`` outside its metadata lines (read up to the first)."""
+    with input_errors(p), open(p, "rb") as f:
+        while block := f.read(_BLOCK) + f.readline():
+            if text.looks_like_spmf(text.spmf_without_metadata(block)):
+                return True
+    return False
+
+
 def _cut_points(p: Path, start: int, size: int, n_parts: int, terminated: bool) -> list[int]:
     """Offsets ``start = c_0 < c_1 < ... < c_k = size``, each just after a line end.
 
     With ``terminated`` (SPMF with ``-2``), only after a line whose last
-    token is ``-2``, so that no sequence is cut.
+    token is ``-2`` (not a metadata line), so that no sequence is cut.
     """
     cuts = [start]
-    with open(p, "rb") as f:
+    with input_errors(p), open(p, "rb") as f:
         for k in range(1, n_parts):
             at = max(cuts[-1], start + (size - start) * k // n_parts)
             cut = _next_line_end(f, at, size, terminated)
@@ -278,19 +333,15 @@ def _next_line_end(f: Any, at: int, size: int, terminated: bool) -> int:
     if at <= 0:
         return 0
     f.seek(at - 1)  # the line end may be the byte before ``at``
-    base, buf = at - 1, b""  # buf holds the file from offset ``base``
-    while True:
-        i = buf.find(b"\n")
-        while i >= 0:
-            if not terminated or buf[:i].split()[-1:] == [b"-2"]:
-                return base + i + 1
-            base, buf = base + i + 1, buf[i + 1:]
-            i = buf.find(b"\n")
-        block = f.read(_BLOCK)
-        if not block:
-            return size
-        keep = buf[-256:]  # enough of the current line to see its last token
-        base, buf = base + len(buf) - len(keep), keep + block
+    pos = at - 1 + len(f.readline())  # the end of the line holding byte ``at - 1``
+    if not terminated:
+        return pos
+    while line := f.readline():  # later lines are seen whole
+        pos += len(line)
+        body = line.strip()
+        if body.split()[-1:] == [b"-2"] and not body.startswith((b"#", b"%", b"@")):
+            return pos
+    return size
 
 
 def _merged_source(meta: list[dict], fmt: str) -> dict:
@@ -311,15 +362,18 @@ def _merged_source(meta: list[dict], fmt: str) -> dict:
 
 
 # ----------------------------------------------------------------- workers
-def _load_file(path: str, fmt: str, options: dict) -> SequenceDB:
+def _load_file(path: str, fmt: str, options: dict) -> SequenceDB | InputError:
     p = Path(path)
-    data = b"" if fmt in ("parquet", "text-parquet") else read_bytes(p)
-    if fmt not in ("parquet", "text-parquet") and not data.strip():
-        raise InputError(f"{p}: empty file (no sequences)")
-    return read(fmt, p, data, options)
+    try:
+        data = b"" if fmt in ("parquet", "text-parquet") else read_bytes(p)
+        return read(fmt, p, data, options)
+    except InputError as exc:  # a value, so that the worker does not log it as a failure
+        return exc
 
 
-def _describe(db: SequenceDB) -> tuple[int, Vocabulary, dict, bool]:
+def _describe(db: SequenceDB | InputError) -> tuple[int, Vocabulary, dict, bool] | InputError:
+    if isinstance(db, InputError):
+        return db
     return len(db), db.vocab, db.source, db.users is not None
 
 
@@ -328,26 +382,35 @@ def _rows(db: SequenceDB, lo: int, hi: int) -> SequenceDB:
     return SequenceDB(part.items, part.offsets, db.vocab, users=part.users)
 
 
-def _parse_range(path: str, fmt: str, options: dict, header: bytes, names: list | None,
-                 lo: int, hi: int) -> SequenceDB:
-    """Parse bytes ``lo .. hi`` of the file (after the ``.seq`` ``header``) on this worker."""
+def _parse_range(path: str, fmt: str, options: dict, kind: dict, lo: int, hi: int
+                 ) -> SequenceDB | InputError:
+    """Parse bytes ``lo .. hi`` of the file on this worker (an input error is returned).
+
+    ``kind``: the ``.seq`` ``header`` and category ``names``, whether an
+    SPMF file is ``stripped``.
+    """
     p = Path(path)
-    with open(p, "rb") as f:
-        f.seek(lo)
-        data = f.read(hi - lo)
     try:
-        return _parse(p, fmt, options, header, names, data)
-    except InputError:
-        # parse again behind as many empty lines as precede the range: same error, true line
-        skipped = _count_lines(p, len(header), lo)
-        _parse(p, fmt, options, header, names, b"\n" * skipped + data)
-        raise
+        with input_errors(p), open(p, "rb") as f:
+            f.seek(lo)
+            data = f.read(hi - lo)
+        try:
+            return _parse(p, fmt, options, kind, data)
+        except InputError:
+            # parse again behind as many empty lines as precede the range: same error, true line
+            skipped = _count_lines(p, len(kind["header"]), lo)
+            _parse(p, fmt, options, kind, b"\n" * skipped + data)
+            raise
+    except InputError as exc:
+        return exc
 
 
-def _parse(p: Path, fmt: str, options: dict, header: bytes, names: list | None,
-           data: bytes) -> SequenceDB:
+def _parse(p: Path, fmt: str, options: dict, kind: dict, data: bytes) -> SequenceDB:
     if fmt == "seq":
-        return text.read_seq_body(p, header + data, len(header), names)
+        header = kind["header"]
+        return text.read_seq_body(p, header + data, len(header), kind["names"])
+    if fmt == "spmf":
+        return text.read_spmf(p, data, stripped=kind["stripped"])
     if fmt == "jsonl":
         return read(fmt, p, data, {**options, "allow_empty": True})
     return read(fmt, p, data, options)
@@ -356,19 +419,18 @@ def _parse(p: Path, fmt: str, options: dict, header: bytes, names: list | None,
 def _count_lines(p: Path, lo: int, hi: int) -> int:
     """Line feeds in bytes ``lo .. hi`` of ``p``."""
     count = 0
-    with open(p, "rb") as f:
+    with input_errors(p), open(p, "rb") as f:
         f.seek(lo)
         left = hi - lo
-        while left > 0:
-            block = f.read(min(_BLOCK, left))
-            if not block:
-                break
+        while left > 0 and (block := f.read(min(_BLOCK, left))):
             count += block.count(b"\n")
             left -= len(block)
     return count
 
 
-def _labels(db: SequenceDB) -> dict:
+def _labels(db: SequenceDB | InputError) -> dict:
+    if isinstance(db, InputError):
+        return {"error": db}
     users = db.source.get("user_labels")
     return {"n": len(db), "labels": list(db.vocab.labels), "names": db.vocab.names,
             "user_labels": list(users) if users is not None else None,

@@ -286,6 +286,9 @@ class MaximalSupports:
 
     def __init__(self, db: SequenceDB, floor: int, weights: np.ndarray | None = None):
         self.floor = _check_floor(floor)
+        if weights is not None and (np.shape(weights) != (len(db),) or np.any(
+                np.asarray(weights) < 0)):
+            raise InvalidParameter("weights: expected one multiplicity >= 0 per sequence")
         self._src, self._weights = _dedupe(db, weights)
         self._index: _Index | None = None
         self._lower: dict[int, int] = {}

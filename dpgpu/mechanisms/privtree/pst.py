@@ -109,7 +109,7 @@ def pst_symbols(db: SequenceDB, l_top: int) -> tuple[np.ndarray, np.ndarray]:
     kept = np.minimum(db.lengths, l_top).astype(np.int64)
     ends = db.lengths < l_top
     size = 1 + kept + ends
-    starts = np.concatenate([[0], np.cumsum(size)[:-1]])
+    starts = np.cumsum(size) - size
     flat = np.full(int(size.sum()), db.vocab.end_id, dtype=np.int32)
     flat[starts] = db.vocab.start_id
     flat[concat_ranges(starts + 1, kept)] = db.items[concat_ranges(db.offsets[:-1], kept)]
