@@ -14,9 +14,10 @@ from .mechanisms.pfs2 import pfs2  # noqa: E402
 from .mechanisms.privtree import privtree_spatial, pst  # noqa: E402
 from .mechanisms.dpne import dpne  # noqa: E402
 from .report import load_release  # noqa: E402
+from .scale.loading import load_distributed  # noqa: E402 - imports Dask only when called
 
 __all__ = [
-    "SequenceDB", "Vocabulary", "load", "demo_path", "load_release",
+    "SequenceDB", "Vocabulary", "load", "load_distributed", "demo_path", "load_release",
     "ngram", "pst", "privtree_spatial", "pfs2", "dpne",
     "DPGPUError", "InvalidParameter", "InputError", "BudgetExceeded",
     "__version__",
