@@ -32,8 +32,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def naive_load(path: Path) -> list[list[int]]:
-    """Parse a UCI .seq file line by line in plain Python."""
-    with gzip.open(path, "rt") as f:
+    """Parse a UCI .seq file (gzip or plain) line by line in plain Python."""
+    with (gzip.open if path.suffix == ".gz" else open)(path, "rt") as f:
         lines = f.read().splitlines()
     start = lines.index("% Sequences:") + 2
     return [[int(t) for t in line.split()] for line in lines[start:] if line.strip()]
