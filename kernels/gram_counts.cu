@@ -47,11 +47,13 @@ __device__ __forceinline__ void dpgpu_for_each_key(const int* tokens, long long 
                                                    long long n_windows, int n, long long radix,
                                                    Visit visit) {
   const long long total = n_rows * n_windows;
+  if (total <= 0) return;  // the same for every thread; n_windows > 0 below
   const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
   const long long lane = threadIdx.x & 31u;
-  for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-       t - lane < total; t += step) {
-    visit(t < total ? dpgpu_gram_key_at(tokens, row_stride, lengths, n_windows, n, radix, t)
+  long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  DpgpuCursor at = dpgpu_cursor(t, step, n_windows);
+  for (; t - lane < total; t += step, dpgpu_cursor_advance(&at)) {
+    visit(t < total ? dpgpu_gram_key_rc(tokens, row_stride, lengths, n, radix, at.row, at.pos)
                     : -1LL);
   }
 }

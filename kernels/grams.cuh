@@ -34,15 +34,48 @@ DPGPU_HD long long dpgpu_packed_key_at(const int* tokens, long long row_stride,
   return dpgpu_window_key(tokens + row * row_stride, pos, n, radix);
 }
 
-// Packed key of flat work item t = row * n_windows + pos when its length-n
-// window lies inside the sequence (pos + n <= lengths[row]), else -1.
+// Packed key of the length-n window at (row, pos) when it lies inside the
+// sequence (pos + n <= lengths[row]), else -1.
+DPGPU_HD long long dpgpu_gram_key_rc(const int* tokens, long long row_stride,
+                                     const int* lengths, int n, long long radix,
+                                     long long row, long long pos) {
+  if (pos + n > static_cast<long long>(lengths[row])) return -1LL;
+  return dpgpu_window_key(tokens + row * row_stride, pos, n, radix);
+}
+
+// The same for flat work item t = row * n_windows + pos.
 DPGPU_HD long long dpgpu_gram_key_at(const int* tokens, long long row_stride,
                                      const int* lengths, long long n_windows,
                                      int n, long long radix, long long t) {
   const long long row = t / n_windows;
-  const long long pos = t - row * n_windows;
-  if (pos + n > static_cast<long long>(lengths[row])) return -1LL;
-  return dpgpu_window_key(tokens + row * row_stride, pos, n, radix);
+  return dpgpu_gram_key_rc(tokens, row_stride, lengths, n, radix, row, t - row * n_windows);
+}
+
+// (row, pos) of flat work item t = row * n_windows + pos along a grid-stride
+// loop t, t + step, t + 2 step, ...: two divisions when made, none per step
+// (a 64-bit division is a long instruction sequence on a GPU).
+struct DpgpuCursor {
+  long long row, pos, step_rows, step_pos, n_windows;
+};
+
+DPGPU_HD DpgpuCursor dpgpu_cursor(long long t, long long step, long long n_windows) {
+  DpgpuCursor c;
+  c.n_windows = n_windows;
+  c.row = t / n_windows;
+  c.pos = t - c.row * n_windows;
+  c.step_rows = step / n_windows;
+  c.step_pos = step - c.step_rows * n_windows;
+  return c;
+}
+
+// Move the cursor from work item t to t + step.
+DPGPU_HD void dpgpu_cursor_advance(DpgpuCursor* c) {
+  c->row += c->step_rows;
+  c->pos += c->step_pos;
+  if (c->pos >= c->n_windows) {
+    c->pos -= c->n_windows;
+    c->row += 1;
+  }
 }
 
 // Home slot of a key in a hash table of mask + 1 slots (a power of two):

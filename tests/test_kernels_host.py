@@ -76,6 +76,11 @@ int main() {
         if (key >= 0) ++counts[static_cast<size_t>(key)];
       }
       for (long long c : counts) std::printf("%lld\n", c);
+    } else if (std::strcmp(op, "cursor") == 0) {  // t step n_windows steps
+      const long long t = scan(), step = scan(), n_windows = scan(), steps = scan();
+      DpgpuCursor c = dpgpu_cursor(t, step, n_windows);
+      for (long long k = 0; k < steps; ++k, dpgpu_cursor_advance(&c))
+        std::printf("%lld\n%lld\n", c.row, c.pos);
     } else if (std::strcmp(op, "search") == 0) {  // size sorted n_queries queries
       const long long size = scan();
       const std::vector<long long> sorted = scan_vector<long long>(size);
@@ -234,6 +239,15 @@ def test_packed_keys_row_stride(driver):
 
 
 # ---------------------------------------------------------------- binary search
+@pytest.mark.parametrize("t,step,n_windows", [(0, 1, 1), (5, 7, 3), (3, 256, 20),
+                                               (1000, 132 * 4 * 256, 13), (2, 3, 1000),
+                                               (9, 96, 32), (2 ** 33 + 5, 2 ** 20 + 1, 7)])
+def test_cursor_walks_like_division(driver, t, step, n_windows):
+    """The grid-stride cursor of the counting kernels gives divmod(t + k step, n_windows)."""
+    got = driver("cursor", t, step, n_windows, 50).reshape(-1, 2).tolist()
+    assert got == [list(divmod(t + k * step, n_windows)) for k in range(50)]
+
+
 def test_search(driver):
     rng = np.random.default_rng(3)
     for size in (0, 1, 2, 7, 100):
