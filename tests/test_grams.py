@@ -183,3 +183,12 @@ def test_sorted_pairs_packs_or_argsorts(key_bits, count_bits):
     order = np.argsort(keys)
     np.testing.assert_array_equal(got_keys, keys[order])
     np.testing.assert_array_equal(got_counts, counts[order])
+
+
+@pytest.mark.parametrize("values", [[], [5], [3, 1, 3, 2, 1], [-4, 7, 7, -4, 0, 2 ** 40]])
+def test_sorted_unique_equals_numpy_unique(values):
+    from dpgpu.ops.keys import sorted_unique  # noqa: PLC0415
+
+    a = np.array(values, dtype=np.int64).reshape(-1, 1)
+    got = sorted_unique(a)
+    assert got.dtype == np.int64 and got.tolist() == np.unique(a).tolist()

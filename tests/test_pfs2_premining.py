@@ -263,9 +263,11 @@ def test_maximal_supports_from_partitions_equal_the_whole(seed):
 def test_items_at_or_below_the_floor_are_not_sent():
     db = SequenceDB.from_sequences([["a", "b", "c"], ["a", "c"], ["a", "b"], ["b"]],
                                    vocab=["a", "b", "c"])
-    items, offsets, weights = premining._kept_distinct(db, premining._item_supports(db) > 2)
+    distinct = premining._distinct(db)
+    items, offsets, weights = premining._kept_distinct(distinct,
+                                                       premining._item_supports(distinct) > 2)
     # supports a 3, b 3, c 2: c is dropped, then "a b" occurs twice
-    assert db.vocab.size == 3 and premining._item_supports(db).tolist() == [3, 3, 2]
+    assert db.vocab.size == 3 and premining._item_supports(distinct).tolist() == [3, 3, 2]
     got = sorted((tuple(items[lo:hi].tolist()), int(w))
                  for lo, hi, w in zip(offsets[:-1], offsets[1:], weights))
     assert got == [((0,), 1), ((0, 1), 2), ((1,), 1)]

@@ -29,6 +29,7 @@ import numpy as np
 from ..mechanisms.dpne.levels import Positions, identities
 from ..mechanisms.lengths import coverage_length, length_counts, noisy_count, \
     noisy_length_histogram
+from ..ops.keys import sorted_unique
 from ..privacy import PrivacyLedger
 from ..privacy.calibration import sampling_delta
 from ..privacy.samplers import LAPLACE_TV_BOUND
@@ -128,7 +129,7 @@ def distinct_grams_per_user(db: Any, n: int) -> np.ndarray:
         whose sequences are all shorter than ``n``).
     """
     pos = Positions.of(db)
-    owners = np.unique(db.users) if db.users is not None else np.arange(len(db))
+    owners = sorted_unique(db.users) if db.users is not None else np.arange(len(db))
     starts = pos.windows(n)
     keys = identities(pos.rows(n, starts), db.vocab.size).astype(np.uint64)
     users = np.searchsorted(owners, pos.users[starts]).astype(np.int64)

@@ -14,6 +14,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 
 from ..errors import InvalidParameter
+from ..ops.keys import sorted_unique
 from ..validation import check_positive_int
 from .vocabulary import Vocabulary
 
@@ -264,7 +265,7 @@ class SequenceDB:
             "max_length": self.max_length,
             "min_length": int(lens.min()) if lens.size else 0,
             "empty_sequences": int(np.count_nonzero(lens == 0)),
-            "users": None if self.users is None else int(np.unique(self.users).size),
+            "users": None if self.users is None else int(sorted_unique(self.users).size),
             "most_frequent": [(self.vocab.labels[i], int(freq[i])) for i in top if freq[i]],
         }
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..ops.keys import sorted_unique
 from .io import decode_text, line_number
 from .sequencedb import SequenceDB, sort_labels
 from .vocabulary import Vocabulary
@@ -117,7 +118,7 @@ def _bad_token(path: Any, data: bytes, offset: int, fmt: str, why: str = "") -> 
 def _db_from_ints(values: np.ndarray, counts: np.ndarray, source: dict,
                   vocab_values: np.ndarray | None = None, names: list | None = None) -> SequenceDB:
     """A SequenceDB whose labels are the integer values as strings."""
-    uniq = np.unique(values) if vocab_values is None else vocab_values
+    uniq = sorted_unique(values) if vocab_values is None else vocab_values
     ids = np.searchsorted(uniq, values).astype(np.int32)
     offsets = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
     vocab = Vocabulary([str(v) for v in uniq.tolist()], names=names)

@@ -51,6 +51,7 @@ from .. import __version__
 from ..data.points import parse_columns, read_points
 from ..errors import InputError, InvalidParameter
 from ..mechanisms.privtree.spatial import check_bounds
+from ..ops.keys import sorted_unique
 from ..release import REPORT, read_report, vocabulary_fingerprint
 from ..validation import check_positive_int, check_positive_real
 from . import metrics as M
@@ -628,7 +629,7 @@ def _model_estimates(model: Any, queries: Sequence[tuple[int, ...]]) -> np.ndarr
     """Eq. 12 estimates of item strings, one batch per string length."""
     est = np.zeros(len(queries), dtype=np.float64)
     lengths = np.array([len(q) for q in queries], dtype=np.int64)
-    for n in np.unique(lengths).tolist():
+    for n in sorted_unique(lengths).tolist():
         idx = np.flatnonzero(lengths == n)
         est[idx] = model.estimate(np.array([queries[i] for i in idx], dtype=np.int32))
     return est

@@ -41,6 +41,7 @@ import numpy as np
 from ..backend import to_numpy
 from ..data.sequencedb import concat_ranges
 from ..errors import InvalidParameter
+from ..ops.keys import sorted_unique
 from ..validation import check_positive_int
 
 
@@ -711,7 +712,7 @@ def range_counts(points: Any, boxes: Any) -> np.ndarray:
 
 def _range_counts_2d(pts: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """2-D range counts by a Fenwick sweep (see :func:`range_counts`)."""
-    ys = np.unique(pts[:, 1])
+    ys = sorted_unique(pts[:, 1])
     prank = np.searchsorted(ys, pts[:, 1]).astype(np.int64)  # 0-based rank
     porder = np.argsort(pts[:, 0], kind="stable")
     px = pts[porder, 0]

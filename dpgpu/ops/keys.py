@@ -38,6 +38,33 @@ def array_module(a: Any):
     return np
 
 
+def sorted_unique(a: Any):
+    """The distinct values of ``a`` (flattened), ascending: ``unique(a)`` by sorting.
+
+    NumPy 2.3 and later answer a plain ``numpy.unique`` from a hash table,
+    which is several times slower than sorting on large arrays (4.7 million
+    int64 values: 4.2 s against 0.13 s with NumPy 2.4), so dpgpu sorts.
+
+    Parameters
+    ----------
+    a : numpy.ndarray or cupy.ndarray
+        Numbers without NaN.
+
+    Returns
+    -------
+    numpy.ndarray or cupy.ndarray
+        One-dimensional, of ``a``'s dtype and array module.
+    """
+    xp = array_module(a)
+    values = xp.sort(xp.asarray(a).ravel())
+    if values.size < 2:
+        return values
+    first = xp.empty(values.size, dtype=bool)
+    first[0] = True
+    xp.not_equal(values[1:], values[:-1], out=first[1:])
+    return values[first]
+
+
 def window_valid(lengths: Any, n: int, n_windows: int):
     """Mask ``(N, n_windows)``: window ``j`` of row ``r`` lies inside ``lengths[r]``."""
     xp = array_module(lengths)

@@ -84,6 +84,7 @@ import numpy as np
 from ...backend import get_backend
 from ...data.sequencedb import SequenceDB, check_db
 from ...errors import InvalidParameter
+from ...ops.keys import sorted_unique
 from ...privacy import Bernoulli, DiscreteGaussian, PrivacyLedger, analytic_gaussian_sigma, \
     dpsu_threshold, sampling_delta, split_gaussian_sigma
 from ...privacy.samplers import MAX_GAUSSIAN_SIGMA
@@ -280,7 +281,7 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
                              step.key, 4 * k)
         spurious = _spurious(space, keys, float(tail_probability(grid_sigmas[k - 1], c_k)),
                              step.key, 4 * k + TAG_SPURIOUS, n_items)
-        out = np.unique(np.concatenate([keys[mask], spurious]))
+        out = sorted_unique(np.concatenate([keys[mask], spurious]))
         la, lb = out // space.n_right, out % space.n_right
         levels.append(Level(space.rows(la, lb), la, lb if both else np.zeros_like(lb)))
         thresholds.append(c_k)

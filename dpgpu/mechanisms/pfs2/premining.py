@@ -104,6 +104,7 @@ import numpy as np
 from ...data.sequencedb import SequenceDB, concat_ranges
 from ...errors import InvalidParameter
 from ...eval.truth import _dedupe
+from ...ops.keys import sorted_unique
 from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta
 from ...privacy.samplers import LAPLACE_TV_BOUND
 from ...scale.partitions import Partitions, partition
@@ -237,25 +238,36 @@ def _length_counts(part: SequenceDB, l_upper: int) -> np.ndarray:
     return length_counts(part.lengths, l_upper)
 
 
-def _item_supports(part: SequenceDB) -> np.ndarray:
-    """Number of the partition's sequences holding each item (exact)."""
-    seq = np.repeat(np.arange(len(part), dtype=np.int64), part.lengths)
-    pairs = np.unique(seq * part.vocab.size + part.items)
-    return np.bincount(pairs % part.vocab.size, minlength=part.vocab.size)
+def _distinct(part: SequenceDB) -> tuple[SequenceDB, np.ndarray]:
+    return _dedupe(part)
 
 
-def _kept_distinct(part: SequenceDB, keep: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The partition's sequences restricted to the items ``keep``, deduplicated.
+def _item_supports(distinct: tuple[SequenceDB, np.ndarray]) -> np.ndarray:
+    """Weight of the distinct sequences holding each item (the partition's item supports)."""
+    src, weights = distinct
+    size = src.vocab.size
+    seq = np.repeat(np.arange(len(src), dtype=np.int64), src.lengths)
+    pairs = sorted_unique(seq * size + src.items)
+    return np.bincount(pairs % size, weights=weights[pairs // size],
+                       minlength=size).astype(np.int64)
+
+
+def _kept_distinct(distinct: tuple[SequenceDB, np.ndarray], keep: np.ndarray
+                   ) -> tuple[np.ndarray, ...]:
+    """Distinct sequences restricted to the items ``keep``, deduplicated again.
 
     Returns the distinct non-empty restrictions as ``(items, offsets)`` and
     their multiplicities.
     """
-    mask = keep[part.items]
-    seq = np.repeat(np.arange(len(part), dtype=np.int64), part.lengths)[mask]
-    lengths = np.bincount(seq, minlength=len(part))
-    lengths = lengths[lengths > 0]
-    kept = SequenceDB(part.items[mask], np.concatenate([[0], np.cumsum(lengths)]), part.vocab)
-    uniq, weights = _dedupe(kept)
+    src, weights = distinct
+    mask = keep[src.items]
+    if mask.all() and src.lengths.all():  # nothing to drop: already distinct
+        return src.items, src.offsets, weights
+    seq = np.repeat(np.arange(len(src), dtype=np.int64), src.lengths)[mask]
+    lengths = np.bincount(seq, minlength=len(src))
+    kept = SequenceDB(src.items[mask], np.concatenate([[0], np.cumsum(lengths[lengths > 0])]),
+                      src.vocab)
+    uniq, weights = _dedupe(kept, weights[lengths > 0])
     return uniq.items, uniq.offsets, weights
 
 
@@ -289,7 +301,11 @@ class MaximalSupports:
         if weights is not None and (np.shape(weights) != (len(db),) or np.any(
                 np.asarray(weights) < 0)):
             raise InvalidParameter("weights: expected one multiplicity >= 0 per sequence")
-        self._src, self._weights = _dedupe(db, weights)
+        self._start(*_dedupe(db, weights))
+
+    def _start(self, src: SequenceDB, weights: np.ndarray) -> None:
+        """Begin with the distinct sequences ``src`` of multiplicities ``weights``."""
+        self._src, self._weights = src, weights
         self._index: _Index | None = None
         self._lower: dict[int, int] = {}
         self._upper: dict[int, int] = {}
@@ -304,7 +320,8 @@ class MaximalSupports:
         restricted to the items of support above ``floor`` (an item of support
         at most ``floor`` is in no pattern of larger support, and dropping it
         keeps every pattern made of the other items in the same sequences),
-        deduplicated with multiplicities.  Item supports are summed first.
+        deduplicated with multiplicities.  Item supports are summed first
+        (each partition deduplicates its sequences once, for both rounds).
         The client merges the parts, so the answers are those of the whole
         database, computed in this process.
 
@@ -320,14 +337,19 @@ class MaximalSupports:
         MaximalSupports
         """
         floor = _check_floor(floor)
-        parts = data if data is not None else partition(db)
+        parts = (data if data is not None else partition(db)).map(_distinct)
         keep = parts.sum(_item_supports) > floor
         pieces = parts.gather(_kept_distinct, keep)
         items = np.concatenate([p[0] for p in pieces])
         lengths = np.concatenate([np.diff(p[1]) for p in pieces])
         weights = np.concatenate([p[2] for p in pieces])
         kept = SequenceDB(items, np.concatenate([[0], np.cumsum(lengths)]), db.vocab)
-        return cls(kept, floor, weights)
+        if len(pieces) > 1:  # the same sequence may come from several partitions
+            return cls(kept, floor, weights)
+        beta = cls.__new__(cls)
+        beta.floor = floor
+        beta._start(kept, weights)
+        return beta
 
     def bounds(self, length: int) -> tuple[int, int]:
         """Known ``(lower, upper)`` bounds of ``max(beta_length, floor)``.
@@ -634,7 +656,7 @@ class _LengthSearch:
                     held[owner, rk] = True
                     pair = np.flatnonzero(held)
                 else:  # distinct (sequence, item) pairs
-                    pair = np.unique(owner * ix.n_items + rk)
+                    pair = sorted_unique(owner * ix.n_items + rk)
                 return np.rint(np.bincount(pair % ix.n_items, weights=w[pair // ix.n_items],
                                            minlength=ix.n_items)).astype(np.int64)
         out = np.empty(ix.n_items, dtype=np.float64)
