@@ -48,6 +48,7 @@ class Model:
         sizes = [lvl.hist.shape[0] for lvl in levels]
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.indexes = [GramIndex(xp.asarray(lvl.contexts), n_items + 2) for lvl in levels]
+        self._shifted: tuple | None = None  # running sums for sampling, made on first use
 
     @property
     def height(self) -> int:
@@ -134,6 +135,24 @@ class Model:
                 return int(self.total[int(self.offsets[1]) + idx])
         return int(self.hist[0, self.end_id])
 
+    def _symbol(self, node: Any, r: Any):
+        """The symbol ``s`` of each row with ``cum[node, s-1] <= r < cum[node, s]``.
+
+        ``cum`` is the running sum of each node's histogram: ``s`` is the
+        number of its entries at most ``r``.  All nodes' running sums are laid
+        end to end, each shifted by ``node * stride`` (``stride`` above every
+        total), into one ascending array searched once for all rows.
+        """
+        xp = self.be.xp
+        if self._shifted is None:
+            stride = int(self.total.max()) + 1 if self.total.size else 1
+            shift = xp.arange(self.hist.shape[0], dtype=xp.int64)[:, None] * stride
+            self._shifted = ((xp.cumsum(self.hist, axis=1) + shift).ravel(), stride)
+        shifted, stride = self._shifted
+        width = self.hist.shape[1]
+        at = xp.searchsorted(shifted, r + node * stride, side="right")
+        return (at - node * width).astype(xp.int32)
+
     def sample(self, n: int, max_length: int, key: Any):
         """Sample ``n`` sequences (module doc).
 
@@ -153,12 +172,11 @@ class Model:
                 break
             lo = max(0, t + 1 - (self.height - 1))
             node = self.predictor(gen[active, lo:t + 1])
-            h = self.hist[node]
             tot = self.total[node]
             word = key.words(active, t, 1, backend=self.be)[0]
             u = (word >> xp.uint64(11)).astype(xp.float64) * (2.0 ** -53)
             r = xp.floor(u * tot.astype(xp.float64)).astype(xp.int64)
-            sym = (xp.cumsum(h, axis=1) <= r[:, None]).sum(axis=1).astype(xp.int32)
+            sym = self._symbol(node, r)
             sym = xp.where(tot > 0, sym, self.end_id)
             ended = sym == self.end_id
             lengths[active[ended]] = t
