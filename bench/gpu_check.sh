@@ -9,7 +9,8 @@
 # Logs go to $OUT (default ./gpu-check): env.txt, pytest.txt, bench.txt,
 # profile.txt, scaling.txt; benchmark results to bench/results/ and, tarred,
 # to $OUT/results.tar.gz.  Each stage has a time limit (seconds; T_TESTS,
-# T_SCALING) so that one stuck stage cannot eat the rest.  Tests that read
+# T_SCALING) so that one stuck stage cannot eat the rest; MAX_TOKENS, RELEASE_MAX_TOKENS
+# and MECHANISMS size the scaling run.  Tests that read
 # ../shared/datasets skip where it is missing.
 set -u
 stage=${1:-all}
@@ -42,6 +43,7 @@ if [[ $stage == bench || $stage == all ]]; then
   tar czf "$OUT/results.tar.gz" bench/results
   timeout 120 "$py" bench/profile_release.py --backend cupy --top 15 > "$OUT/profile.txt" 2>&1
   timeout "${T_SCALING:-120}" "$py" bench/bench_scaling.py --backend cupy --max-tokens "${MAX_TOKENS:-1e8}" \
+    --release-max-tokens "${RELEASE_MAX_TOKENS:-1e7}" --mechanisms "${MECHANISMS:-ngram,pst,pfs2,dpne}" \
     > "$OUT/scaling.txt" 2>&1
   echo "bench_scaling exit $?" >> "$OUT/scaling.txt"
   tar czf "$OUT/results.tar.gz" bench/results

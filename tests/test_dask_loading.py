@@ -248,3 +248,15 @@ def test_pst_on_parts_without_words(client, tmp_path):
     assert len(db.states) == 1
     remote = pst(db, 2.0, l_top=6, seed=3, engine="dask")
     assert remote.nodes() == pst(dpgpu.load(path), 2.0, l_top=6, seed=3).nodes()
+
+
+def test_fewer_users_than_partitions_leave_no_empty_partition(client, tmp_path):
+    path = tmp_path / "two.jsonl"
+    path.write_text("".join(json.dumps({"author": f"u{i % 2}", "content": f"w{i} x. y z"}) + "\n"
+                            for i in range(40)))
+    parts = load_distributed(path, client, partitions=6).partitions(by_user=True)
+    assert len(parts) == 2 and all(rows.size for rows in parts.rows)
+    kw = dict(max_n=2, contribution=3, seed=5)
+    remote = dpne(load_distributed(path, client, partitions=6), 8.0, 1e-5, engine="dask", **kw)
+    local = dpne(dpgpu.load(path), 8.0, 1e-5, **kw)
+    assert [g.tolist() for g in remote.levels] == [g.tolist() for g in local.levels]

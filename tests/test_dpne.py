@@ -171,3 +171,9 @@ def test_cli_dpne(tmp_path):
     assert main(["dpne", str(path), "--epsilon", "2", "--delta", "1e-6", "--max-n", "3",
                  "--contribution", "5", "--seed", "1", "--out", str(tmp_path / "o")]) == 0
     assert (tmp_path / "o" / "ngrams.tsv").is_file()
+
+
+def test_too_large_epsilon_names_epsilon_not_an_internal_cap():
+    db = SequenceDB.from_sequences([["a", "b"]] * 5, vocab=["a", "b"])
+    with pytest.raises(InvalidParameter, match="epsilon: 20 is too large"):
+        dpne(db, 20.0, 1e-5)

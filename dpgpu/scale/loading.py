@@ -126,8 +126,9 @@ class DistributedDB(HeldData):
         joined = [self.client.submit(_join, *[row[j] for row in pieces], pure=False)
                   for j in range(n)]
         rows = self.client.gather([self.client.submit(_second, f, pure=False) for f in joined])
-        states = [self.client.submit(_first, f, pure=False) for f in joined]
-        return DaskPartitions(self.client, states, rows)
+        keep = [j for j in range(n) if rows[j].size] or [0]  # fewer users than partitions
+        states = [self.client.submit(_first, joined[j], pure=False) for j in keep]
+        return DaskPartitions(self.client, states, [rows[j] for j in keep])
 
     def collect(self) -> SequenceDB:
         """All the sequences as one SequenceDB in this process (for data that fits here)."""

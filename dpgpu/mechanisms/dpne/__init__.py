@@ -241,6 +241,11 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     ledger = PrivacyLedger(epsilon, delta, seed=seed)
     if max_draws is None:
         max_draws = int(0.999 * ledger.max_sampling_delta / ((1 + math.exp(epsilon)) * tv))
+        if max_draws < max(1, n_items):
+            raise InvalidParameter(
+                f"epsilon: {epsilon:g} is too large for the samplers' sampling delta "
+                f"({ledger.max_sampling_delta:g}): it allows {max_draws} noisy draws, fewer than "
+                f"the {n_items} items; lower epsilon (the delta of a draw grows with e^epsilon)")
     max_draws = check_positive_int(max_draws, "max_draws")
     if n_items > max_draws:
         raise InvalidParameter(f"max_draws: {max_draws} is below the vocabulary size {n_items}")
