@@ -6,13 +6,16 @@ of 1e6 .. ``--max-tokens`` items, measures
 
 * counting all n-grams n <= 5 of each sequence's first 20 items
   (``GramEngine``), and
-* the whole N-gram release (epsilon 1, l_max 20, n_max 5),
+* the whole release of each mechanism up to ``--release-max-tokens``
+  (:data:`RELEASES`: N-gram, PST, PFS², DPNE with each sequence its own user),
 
 and fits ``time ~ tokens**b`` on a log-log scale (b near 1: linear).  At the
 smallest size the naive Python ``Counter`` loop runs too, for the ratio.
-Results: ``bench/results/scaling-<backend>.{json,md,png}``.
+Spatial PrivTree works on points, not sequences; its time is in
+``bench_privtree.py``.  Results: ``bench/results/scaling-<backend>.{json,md,png}``.
 
-Usage: ``python bench/bench_scaling.py [--max-tokens 1e8] [--backend numpy|cupy]``
+Usage: ``python bench/bench_scaling.py [--max-tokens 1e8] [--release-max-tokens 3e7]
+[--mechanisms ngram,pst,pfs2,dpne] [--backend numpy|cupy]``
 """
 
 from __future__ import annotations
@@ -34,11 +37,22 @@ import dpgpu
 from dpgpu import SequenceDB
 from dpgpu.backend import get_backend
 from dpgpu.data.generate import markov_sequences
-from dpgpu.mechanisms.ngram import ngram
 from dpgpu.ops.grams import GramEngine
 from naive import naive_seconds
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+#: The releases measured, each with the parameters its paper's MSNBC runs use.
+RELEASES = {
+    "ngram": lambda db, be: dpgpu.ngram(db, 1.0, l_max=20, n_max=5, seed=1, backend=be),
+    "pst": lambda db, be: dpgpu.pst(db, 1.0, l_top=20, seed=1, backend=be),
+    "pfs2": lambda db, be: dpgpu.pfs2(db, 1.0, 0.01, seed=1, backend=be),
+    "dpne": lambda db, be: dpgpu.dpne(db, 1.0, 1e-7, max_n=5, seed=1, backend=be),
+}
+RELEASE_PARAMETERS = ("epsilon 1, seed 1; N-gram l_max 20, n_max 5; PST l_top 20; PFS² threshold "
+                      "0.01; DPNE delta 1e-7, max_n 5")
+#: How the tables and plots name them.
+NAMES = {"ngram": "N-gram", "pst": "PST", "pfs2": "PFS²", "dpne": "DPNE"}
 
 
 def timed(fn, be):
@@ -91,12 +105,19 @@ def main() -> None:
     ap.add_argument("--backend", default=None)
     ap.add_argument("--max-tokens", type=float, default=1e8)
     ap.add_argument("--release-max-tokens", type=float, default=3e7,
-                    help="largest size for the full N-gram release")
+                    help="largest size for the mechanisms' releases")
+    ap.add_argument("--mechanisms", default=",".join(RELEASES),
+                    help=f"releases to time (default {','.join(RELEASES)})")
     args = ap.parse_args()
     be = get_backend(args.backend)
+    mechanisms = [m for m in args.mechanisms.split(",") if m]
+    unknown = set(mechanisms) - set(RELEASES)
+    if unknown:
+        ap.error(f"--mechanisms: unknown {sorted(unknown)}; choose from {','.join(RELEASES)}")
     sizes = [int(s) for s in (1e6, 3e6, 1e7, 3e7, 1e8, 3e8, 1e9) if s <= args.max_tokens]
     warm = markov_sequences(20_000, seed=0)  # compile and cache everything once
-    ngram(warm, 1.0, seed=1, backend=be)
+    for name in mechanisms:
+        RELEASES[name](warm, be)
     rows = []
     for size in sizes:
         db = corpus(size, seed=size)
@@ -104,9 +125,10 @@ def main() -> None:
                                             for n in range(1, 6)], be)
         row = {"tokens": db.n_events, "sequences": len(db), "count_s": round(count_s, 3),
                "count_peak_mib": round(count_mem / 2 ** 20, 1)}
-        if size <= args.release_max_tokens:
-            rel_s, rel_mem = timed(lambda: ngram(db, 1.0, seed=1, backend=be), be)
-            row.update(release_s=round(rel_s, 3), release_peak_mib=round(rel_mem / 2 ** 20, 1))
+        for name in mechanisms if size <= args.release_max_tokens else []:
+            rel_s, rel_mem = timed(lambda: RELEASES[name](db, be), be)
+            row.update({f"{name}_s": round(rel_s, 3),
+                        f"{name}_peak_mib": round(rel_mem / 2 ** 20, 1)})
         if size == sizes[0]:
             row["naive_count_s"] = round(naive_seconds(db), 3)
             row["count_speedup"] = round(row["naive_count_s"] / count_s, 1)
@@ -126,19 +148,23 @@ def main() -> None:
            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
            "workload": "markov_sequences(n, n_items=100, max_order=3, zipf=1.1, mean_length=8); "
                        f"above {CHUNK:.0e} tokens, chunks of {CHUNK:.0e} with their own seeds",
-           "rows": rows, "fitted_exponent": {"count": exponent("count_s"),
-                                             "release": exponent("release_s")}}
+           "mechanisms": mechanisms, "rows": rows,
+           "fitted_exponent": {"count": exponent("count_s"),
+                               **{name: exponent(f"{name}_s") for name in mechanisms}}}
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"scaling-{be.name}.json"
     path.write_text(json.dumps(out, indent=2) + "\n")
+    fits = ", ".join(f"{NAMES[m]} release {out['fitted_exponent'][m]}" for m in mechanisms)
     lines = [f"# Scaling ({be.name}, {be.device_name()}, {out['processor']})\n",
-             f"Workload: {out['workload']}. Fitted exponent of time vs tokens: counting "
-             f"{out['fitted_exponent']['count']}, full N-gram release "
-             f"{out['fitted_exponent']['release']} (1 = linear).\n",
-             "| tokens | sequences | count n<=5 (s) | peak MiB | N-gram release (s) | peak MiB |",
-             "|---:|---:|---:|---:|---:|---:|"]
+             f"Workload: {out['workload']}. Releases: {RELEASE_PARAMETERS}. Fitted exponent of "
+             f"time vs tokens: counting {out['fitted_exponent']['count']}"
+             f"{', ' + fits if fits else ''} (1 = linear).\n",
+             "| tokens | sequences | count n<=5 (s) | peak MiB | "
+             + " | ".join(f"{NAMES[m]} (s) | peak MiB" for m in mechanisms) + " |",
+             "|---:|---:|---:|---:|" + "---:|---:|" * len(mechanisms)]
     lines += [f"| {r['tokens']:,} | {r['sequences']:,} | {r['count_s']} | {r['count_peak_mib']} | "
-              f"{r.get('release_s', '-')} | {r.get('release_peak_mib', '-')} |" for r in rows]
+              + " | ".join(f"{r.get(m + '_s', '-')} | {r.get(m + '_peak_mib', '-')}"
+                           for m in mechanisms) + " |" for r in rows]
     first = rows[0]
     lines.append(f"\nNaive Python Counter at {first['tokens']:,} tokens: "
                  f"{first['naive_count_s']} s ({first['count_speedup']}x slower than dpgpu).\n")
@@ -154,10 +180,11 @@ def _plot(out: dict, path: Path) -> None:
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for key, label in (("count_s", "count n<=5"), ("release_s", "N-gram release")):
-        pts = [(r["tokens"], r[key]) for r in out["rows"] if key in r]
+    for key, label in [("count", "count n<=5")] + [(m, f"{NAMES[m]} release")
+                                                   for m in out["mechanisms"]]:
+        pts = [(r["tokens"], r[f"{key}_s"]) for r in out["rows"] if f"{key}_s" in r]
         ax.loglog([p[0] for p in pts], [p[1] for p in pts], "o-",
-                  label=f"{label} (exponent {out['fitted_exponent'][key.split('_')[0]]})")
+                  label=f"{label} (exponent {out['fitted_exponent'][key]})")
     ax.set(xlabel="tokens", ylabel="seconds", title=f"dpgpu scaling ({out['backend']})")
     ax.legend()
     fig.tight_layout()
