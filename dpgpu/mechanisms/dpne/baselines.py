@@ -40,7 +40,15 @@ of the ball, and those maps expand distances: at ``S = 64`` the gaps
 ``(1, 65)`` and ``(2, 65)`` (distance 1) leave residual gaps ``(1, 1)`` and
 ``(0, 2)`` (distance sqrt 2).  Floor rounding of the scaled step fares
 worse: a 131-user example at ``S = 64`` ends with neighbouring histograms
-64.19 grid units apart, above the sensitivity the noise is calibrated to.
+64.19 grid units apart, above the sensitivity the noise is calibrated to,
+and such excesses can add up over users.  Keeping the histogram real and
+thresholding ``H_w + Z_w / S`` with discrete Gaussian ``Z`` does not help:
+the decision ``Z_w > S (rho - H_w)`` depends on ``H`` only through the
+integer ``floor(S (rho - H_w))``, so the privacy is that of the rounded
+histogram, whose L2 distance between neighbours can exceed ``S`` by up to
+one unit in every gram whose weight differs -- and in set union that
+number has no public bound.  (Real-valued Gaussian noise itself is ruled
+out by the integer-noise rule of DESIGN.md.)
 
 Noise is keyed by gram identity (rows padded to ``T`` with an unused symbol
 for ``dpsu-all``), the per-user subset choice by ``(user, gram id)`` under
