@@ -202,6 +202,12 @@ def test_dpne_release_equals_the_local_one(client, tmp_path):
     assert [g.tolist() for g in remote.levels] == [g.tolist() for g in local.levels]
 
 
+def header_ending_at(end):
+    """A UCI header naming three categories whose '% Sequences:' ends at byte ``end``."""
+    head, tail = b"% Different categories found in input file:\n\n", b" d e\n\n% Sequences:"
+    return head + b"c" * (end - len(head) - len(tail)) + tail
+
+
 HEADER = b"% Different categories found in input file:\n\na b c\n\n% Sequences:\n\n"
 EDGES = {  # name: (bytes, load options, partitions); found by review
     "long-header.seq": (b"% Different categories found in input file:\n\n"
@@ -216,6 +222,13 @@ EDGES = {  # name: (bytes, load options, partitions); found by review
     "crlf.seq": (HEADER.replace(b"\n", b"\r\n") + b"1 2 \r\n3 \r\n" * 50, {}, 3),
     "no-final-newline.txt": (b"1 2\n3 4 5\n" * 30 + b"6 7", {}, 4),
     "line-separator.jsonl": ('{"author": "a", "content": "x\u2028y z"}\n'.encode() * 30, {}, 3),
+    # users whose records hold no words still take ids, as in a local load
+    "silent-users.jsonl": (b"".join(b'{"author": "silent%d", "content": "..."}\n' % i
+                                    for i in range(20))
+                           + b"".join(b'{"author": "u%d", "content": "a b. c"}\n' % (i % 7)
+                                      for i in range(40)), {}, 4),
+    # the "% Sequences:" line ends exactly where the first 64 KiB end
+    "header-at-64k.seq": (header_ending_at(1 << 16) + b"\n\n1 2\n3\n", {}, 2),
 }
 
 

@@ -263,20 +263,20 @@ def _read_split(client: Any, p: Path, fmt: str, options: dict, n_parts: int, hea
     if fmt == "jsonl" and not any(m["n"] for m in meta):
         raise InputError(f"{p}: no words (no sequences)")
     source = _merged_source(meta, fmt)
-    keep = [i for i, m in enumerate(meta) if m["n"]] or [0]  # no empty partitions
-    parsed, meta = [parsed[i] for i in keep], [meta[i] for i in keep]
     labels = sort_labels(set().union(*(m["labels"] for m in meta)))
     vocab = Vocabulary(labels, names=names)
     index = {label: i for i, label in enumerate(labels)}
-    users: dict[str, int] = {}
+    users: dict[str, int] = {}  # every part's users, in file order, words or not (as locally)
+    user_maps = [None if m["user_labels"] is None else
+                 np.array([users.setdefault(u, len(users)) for u in m["user_labels"]],
+                          dtype=np.int32) for m in meta]
+    keep = [i for i, m in enumerate(meta) if m["n"]] or [0]  # no empty partitions
     states = []
-    for f, m in zip(parsed, meta):
-        item_map = np.array([index[x] for x in m["labels"]], dtype=np.int32)
-        user_map = None
-        if m["user_labels"] is not None:
-            user_map = np.array([users.setdefault(u, len(users)) for u in m["user_labels"]],
-                                dtype=np.int32)
-        states.append(client.submit(_remap, f, item_map, user_map, vocab, pure=False))
+    for i in keep:
+        item_map = np.array([index[x] for x in meta[i]["labels"]], dtype=np.int32)
+        states.append(client.submit(_remap, parsed[i], item_map, user_maps[i], vocab,
+                                    pure=False))
+    meta = [meta[i] for i in keep]
     if fmt == "jsonl":
         source["user_labels"] = list(users)
     return DistributedDB(client, states, [m["n"] for m in meta], vocab, source, fmt == "jsonl")
@@ -295,7 +295,8 @@ def _seq_head(p: Path, head: bytes, size: int) -> bytes:
     """The start of a ``.seq`` file, long enough to hold its whole header."""
     while len(head) < size:
         mark = head.find(text.SEQ_MARK)
-        if mark >= 0 and head.find(b"\n", mark) + 3 <= len(head):
+        line_end = head.find(b"\n", mark) if mark >= 0 else -1
+        if line_end >= 0 and line_end + 3 <= len(head):
             break
         with input_errors(p), open(p, "rb") as f:
             head = f.read(2 * len(head))
