@@ -177,3 +177,17 @@ def test_too_large_epsilon_names_epsilon_not_an_internal_cap():
     db = SequenceDB.from_sequences([["a", "b"]] * 5, vocab=["a", "b"])
     with pytest.raises(InvalidParameter, match="epsilon: 20 is too large"):
         dpne(db, 20.0, 1e-5)
+
+
+@pytest.mark.parametrize("epsilon", [100.0, 800.0, 1e6])
+def test_huge_epsilon_calibrates_or_fails_clearly(epsilon):
+    """No underflow in the zCDP conversion (it used to raise 'math domain error' at 100)."""
+    from dpgpu.mechanisms.dpne.calibration import _log_zcdp_delta  # noqa: PLC0415
+
+    sigma = zcdp_sigma(epsilon, 1e-7)
+    assert 0 < sigma < zcdp_sigma(epsilon / 2, 1e-7)
+    assert _log_zcdp_delta(sigma, epsilon) <= math.log(1e-7)
+    assert zcdp_delta(sigma, epsilon) <= 1e-7
+    db = SequenceDB.from_sequences([["a", "b"]] * 5, vocab=["a", "b"])
+    with pytest.raises(InvalidParameter, match="epsilon: .* is too large"):
+        dpne(db, epsilon, 1e-5)

@@ -313,3 +313,22 @@ def test_an_empty_database_has_no_symbols_and_still_releases():
     assert flat.size == 0 and events.size == 0
     nodes = pst(db, 1.0, seed=2, synthetic=False).nodes()
     assert nodes[0]["depth"] == 0 and len(nodes[0]["hist"]) == 3
+
+
+@pytest.mark.parametrize("scale", [1, 10 ** 17])
+def test_sampled_symbol_is_the_inverse_of_the_running_sum(scale):
+    """``Model._symbol`` against brute force, with totals that fit int64 end to end or not."""
+    rng = np.random.default_rng(scale % 1000)
+    hist = rng.integers(0, 4, (6, 5)) * scale
+    hist[2] = 0  # a node without counts
+    levels = [PSTLevel(np.zeros((1, 0), np.int32), np.zeros(1, np.int64), np.array([False]),
+                       np.array([1]), hist[:1]),
+              PSTLevel(np.arange(5, dtype=np.int32)[:, None], np.zeros(5, np.int64),
+                       np.ones(5, bool), np.full(5, -1), hist[1:])]
+    model = Model(levels, 4, "numpy")
+    node = rng.integers(0, 6, 300)
+    total = hist.sum(axis=1)[node]
+    r = np.floor(rng.random(300) * total).astype(np.int64)
+    want = (np.cumsum(hist[node], axis=1) <= r[:, None]).sum(axis=1)
+    assert model._symbol(node, r).tolist() == want.tolist()
+    assert (model._shifted[0] is None) == (scale > 1)

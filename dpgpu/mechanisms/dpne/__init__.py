@@ -240,7 +240,8 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
              eta * 2.0 ** -52 + 2.0 ** -64)
     ledger = PrivacyLedger(epsilon, delta, seed=seed)
     if max_draws is None:
-        max_draws = int(0.999 * ledger.max_sampling_delta / ((1 + math.exp(epsilon)) * tv))
+        max_draws = int(0.999 * ledger.max_sampling_delta
+                        / ((1 + math.exp(min(epsilon, 700.0))) * tv))  # no overflow
         if max_draws < max(1, n_items):
             raise InvalidParameter(
                 f"epsilon: {epsilon:g} is too large for the samplers' sampling delta "

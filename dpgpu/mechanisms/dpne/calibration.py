@@ -38,6 +38,11 @@ _TAIL = Fraction(1, 2 ** 79)
 
 def zcdp_delta(sigma: float, epsilon: float) -> float:
     """``delta`` implied at ``epsilon`` by ``1/(2 sigma**2)``-zCDP (CKS20 Cor. 13)."""
+    return math.exp(_log_zcdp_delta(sigma, epsilon))
+
+
+def _log_zcdp_delta(sigma: float, epsilon: float) -> float:
+    """``log zcdp_delta(sigma, epsilon)``, without underflow for large ``epsilon``."""
     rho = 1 / (2 * sigma * sigma)
 
     def log_delta(a: float) -> float:
@@ -46,19 +51,27 @@ def zcdp_delta(sigma: float, epsilon: float) -> float:
     hi = max(4.0, 4 * (epsilon / rho + 1))
     best = minimize_scalar(log_delta, bounds=(1 + 1e-9, hi), method="bounded",
                            options={"xatol": 1e-10})
-    return math.exp(min(float(best.fun), log_delta(hi)))
+    return min(float(best.fun), log_delta(hi))
 
 
 def zcdp_sigma(epsilon: float, delta: float) -> float:
     """Smallest ``sigma`` (unit L2 sensitivity) with ``zcdp_delta(sigma, epsilon) <= delta``."""
     epsilon = check_positive_real(epsilon, "epsilon")
     delta = check_probability(delta, "delta")
+    target = math.log(delta)
+
+    def excess(sigma: float) -> float:
+        return _log_zcdp_delta(sigma, epsilon) - target
+
     lo, hi = 1e-3, 1.0
-    while zcdp_delta(hi, epsilon) > delta:
+    while excess(hi) > 0:
         hi *= 2
-    s = brentq(lambda x: math.log(zcdp_delta(x, epsilon)) - math.log(delta), lo, hi,
-               xtol=1e-13, rtol=1e-14)
-    while zcdp_delta(s, epsilon) > delta:
+    while excess(lo) <= 0 and lo > 1e-12:  # a large epsilon allows a tiny sigma
+        lo /= 2
+    if excess(lo) <= 0 and zcdp_delta(lo, epsilon) <= delta:
+        return lo
+    s = brentq(excess, lo, hi, xtol=1e-13, rtol=1e-14)
+    while zcdp_delta(s, epsilon) > delta:  # the guarantee itself, not its logarithm
         s *= 1 + 1e-12
     return s
 

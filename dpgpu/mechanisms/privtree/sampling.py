@@ -141,14 +141,20 @@ class Model:
         ``cum`` is the running sum of each node's histogram: ``s`` is the
         number of its entries at most ``r``.  All nodes' running sums are laid
         end to end, each shifted by ``node * stride`` (``stride`` above every
-        total), into one ascending array searched once for all rows.
+        total), into one ascending array searched once for all rows; where
+        that array would overflow int64, each row's running sum is taken.
         """
         xp = self.be.xp
         if self._shifted is None:
             stride = int(self.total.max()) + 1 if self.total.size else 1
-            shift = xp.arange(self.hist.shape[0], dtype=xp.int64)[:, None] * stride
-            self._shifted = ((xp.cumsum(self.hist, axis=1) + shift).ravel(), stride)
+            if self.hist.shape[0] * stride >= 2 ** 62:  # cannot be laid end to end in int64
+                self._shifted = (None, stride)
+            else:
+                shift = xp.arange(self.hist.shape[0], dtype=xp.int64)[:, None] * stride
+                self._shifted = ((xp.cumsum(self.hist, axis=1) + shift).ravel(), stride)
         shifted, stride = self._shifted
+        if shifted is None:
+            return (xp.cumsum(self.hist[node], axis=1) <= r[:, None]).sum(axis=1).astype(xp.int32)
         width = self.hist.shape[1]
         at = xp.searchsorted(shifted, r + node * stride, side="right")
         return (at - node * width).astype(xp.int32)
