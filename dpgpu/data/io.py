@@ -38,6 +38,15 @@ def input_errors(path: Any) -> Iterator[None]:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
+@contextlib.contextmanager
+def gzip_errors(path: Any) -> Iterator[None]:
+    """Turn a gzip decoding failure inside the block into an InputError naming ``path``."""
+    try:
+        yield
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise InputError(f"{path}: truncated or corrupt gzip data ({exc})") from None
+
+
 def read_bytes(path: Any) -> bytes:
     """Contents of ``path``, decompressed when it is gzip data.
 
@@ -50,10 +59,8 @@ def read_bytes(path: Any) -> bytes:
     with input_errors(p):
         raw = p.read_bytes()
     if raw[:2] == GZIP_MAGIC:
-        try:
+        with gzip_errors(p):
             raw = gzip.decompress(raw)
-        except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
-            raise InputError(f"{p}: truncated or corrupt gzip data ({exc})") from None
     return raw
 
 

@@ -76,7 +76,7 @@ def load(path: Any, format: str | None = None, **options: Any) -> SequenceDB:
     check_format(format)
     p = Path(path)
     head = _raw_head(p)
-    if format in ("parquet", "text-parquet") or (format is None and head.startswith(b"PAR1")):
+    if is_parquet(format, head):
         fmt, data = format or "parquet", b""
     else:
         data = read_bytes(p)
@@ -95,6 +95,11 @@ def check_format(format: str | None) -> str | None:
         raise InvalidParameter(f"format: unknown format {format!r}; choose one of "
                                f"{', '.join(FORMATS)}")
     return format
+
+
+def is_parquet(format: str | None, head: bytes) -> bool:
+    """Whether a file starting with ``head`` is read as Parquet (asked for, or detected)."""
+    return format in ("parquet", "text-parquet") or (format is None and head.startswith(b"PAR1"))
 
 
 def check_options(fmt: str, options: dict) -> None:

@@ -36,18 +36,16 @@ sequences meet in one partition.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import logging
-import zlib
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
 from ..data import text
-from ..data.io import GZIP_MAGIC, input_errors, read_bytes
-from ..data.load import check_format, check_options, detect_format, read
+from ..data.io import GZIP_MAGIC, gzip_errors, input_errors
+from ..data.load import check_format, check_options, detect_format, is_parquet, load, read
 from ..data.sequencedb import SequenceDB, sort_labels
 from ..data.vocabulary import Vocabulary
 from ..errors import InputError
@@ -177,8 +175,7 @@ def load_distributed(path: Any, client: Any = None, *, format: str | None = None
                                  "partitions")
     p = Path(path).absolute()  # the workers may not share the client's working directory
     head, size, gz = _head(p)
-    parquet = format in ("parquet", "text-parquet") or (format is None and
-                                                       head.startswith(b"PAR1"))
+    parquet = is_parquet(format, head)
     if not parquet and not head.strip() and _all_blank(p, gz):
         raise InputError(f"{p}: empty file (no sequences)")
     fmt = format or ("parquet" if parquet else detect_format(p, head))
@@ -200,21 +197,13 @@ def _head(p: Path) -> tuple[bytes, int, bool]:
         size = f.seek(0, 2)
     if raw[:2] != GZIP_MAGIC:
         return raw, size, False
-    with _gzip_errors(p), gzip.open(p, "rb") as f:
+    with gzip_errors(p), gzip.open(p, "rb") as f:
         return f.read(HEAD_BYTES), size, True
-
-
-@contextlib.contextmanager
-def _gzip_errors(p: Path) -> Iterator[None]:
-    try:
-        yield
-    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        raise InputError(f"{p}: truncated or corrupt gzip data ({exc})") from None
 
 
 def _all_blank(p: Path, gz: bool) -> bool:
     """Whether the file (decompressed) holds nothing but white space."""
-    with input_errors(p), _gzip_errors(p), (gzip.open(p, "rb") if gz else open(p, "rb")) as f:
+    with input_errors(p), gzip_errors(p), (gzip.open(p, "rb") if gz else open(p, "rb")) as f:
         while block := f.read(_BLOCK):
             if block.strip():
                 return False
@@ -271,15 +260,13 @@ def _read_split(client: Any, p: Path, fmt: str, options: dict, n_parts: int, hea
                  np.array([users.setdefault(u, len(users)) for u in m["user_labels"]],
                           dtype=np.int32) for m in meta]
     keep = [i for i, m in enumerate(meta) if m["n"]] or [0]  # no empty partitions
-    states = []
-    for i in keep:
-        item_map = np.array([index[x] for x in meta[i]["labels"]], dtype=np.int32)
-        states.append(client.submit(_remap, parsed[i], item_map, user_maps[i], vocab,
-                                    pure=False))
-    meta = [meta[i] for i in keep]
+    states = [client.submit(_remap, parsed[i],
+                            np.array([index[x] for x in meta[i]["labels"]], dtype=np.int32),
+                            user_maps[i], vocab, pure=False) for i in keep]
     if fmt == "jsonl":
         source["user_labels"] = list(users)
-    return DistributedDB(client, states, [m["n"] for m in meta], vocab, source, fmt == "jsonl")
+    return DistributedDB(client, states, [meta[i]["n"] for i in keep], vocab, source,
+                         fmt == "jsonl")
 
 
 def _gather_meta(client: Any, parsed: list[Any]) -> list[dict]:
@@ -365,10 +352,8 @@ def _merged_source(meta: list[dict], fmt: str) -> dict:
 
 # ----------------------------------------------------------------- workers
 def _load_file(path: str, fmt: str, options: dict) -> SequenceDB | InputError:
-    p = Path(path)
     try:
-        data = b"" if fmt in ("parquet", "text-parquet") else read_bytes(p)
-        return read(fmt, p, data, options)
+        return load(path, format=fmt, **options)
     except InputError as exc:  # a value, so that the worker does not log it as a failure
         return exc
 
