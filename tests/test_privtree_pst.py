@@ -315,20 +315,22 @@ def test_an_empty_database_has_no_symbols_and_still_releases():
     assert nodes[0]["depth"] == 0 and len(nodes[0]["hist"]) == 3
 
 
-@pytest.mark.parametrize("scale", [1, 10 ** 17])
-def test_sampled_symbol_is_the_inverse_of_the_running_sum(scale):
-    """``Model._symbol`` against brute force, with totals that fit int64 end to end or not."""
-    rng = np.random.default_rng(scale % 1000)
-    hist = rng.integers(0, 4, (6, 5)) * scale
+@pytest.mark.parametrize("width", [1, 2, 5, 64, 102])
+@pytest.mark.parametrize("scale", [1, 10 ** 16])
+def test_sampled_symbol_is_the_inverse_of_the_running_sum(scale, width):
+    """``Model._symbol`` against brute force, with small totals and totals near int64's limit."""
+    rng = np.random.default_rng(scale % 1000 + width)
+    hist = rng.integers(0, 4, (6, width)) * scale
     hist[2] = 0  # a node without counts
+    hist[3, -1] = 0  # a last symbol never drawn
     levels = [PSTLevel(np.zeros((1, 0), np.int32), np.zeros(1, np.int64), np.array([False]),
                        np.array([1]), hist[:1]),
               PSTLevel(np.arange(5, dtype=np.int32)[:, None], np.zeros(5, np.int64),
                        np.ones(5, bool), np.full(5, -1), hist[1:])]
-    model = Model(levels, 4, "numpy")
-    node = rng.integers(0, 6, 300)
+    model = Model(levels, width - 1, "numpy")
+    node = np.r_[rng.integers(0, 6, 300), 0, 0, 1, 1]
     total = hist.sum(axis=1)[node]
-    r = np.floor(rng.random(300) * total).astype(np.int64)
+    r = np.floor(rng.random(node.size) * total).astype(np.int64)
+    r[-4:] = [0, max(total[-3] - 1, 0), 0, max(total[-1] - 1, 0)]  # both ends of a row
     want = (np.cumsum(hist[node], axis=1) <= r[:, None]).sum(axis=1)
     assert model._symbol(node, r).tolist() == want.tolist()
-    assert (model._shifted[0] is None) == (scale > 1)

@@ -48,7 +48,7 @@ class Model:
         sizes = [lvl.hist.shape[0] for lvl in levels]
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.indexes = [GramIndex(xp.asarray(lvl.contexts), n_items + 2) for lvl in levels]
-        self._shifted: tuple | None = None  # running sums for sampling, made on first use
+        self._cum: Any = None  # running sums of each row, for sampling, made on first use
 
     @property
     def height(self) -> int:
@@ -139,25 +139,23 @@ class Model:
         """The symbol ``s`` of each row with ``cum[node, s-1] <= r < cum[node, s]``.
 
         ``cum`` is the running sum of each node's histogram: ``s`` is the
-        number of its entries at most ``r``.  All nodes' running sums are laid
-        end to end, each shifted by ``node * stride`` (``stride`` above every
-        total), into one ascending array searched once for all rows; where
-        that array would overflow int64, each row's running sum is taken.
+        number of entries of row ``node`` at most ``r``.  All rows are
+        bisected together, each within its own row of ``cum`` (a few cache
+        lines), in ``bit_length(width)`` whole-array steps.
         """
         xp = self.be.xp
-        if self._shifted is None:
-            stride = int(self.total.max()) + 1 if self.total.size else 1
-            if self.hist.shape[0] * stride >= 2 ** 62:  # cannot be laid end to end in int64
-                self._shifted = (None, stride)
-            else:
-                shift = xp.arange(self.hist.shape[0], dtype=xp.int64)[:, None] * stride
-                self._shifted = ((xp.cumsum(self.hist, axis=1) + shift).ravel(), stride)
-        shifted, stride = self._shifted
-        if shifted is None:
-            return (xp.cumsum(self.hist[node], axis=1) <= r[:, None]).sum(axis=1).astype(xp.int32)
-        width = self.hist.shape[1]
-        at = xp.searchsorted(shifted, r + node * stride, side="right")
-        return (at - node * width).astype(xp.int32)
+        if self._cum is None:
+            self._cum = xp.cumsum(self.hist, axis=1).ravel()
+        cum, width = self._cum, self.hist.shape[1]
+        lo = node.astype(xp.int64) * width
+        hi = lo + width
+        for _ in range(width.bit_length()):
+            mid = (lo + hi) // 2
+            open_ = lo < hi
+            below = cum[xp.where(open_, mid, 0)] <= r
+            lo = xp.where(open_ & below, mid + 1, lo)
+            hi = xp.where(open_ & ~below, mid, hi)
+        return (lo - node * width).astype(xp.int32)
 
     def sample(self, n: int, max_length: int, key: Any):
         """Sample ``n`` sequences (module doc).
