@@ -15,7 +15,13 @@ tokens; ``dpgpu.data.generate.markov_sequences``) with
   divided by the nominal INT32 rate (multiprocessors x clock x 64 lanes on a
   GPU; cores x clock x 8 on the CPU, an AVX2 estimate),
 
-and the ratio of measured time to the larger floor.  It also times the whole
+and the ratio of measured time to the larger floor.  On a GPU it also
+reports, from a separate pass with CUDA events around each launch, the
+device time of dpgpu's own kernels (``cuda.launch``), their number and the
+work items (windows, padding included) they covered: the rest of a level's
+time is host work, CuPy's library calls (``flatnonzero``, sorts) and gaps
+between launches, which tells whether a level is bound by the kernel or by
+what surrounds it.  It also times the whole
 N-gram release (epsilon 1, l_max 20, n_max 5) on the bundled MSNBC file on
 this backend and, once, on NumPy for the ratio.  Results, with the device
 name and versions: ``bench/results/floors-<backend>-<device>.{json,md}``.
@@ -36,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 import dpgpu
-from dpgpu.backend import get_backend
+from dpgpu.backend import cuda, get_backend
 from dpgpu.data.generate import markov_sequences
 from dpgpu.mechanisms.ngram import ngram
 from dpgpu.ops.grams import GramEngine
@@ -80,7 +86,41 @@ def peak_int_ops(be) -> float:
     return (os.cpu_count() or 1) * 3e9 * 8
 
 
-def count_levels(db, be, n_max: int, bandwidth: float, peak: float) -> tuple[list[dict], float]:
+class KernelTimer:
+    """Device time of every ``cuda.launch`` made inside the ``with`` block (GPU only).
+
+    Wraps :func:`dpgpu.backend.cuda.launch` so that CUDA events are recorded
+    just before and after each launch; ``seconds`` sums their intervals.
+    """
+
+    def __init__(self, be):
+        self.cp, self.events, self.items = be.xp, [], 0
+
+    def __enter__(self) -> "KernelTimer":
+        self._launch = cuda.launch
+
+        def timed_launch(kernel, n_items, args, **options):
+            start, end = self.cp.cuda.Event(), self.cp.cuda.Event()
+            start.record()
+            self._launch(kernel, n_items, args, **options)
+            end.record()
+            self.events.append((start, end))
+            self.items += n_items
+
+        cuda.launch = timed_launch
+        return self
+
+    def __exit__(self, *exc) -> None:
+        cuda.launch = self._launch
+        self.cp.cuda.Device().synchronize()
+
+    @property
+    def seconds(self) -> float:
+        return sum(self.cp.cuda.get_elapsed_time(s, e) for s, e in self.events) / 1e3
+
+
+def count_levels(db, be, n_max: int, bandwidth: float, peak: float,
+                 repeat: int = 1) -> tuple[list[dict], float]:
     """Time each level's count and compare it with its floors.
 
     The padded blocks are built (and, on a GPU, copied to the device) first
@@ -93,13 +133,18 @@ def count_levels(db, be, n_max: int, bandwidth: float, peak: float) -> tuple[lis
     rows = []
     for n in range(1, n_max + 1):
         out = {}
-        t = seconds(lambda: out.setdefault("r", engine.count(n)), be)
+        t = seconds(lambda: out.setdefault("r", engine.count(n)), be, repeat)
         distinct = int(out["r"][1].shape[0])
         floor_bytes = 4 * db.n_events + (4 * n + 8) * distinct
         t_bw, t_ops = floor_bytes / bandwidth, db.n_events / peak
         rows.append({"n": n, "distinct": distinct, "seconds": round(t, 5),
                      "bandwidth_floor_s": round(t_bw, 6), "ops_floor_s": round(t_ops, 6),
                      "x_floor": round(t / max(t_bw, t_ops), 1)})
+        if be.is_gpu:
+            with KernelTimer(be) as timer:
+                engine.count(n)
+            rows[-1].update(kernel_s=round(timer.seconds, 5), launches=len(timer.events),
+                            work_items=timer.items)
         print(rows[-1], flush=True)
     return rows, t_blocks
 
@@ -130,11 +175,14 @@ def write(result: dict) -> Path:
              "", f"Corpus: {result['tokens']:,} tokens, {result['sequences']:,} sequences "
              f"(markov_sequences, seed 1). Copy bandwidth measured: "
              f"{result['bandwidth_GBps']:.0f} GB/s; nominal INT32 rate "
-             f"{result['peak_int_ops'] / 1e12:.1f} Tops/s.", "",
-             "| n | distinct grams | time (s) | bandwidth floor (s) | ops floor (s) | x floor |",
-             "|---|---|---|---|---|---|"]
+             f"{result['peak_int_ops'] / 1e12:.3g} Tops/s.", "",
+             "| n | distinct grams | time (s) | bandwidth floor (s) | ops floor (s) | x floor "
+             "| own kernels (s) | launches | work items |",
+             "|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['n']} | {r['distinct']:,} | {r['seconds']} | {r['bandwidth_floor_s']} | "
-              f"{r['ops_floor_s']} | {r['x_floor']} |" for r in result["levels"]]
+              f"{r['ops_floor_s']} | {r['x_floor']} | {r.get('kernel_s', '-')} | "
+              f"{r.get('launches', '-')} | {format(r['work_items'], ',') if 'work_items' in r else '-'} |"
+              for r in result["levels"]]
     lines += ["", f"All levels: {result['count_total_s']} s, {result['count_x_floor']}x the "
               f"summed floors.  Building the padded blocks on the device (host to "
               f"device copy included) took {result['blocks_s']} s more, once.", "",
@@ -166,7 +214,7 @@ def main() -> None:
 
     count_levels(markov_sequences(2_000_000, seed=2), be, args.n_max, bandwidth, peak)  # warm-up
     db = markov_sequences(int(args.tokens), seed=1)
-    levels, t_blocks = count_levels(db, be, args.n_max, bandwidth, peak)
+    levels, t_blocks = count_levels(db, be, args.n_max, bandwidth, peak, args.repeat)
     total = sum(r["seconds"] for r in levels)
     floor = sum(max(r["bandwidth_floor_s"], r["ops_floor_s"]) for r in levels)
     result.update(tokens=db.n_events, sequences=len(db), levels=levels,
