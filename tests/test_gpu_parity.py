@@ -217,3 +217,8 @@ def test_engine_backends_agree(msnbc, l_max, markers):
         for _ in range(2):  # deterministic
             got = engines["cupy"].next_symbol_histogram(engines["cupy"].xp.asarray(contexts))
             np.testing.assert_array_equal(got.get(), expected)
+
+
+def test_multiprocessors_is_the_device_count(cp):
+    assert cuda.multiprocessors() == cp.cuda.Device().attributes["MultiProcessorCount"] > 0
+    assert cuda.multiprocessors() == cuda.multiprocessors()  # the cached answer

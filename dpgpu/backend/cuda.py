@@ -35,6 +35,7 @@ MAX_BLOCKS = 65_536
 _LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[ \t]*$', re.MULTILINE)
 
 _modules: dict[tuple[str, int], Any] = {}
+_multiprocessors: dict[int, int] = {}
 
 
 def kernel_dir() -> Traversable:
@@ -120,7 +121,16 @@ def launch(kernel: Any, n_items: int, args: tuple, *, max_blocks: int = MAX_BLOC
 
 
 def multiprocessors() -> int:
-    """Streaming multiprocessors of the current CUDA device."""
+    """Streaming multiprocessors of the current CUDA device (asked once per device).
+
+    ``cupy.cuda.Device().attributes`` would query every device attribute on
+    each call; this is asked at every shared-memory histogram launch.
+    """
     import cupy  # noqa: PLC0415 - GPU path only
 
-    return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+    device = cupy.cuda.Device().id
+    if device not in _multiprocessors:
+        runtime = cupy.cuda.runtime
+        _multiprocessors[device] = int(runtime.deviceGetAttribute(
+            runtime.cudaDevAttrMultiProcessorCount, device))
+    return _multiprocessors[device]
