@@ -15,7 +15,7 @@ from dpgpu.cli import main
 from dpgpu.mechanisms.dpne import baselines, dpne, sigma_schedule
 from dpgpu.mechanisms.dpne.baselines import laplace_threshold
 from dpgpu.mechanisms.dpne.calibration import GRID, unit_weights
-from dpgpu.mechanisms.dpne.histogram import bounded_histogram, bounded_pairs, unique_int
+from dpgpu.mechanisms.dpne.histogram import bounded_histogram, bounded_pairs, gram_sums
 from dpgpu.mechanisms.dpne.policy import water_fill
 from dpgpu.privacy import DiscreteGaussian, DiscreteLaplace, NoiseKey
 from dpgpu.scale.partitions import partition
@@ -141,13 +141,24 @@ def test_bounded_pairs_packed_matches_bruteforce():
         mine = set(g[u == a].tolist())
         assert mine <= s and len(mine) == min(5, len(s)) and set(t[u == a]) == {len(s)}
     k, w = bounded_histogram(users, grams, 5, NoiseKey.from_seed(0), 0)
-    assert np.array_equal(k, unique_int(g)) and w.sum() > 0
+    assert np.array_equal(k, np.unique(g)) and w.sum() > 0
 
 
-def test_unique_int_inverse():
-    a = np.array([5, -1, 5, 3, 3, 9])
-    v, inv = unique_int(a, return_inverse=True)
-    assert v.tolist() == [-1, 3, 5, 9] and np.array_equal(v[inv], a)
+@pytest.mark.parametrize("gram_bits,weight_bits", [(8, 4), (40, 20), (50, 30), (62, 0)])
+def test_gram_sums_against_a_dictionary(gram_bits, weight_bits):
+    """Both the packed value sort and the argsort fallback (bits above 63)."""
+    rng = np.random.default_rng(gram_bits)
+    grams = rng.integers(0, 2 ** gram_bits, 300) >> rng.integers(0, gram_bits, 300)
+    grams = np.r_[grams, grams[:50], 2 ** gram_bits - 1]
+    weights = rng.integers(0, 2 ** weight_bits, grams.size)
+    want = {}
+    for g, w in zip(grams.tolist(), weights.tolist()):
+        want[g] = want.get(g, 0) + w
+    keys, sums = gram_sums(grams, weights)
+    assert keys.tolist() == sorted(want) and sums.tolist() == [want[g] for g in sorted(want)]
+    assert keys.dtype == sums.dtype == np.int64
+    empty = gram_sums(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    assert empty[0].size == empty[1].size == 0
 
 
 def test_cli_method(tmp_path):
@@ -391,3 +402,18 @@ def test_support_size_never_decides_what_is_released(policy):
     assert draws == (cap if policy == "weighted" else baselines.GRID) and cap == 4
     with pytest.raises(InvalidParameter, match="max_draws"):
         dpne(d0, 4.0, 1e-6, max_n=2, method="dpsu-all", policy=policy, max_draws=3)
+
+
+def test_smallest_per_user_selects_what_a_lexsort_selects():
+    from dpgpu.mechanisms.dpne.subset_numba import smallest_per_user
+
+    rng = np.random.default_rng(3)
+    users = np.sort(rng.integers(0, 40, 600))
+    words = rng.integers(0, 8, users.size).astype(np.uint64)  # many ties: earlier rows win
+    for cap in (1, 3, 50):
+        order = np.lexsort((words, users))
+        rank = np.empty(users.size, dtype=np.int64)
+        rank[order] = np.arange(users.size)
+        first = np.searchsorted(users, users)  # first row of each row's user
+        want = rank - first < cap
+        assert np.array_equal(smallest_per_user(users, words, cap), want)

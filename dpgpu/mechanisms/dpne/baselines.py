@@ -91,11 +91,12 @@ from typing import Any
 
 import numpy as np
 
+from ...ops.keys import sorted_unique
 from ...privacy import DiscreteGaussian, DiscreteLaplace, sampling_delta
 from ...scale.partitions import Partitions, partition
 from .calibration import GRID, dpsu_integer_threshold
 from .histogram import TAG_NOISE, bounded_histogram, bounded_pairs, merge_histograms, \
-    noisy_release, unique_int
+    noisy_release
 from .levels import Positions, identities
 from .policy import water_fill
 
@@ -167,7 +168,7 @@ class GramOccurrences:
 
     def distinct_codes(self) -> np.ndarray:
         """Sorted distinct codes of :meth:`next_codes`."""
-        return unique_int(self.code)
+        return sorted_unique(self.code)
 
     def assign(self, values: np.ndarray) -> "GramOccurrences":
         """Record the global ids of the next length.
@@ -232,7 +233,7 @@ def gram_ids(occ: Partitions, max_n: int) -> tuple[Partitions, list[np.ndarray]]
     for _ in range(max_n):
         occ = occ.map(GramOccurrences.next_codes)
         parts = occ.gather(GramOccurrences.distinct_codes)
-        values.append(parts[0] if len(parts) == 1 else unique_int(np.concatenate(parts)))
+        values.append(parts[0] if len(parts) == 1 else sorted_unique(np.concatenate(parts)))
         occ = occ.map(GramOccurrences.assign, values[-1])
     return occ, values
 
