@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import math
 import os
 import shutil
 import tempfile
@@ -24,6 +26,8 @@ from urllib.parse import quote
 from . import __version__
 from .data.io import current_umask
 from .errors import InputError
+
+log = logging.getLogger("dpgpu")
 
 REPORT = "report.json"
 #: File name extensions of synthetic data, by format (default: the format's name).
@@ -46,6 +50,52 @@ def vocabulary_fingerprint(vocab: Any) -> str:
     for label in vocab.labels:
         h.update(label.encode("utf-8") + b"\x00")
     return h.hexdigest()
+
+
+def vocabulary_facts(vocab: Any, *, shown: bool = False) -> dict:
+    """What a report says of the item universe.
+
+    A public vocabulary (:attr:`dpgpu.Vocabulary.public`) is described by its
+    size and :func:`vocabulary_fingerprint`.  One made of the items that
+    occur in the data only by ``{"public": false}``, since its size and its
+    fingerprint are exact statistics of the data -- unless the release shows
+    the vocabulary anyway (``shown``; it is then not private, see
+    :func:`add_vocabulary`).
+    """
+    if not (vocab.public or shown):
+        return {"public": False}
+    return {"public": vocab.public, "size": vocab.size, "sha256": vocabulary_fingerprint(vocab)}
+
+
+#: Why a release that shows a vocabulary taken from the data is not private.
+DATA_VOCABULARY_WARNING = (
+    "the item vocabulary is the set of items that occur in the data, and this release shows "
+    "it (every item's label, and their number): it is NOT differentially private; pass the "
+    "public list of items (--vocab FILE, or vocab= to dpgpu.load)")
+
+
+def add_vocabulary(report: dict, vocab: Any) -> dict:
+    """Add the ``vocabulary`` entry of a release that shows every item of ``vocab``.
+
+    N-gram, PST and PFS² release a noisy count for every item, under its
+    label, and calibrate noise from the number of items.  With a vocabulary
+    taken from the data that is not differentially private (a neighbouring
+    dataset with one more distinct item has one more label), so the report
+    is marked ``"private": false`` with epsilon infinite, delta 1 and a
+    warning, as the non-private baselines are, and the warning is logged.
+
+    Returns
+    -------
+    dict
+        ``report``, updated in place.
+    """
+    report["vocabulary"] = vocabulary_facts(vocab, shown=True)
+    if not vocab.public:
+        report.update(private=False, epsilon=math.inf, delta=1.0)
+        report["warning"] = "; ".join(w for w in (report.get("warning"), DATA_VOCABULARY_WARNING)
+                                      if w)
+        log.warning("%s", DATA_VOCABULARY_WARNING)
+    return report
 
 
 class ReleaseWriter:

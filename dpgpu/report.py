@@ -64,6 +64,7 @@ def report_facts(report: dict, where: str = "(not saved yet)") -> dict:
         "mechanism": mechanism,
         "paper": report.get("paper"),
         "private": bool(report.get("private", True)),
+        "warning": report.get("warning"),
         "epsilon": report.get("epsilon"),
         "delta": report.get("delta"),
         "unit": UNITS.get(mechanism, "one record"),
@@ -185,8 +186,8 @@ def load_release(path: Any) -> LoadedRelease:
 def guarantee(facts: dict) -> str:
     """The privacy statement in one sentence."""
     if not facts["private"]:
-        return ("This output is NOT differentially private (a non-private baseline for "
-                "comparison): do not publish it.")
+        why = facts.get("warning") or "a non-private baseline for comparison"
+        return f"This output is NOT differentially private ({why}): do not publish it."
     eps, dlt = facts["epsilon"], facts["delta"] or 0
     delta = f", delta = {dlt:.3g}" if dlt else ""
     return (f"({eps:g}{delta})-differential privacy for {facts['unit']}: adding or removing "

@@ -29,6 +29,10 @@ COMMANDS = {
 }
 
 
+#: The public item vocabulary of SEQUENCES (one unused item), for the commands that show it.
+VOCAB = "a\nb\nc\nd\ne\n"
+
+
 def data_file(tmp_path, command):
     """Write the tiny input of ``command`` to ``tmp_path``; its path."""
     name, content, _, _ = COMMANDS[command]
@@ -38,8 +42,40 @@ def data_file(tmp_path, command):
 
 
 def argv(tmp_path, command, *extra):
-    """The command line of ``command`` on its tiny input with its own options, and ``extra``."""
-    return [command, data_file(tmp_path, command), *COMMANDS[command][2], *extra]
+    """The command line of ``command`` on its tiny input with its own options, and ``extra``.
+
+    N-gram, PST and PFS² get the public vocabulary (``--vocab``): without it
+    their releases are not private.
+    """
+    vocab = []
+    if command in ("ngram", "pst", "pfs2"):
+        (tmp_path / "vocab.txt").write_text(VOCAB)
+        vocab = ["--vocab", str(tmp_path / "vocab.txt")]
+    return [command, data_file(tmp_path, command), *COMMANDS[command][2], *vocab, *extra]
+
+
+@pytest.mark.parametrize("command", ["ngram", "pst", "pfs2"])
+def test_a_vocabulary_from_the_data_makes_the_release_not_private(tmp_path, command):
+    out = tmp_path / "rel"
+    args = [command, data_file(tmp_path, command), *COMMANDS[command][2], "--epsilon", "1",
+            "--seed", "1", "--out", str(out)]
+    done = dpgpu(*args)
+    assert done.returncode == 0, done.stderr
+    assert "warning: the item vocabulary is the set of items that occur in the data" \
+        in done.stderr and "--vocab FILE" in done.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["private"] is False and report["epsilon"] == float("inf")
+    assert report["vocabulary"]["public"] is False and report["vocabulary"]["size"] == 4
+    (tmp_path / "vocab.txt").write_text(VOCAB)
+    done = dpgpu(*args, "--force", "--vocab", str(tmp_path / "vocab.txt"))
+    assert done.returncode == 0 and "warning" not in done.stderr, done.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["private"] is True and report["epsilon"] == pytest.approx(1.0)
+    assert report["vocabulary"]["public"] is True and report["vocabulary"]["size"] == 5
+    (tmp_path / "vocab.txt").write_text("a\nb\n")
+    done = dpgpu(*args, "--force", "--vocab", str(tmp_path / "vocab.txt"))
+    assert done.returncode == 2 and "seqs.txt: item 'c' and 1 more not in the vocabulary" \
+        in done.stderr and "Traceback" not in done.stderr
 
 
 def dpgpu(*args):

@@ -273,3 +273,20 @@ def test_fewer_users_than_partitions_leave_no_empty_partition(client, tmp_path):
     remote = dpne(load_distributed(path, client, partitions=6), 8.0, 1e-5, engine="dask", **kw)
     local = dpne(dpgpu.load(path), 8.0, 1e-5, **kw)
     assert [g.tolist() for g in remote.levels] == [g.tolist() for g in local.levels]
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_public_vocabulary_gives_the_local_database(client, tmp_path, compress):
+    """``vocab=`` on the workers (byte ranges, or one worker for gzip) as in a local load."""
+    data = "".join(f"{' '.join(map(str, row))}\n" for row in rng_rows(4, 60))
+    path = tmp_path / ("d.txt.gz" if compress else "d.txt")
+    path.write_bytes(gzip.compress(data.encode()) if compress else data.encode())
+    words = tmp_path / "vocab.txt"
+    words.write_text("\n".join(str(i) for i in range(12, -1, -1)) + "\n")
+    got = load_distributed(path, client, partitions=3, vocab=words)
+    want = dpgpu.load(path, vocab=words)
+    assert got.vocab.public and want.vocab.public and got.vocab.labels[0] == "12"
+    assert_same(got.collect(), want)
+    assert not load_distributed(path, client, partitions=3).vocab.public
+    with pytest.raises(InputError, match=r"d\.txt.*item '.*' and \d+ more not in the vocab"):
+        load_distributed(path, client, partitions=3, vocab=["1", "2"])

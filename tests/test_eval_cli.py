@@ -229,3 +229,15 @@ def test_plot(tmp_path, original, capsys):
                          "--queries", "100", "--plot", str(fig))
     assert status == 0, err
     assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and os.path.getsize(fig) > 1000
+
+
+def test_a_private_data_vocabulary_is_not_checked_but_a_missing_fingerprint_is_an_error(caplog):
+    from dpgpu import InputError, SequenceDB
+    from dpgpu.eval.evaluate import check_vocabulary
+
+    original = SequenceDB.from_sequences([["a", "b"]])
+    with caplog.at_level("WARNING", logger="dpgpu"):
+        check_vocabulary({"vocabulary": {"public": False}}, original, "rel", "d.txt")
+    assert "keeps its vocabulary private" in caplog.text
+    with pytest.raises(InputError, match="no vocabulary fingerprint"):
+        check_vocabulary({"vocabulary": {"public": True}}, original, "rel", "d.txt")

@@ -224,3 +224,39 @@ def test_jsonl_text_may_hold_unicode_line_separators(tmp_path):
     # a line separator is white space inside a sentence, not a record boundary
     assert db.users.tolist() == [0, 1]
     assert list(db) == [("one", "two", "three"), ("four",)]
+
+
+@pytest.mark.parametrize("name,text,public", [
+    ("d.seq", SEQ, True),
+    ("d.txt", "1 2\n3\n", False), ("d.txt", "x y\nz\n", False),
+    ("d.spmf", "1 -1 2 -1 -2\n3 -1 -2\n", False),
+    ("d.jsonl", '{"author": "u", "content": "x y. z"}\n', False),
+])
+def test_a_vocabulary_is_public_only_when_declared(tmp_path, name, text, public):
+    assert dpgpu.load(write(tmp_path, name, text)).vocab.public is public
+    assert not SequenceDB.from_sequences([["a", "b"]]).vocab.public
+    assert SequenceDB.from_sequences([["a", "b"]], vocab=["b", "a", "c"]).vocab.public
+
+
+def test_load_on_a_public_vocabulary(tmp_path):
+    path = write(tmp_path, "d.txt", "x y\nz x\n")
+    words = write(tmp_path, "v.txt", "  z \n\nw\ny\r\nx\n")
+    for vocab in (words, str(words), ["z", "w", "y", "x"], dpgpu.Vocabulary(["z", "w", "y", "x"])):
+        db = dpgpu.load(path, vocab=vocab)
+        assert db.vocab.labels == ["z", "w", "y", "x"] and db.vocab.public
+        assert list(db) == [("x", "y"), ("z", "x")] and db.items.tolist() == [3, 2, 0, 3]
+    with pytest.raises(InputError, match=r"d\.txt: item 'y' not in the vocabulary given"):
+        dpgpu.load(path, vocab=["x", "z"])
+    with pytest.raises(InputError, match=r"v2\.txt: line 3: item 'a' is listed twice "
+                                         r"\(first on line 1\)"):
+        dpgpu.load(path, vocab=write(tmp_path, "v2.txt", "a\nb\na\n"))
+    with pytest.raises(InputError, match=r"v3\.txt: no item labels"):
+        dpgpu.load(path, vocab=write(tmp_path, "v3.txt", "\n \n"))
+    with pytest.raises(InputError, match=r"nope\.txt"):
+        dpgpu.load(path, vocab=tmp_path / "nope.txt")
+    with pytest.raises(InvalidParameter, match="vocab: this vocabulary was taken from"):
+        dpgpu.load(path, vocab=dpgpu.load(path).vocab)
+    with pytest.raises(InvalidParameter, match="vocab: labels must be distinct"):
+        dpgpu.load(path, vocab=["x", "x"])
+    with pytest.raises(InvalidParameter, match="vocab: expected a Vocabulary"):
+        dpgpu.load(path, vocab=3)

@@ -172,6 +172,10 @@ def add_data_arguments(parser: argparse.ArgumentParser, name: str = "data") -> N
     group.add_argument("--text", help="jsonl/text-csv/text-parquet: text column or field")
     group.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
                        help="jsonl/text-*: lower-case the words")
+    group.add_argument("--vocab", metavar="FILE",
+                       help="the public item vocabulary, one label per line (gzip allowed); "
+                            "default: the .seq header, else the items that occur, which "
+                            "makes an N-gram, PST or PFS2 release NOT private")
 
 
 def add_backend_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
@@ -217,6 +221,8 @@ def load_from_args(args: argparse.Namespace, name: str = "data") -> Any:
     workers read it (:func:`dpgpu.scale.loading.load_distributed`).
     """
     options = {k: getattr(args, k) for k in FORMAT_OPTIONS if getattr(args, k, None) is not None}
+    if getattr(args, "vocab", None) is not None:
+        options["vocab"] = args.vocab
     client = getattr(args, "client", None)
     if client is not None:
         from ..scale.loading import load_distributed  # noqa: PLC0415 - optional dependency
@@ -302,7 +308,7 @@ class Progress:
 
 def run_mechanism(args: argparse.Namespace, load: Callable[[argparse.Namespace], Any],
                   release: Callable[[argparse.Namespace, Any, Progress], Any],
-                  describe: Callable[[Any], str], *, not_private: str | None = None) -> int:
+                  describe: Callable[[Any], str]) -> int:
     """Read the input, release, write the release directory and print the summary.
 
     Parameters
@@ -316,13 +322,12 @@ def run_mechanism(args: argparse.Namespace, load: Callable[[argparse.Namespace],
         ``report`` and ``save(out, force=...)``.
     describe : callable
         ``describe(release)``: what was released, for the summary line.
-    not_private : str, optional
-        Warning printed on stderr when the report says ``"private": false``.
 
     Returns
     -------
     int
-        Exit status 0.
+        Exit status 0.  When the report says ``"private": false``, its
+        ``warning`` is printed on stderr.
     """
     show = not (args.quiet or args.verbose) and sys.stderr.isatty()
     with Progress(args.command, show=show) as progress, engine_client(args) as client:
@@ -345,6 +350,7 @@ def run_mechanism(args: argparse.Namespace, load: Callable[[argparse.Namespace],
     elif not args.quiet:
         spent = f"epsilon={r['epsilon']:g}" + (f", delta={r['delta']:g}" if r["delta"] else "")
         print(f"{describe(rel)}; spent {spent}; written to {out}")
-    if not_private and r.get("private") is False:
-        print(f"warning: {not_private}", file=sys.stderr)
+    if r.get("private") is False:  # the report's warning says why (baseline, data domain)
+        print(f"warning: {r.get('warning', 'this output is NOT differentially private')}",
+              file=sys.stderr)
     return 0

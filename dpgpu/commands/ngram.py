@@ -34,8 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, release, write."""
-    return run_mechanism(args, load_from_args, _release, _describe,
-                         not_private="variant 'baseline' is NOT differentially private")
+    return run_mechanism(args, load_from_args, _release, _describe)
 
 
 def _release(args: argparse.Namespace, db: Any, progress: Progress) -> NGramRelease:

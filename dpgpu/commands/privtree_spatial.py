@@ -38,8 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read, release, write."""
-    return run_mechanism(args, _load, _release, _describe,
-                         not_private="no --bounds: the domain comes from the data; NOT private")
+    return run_mechanism(args, _load, _release, _describe)
 
 
 def _load(args: argparse.Namespace) -> np.ndarray:

@@ -302,7 +302,7 @@ def encode_labels(labels: np.ndarray) -> tuple[np.ndarray, Vocabulary]:
     sorted_labels = sort_labels(uniq.tolist())
     position = {label: i for i, label in enumerate(sorted_labels)}
     remap = np.array([position[x] for x in uniq.tolist()], dtype=np.int32)
-    return remap[inverse.reshape(-1)], Vocabulary(sorted_labels)
+    return remap[inverse.reshape(-1)], Vocabulary(sorted_labels, public=False)
 
 
 def check_nonempty(path: Any, where: Callable[[int], str], what: str,

@@ -20,6 +20,7 @@ from typing import Any
 from ..errors import InputError, InvalidParameter
 from . import text
 from .io import check_not_binary, read_bytes
+from .public_vocab import on_vocabulary, public_vocabulary
 from .sequencedb import SequenceDB
 
 log = logging.getLogger("dpgpu")
@@ -44,7 +45,8 @@ def demo_path() -> Path:
     return Path(str(resources.files("dpgpu") / "datasets" / DEMO_FILE))
 
 
-def load(path: Any, format: str | None = None, **options: Any) -> SequenceDB:
+def load(path: Any, format: str | None = None, *, vocab: Any = None,
+         **options: Any) -> SequenceDB:
     """Read a sequence dataset.
 
     Parameters
@@ -54,6 +56,13 @@ def load(path: Any, format: str | None = None, **options: Any) -> SequenceDB:
     format : str, optional
         One of :data:`FORMATS`; detected from the content when omitted
         (``text-csv`` and ``text-parquet`` are never detected).
+    vocab : Vocabulary, path-like or sequence of str, optional
+        The public item universe (:func:`dpgpu.data.public_vocab.public_vocabulary`:
+        a file with one label per line, or the labels).  Every item of the
+        file must be in it; ids follow its order.  Without it the vocabulary
+        is the ``.seq`` header, or else the items that occur (then
+        ``vocab.public`` is False and a release that shows the vocabulary
+        is not private).
     **options
         Format options: ``tokens`` (lines: ``"auto"``, ``"int"``, ``"str"``);
         ``case``, ``activity``, ``timestamp``, ``user``, ``delimiter``
@@ -74,6 +83,8 @@ def load(path: Any, format: str | None = None, **options: Any) -> SequenceDB:
         Unknown format or an option the format does not take.
     """
     check_format(format)
+    if vocab is not None:
+        vocab = public_vocabulary(vocab)
     p = Path(path)
     head = _raw_head(p)
     if is_parquet(format, head):
@@ -85,6 +96,8 @@ def load(path: Any, format: str | None = None, **options: Any) -> SequenceDB:
         fmt = format or detect_format(p, data)
     check_options(fmt, options)
     db = read(fmt, p, data, options)
+    if vocab is not None:
+        db = on_vocabulary(db, vocab, str(p))
     log.info("loaded %s as %s: %d sequences, %d items", p, fmt, len(db), db.vocab.size)
     return db
 

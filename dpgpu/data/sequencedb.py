@@ -80,8 +80,10 @@ class SequenceDB:
             Each sequence lists item labels (any values; they are turned into
             strings).
         vocab : Vocabulary or sequence of str, optional
-            The item universe.  By default the sorted distinct labels (sorted
-            numerically when all labels are integers).
+            The public item universe.  By default the sorted distinct labels
+            (sorted numerically when all labels are integers), a vocabulary
+            taken from the data (``vocab.public`` is False: a release that
+            shows it is not differentially private).
         users : array of int, optional
             One user id per sequence.
 
@@ -91,7 +93,7 @@ class SequenceDB:
         """
         seqs = [[str(x) for x in s] for s in sequences]
         if vocab is None:
-            vocab = Vocabulary(sort_labels({x for s in seqs for x in s}))
+            vocab = Vocabulary(sort_labels({x for s in seqs for x in s}), public=False)
         elif not isinstance(vocab, Vocabulary):
             vocab = Vocabulary(vocab)
         lengths = np.array([len(s) for s in seqs], dtype=np.int64)

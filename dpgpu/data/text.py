@@ -121,7 +121,8 @@ def _db_from_ints(values: np.ndarray, counts: np.ndarray, source: dict,
     uniq = sorted_unique(values) if vocab_values is None else vocab_values
     ids = np.searchsorted(uniq, values).astype(np.int32)
     offsets = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
-    vocab = Vocabulary([str(v) for v in uniq.tolist()], names=names)
+    vocab = Vocabulary([str(v) for v in uniq.tolist()], names=names,
+                       public=vocab_values is not None)  # a .seq header is public
     return SequenceDB(ids, offsets, vocab, source=source)
 
 
@@ -296,5 +297,5 @@ def read_lines(path: Any, data: bytes, *, tokens: str = "auto") -> SequenceDB:
     index = {label: i for i, label in enumerate(labels)}
     ids = np.array([index[t] for t in flat.tolist()], dtype=np.int32)
     source["tokens"] = "str"
-    return SequenceDB(ids, np.concatenate([[0], np.cumsum(counts)]), Vocabulary(labels),
+    return SequenceDB(ids, np.concatenate([[0], np.cumsum(counts)]), Vocabulary(labels, public=False),
                       source=source)

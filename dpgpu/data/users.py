@@ -209,7 +209,7 @@ def _build(path: Any, fmt: str, records: Iterable[tuple[int, Any, Any]], user: s
             owners.append(uid)
     if not sentences and not allow_empty:
         raise InputError(f"{path}: no words (no sequences)")
-    vocab = Vocabulary(sort_labels({w for s in sentences for w in s}))
+    vocab = Vocabulary(sort_labels({w for s in sentences for w in s}), public=False)
     code = {w: i for i, w in enumerate(vocab.labels)}
     lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
     items = np.fromiter((code[w] for s in sentences for w in s), dtype=np.int32,

@@ -25,9 +25,23 @@ class Vocabulary:
     names : sequence of str, optional
         Human-readable names, one per label (UCI ``.seq`` category names,
         SPMF ``@ITEM`` names).  Labels stay what the input file wrote.
+    public : bool
+        Whether the item universe is public knowledge, fixed before the data
+        was seen: a ``.seq`` header, a vocabulary the user supplies, a
+        generator's alphabet (the default for a vocabulary built by hand).
+        The readers set ``False`` when the labels are the items that occur in
+        the data: the labels, their number and anything computed from them
+        then depend on the data, so a release that shows them is not
+        differentially private (mechanisms say so in their report).
+
+    Attributes
+    ----------
+    public : bool
     """
 
-    def __init__(self, labels: Sequence[str], names: Sequence[str] | None = None):
+    def __init__(self, labels: Sequence[str], names: Sequence[str] | None = None, *,
+                 public: bool = True):
+        self.public = bool(public)
         self.labels = [str(x) for x in labels]
         if len(set(self.labels)) != len(self.labels):
             raise ValueError("vocabulary labels must be distinct")
@@ -54,12 +68,17 @@ class Vocabulary:
     def __len__(self) -> int:
         return self.size
 
+    def __contains__(self, label: object) -> bool:
+        """Whether ``label`` is one of the items (markers excluded)."""
+        return label in self._index
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Vocabulary) and self.labels == other.labels
 
     def __repr__(self) -> str:
         head = ", ".join(self.labels[:5]) + (", ..." if self.size > 5 else "")
-        return f"Vocabulary({self.size} items: {head})"
+        origin = "" if self.public else ", from the data"
+        return f"Vocabulary({self.size} items{origin}: {head})"
 
     def id_of(self, label: str) -> int:
         """Id of ``label`` (markers ``&`` and ``$`` included)."""

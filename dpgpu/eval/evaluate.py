@@ -127,9 +127,16 @@ def check_vocabulary(report: dict, original: Any, release_dir: Any, original_nam
     InputError
         When ``report.json`` has no ``vocabulary.sha256`` or it does not
         match :func:`dpgpu.release.vocabulary_fingerprint` of the original.
+        A release whose vocabulary was taken from the data and kept private
+        (``{"public": false}``, DPNE) has no fingerprint: a warning says it
+        is not checked.
     """
     voc = report.get("vocabulary")
     sha = voc.get("sha256") if isinstance(voc, dict) else None
+    if sha is None and isinstance(voc, dict) and voc.get("public") is False:
+        log.warning("%s: the release keeps its vocabulary private (taken from the data), so "
+                    "it cannot be checked against %s", release_dir, original_name)
+        return
     if not isinstance(sha, str):
         raise InputError(f"{Path(release_dir) / REPORT}: no vocabulary fingerprint "
                          "(vocabulary.sha256); cannot check that the release belongs to "

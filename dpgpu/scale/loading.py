@@ -46,6 +46,7 @@ import numpy as np
 from ..data import text
 from ..data.io import GZIP_MAGIC, gzip_errors, input_errors
 from ..data.load import check_format, check_options, detect_format, is_parquet, load, read
+from ..data.public_vocab import label_ids, public_vocabulary
 from ..data.sequencedb import SequenceDB, sort_labels
 from ..data.vocabulary import Vocabulary
 from ..errors import InputError
@@ -139,7 +140,8 @@ class DistributedDB(HeldData):
 
 
 def load_distributed(path: Any, client: Any = None, *, format: str | None = None,
-                     partitions: int | None = None, **options: Any) -> DistributedDB:
+                     partitions: int | None = None, vocab: Any = None,
+                     **options: Any) -> DistributedDB:
     """Read a sequence dataset on the Dask workers (see the module docstring).
 
     Parameters
@@ -153,6 +155,8 @@ def load_distributed(path: Any, client: Any = None, *, format: str | None = None
         As for :func:`dpgpu.load` (detected from the head of the file when omitted).
     partitions : int, optional
         Number of partitions (default: twice the number of workers).
+    vocab : Vocabulary, path-like or sequence of str, optional
+        The public item universe, as for :func:`dpgpu.load`.
     **options
         The format's options, as for :func:`dpgpu.load`.
 
@@ -169,6 +173,8 @@ def load_distributed(path: Any, client: Any = None, *, format: str | None = None
         Unknown format or option, or a bad ``partitions``.
     """
     check_format(format)
+    if vocab is not None:
+        vocab = public_vocabulary(vocab)
     client = client if client is not None else connect()
     n_workers = len(client.scheduler_info()["workers"])
     n_parts = check_positive_int(2 * max(1, n_workers) if partitions is None else partitions,
@@ -181,9 +187,9 @@ def load_distributed(path: Any, client: Any = None, *, format: str | None = None
     fmt = format or ("parquet" if parquet else detect_format(p, head))
     check_options(fmt, options)
     if gz or fmt not in SPLITTABLE:
-        db = _read_whole(client, p, fmt, options, n_parts)
+        db = _read_whole(client, p, fmt, dict(options, vocab=vocab), n_parts)
     else:
-        db = _read_split(client, p, fmt, options, n_parts, head, size)
+        db = _read_split(client, p, fmt, options, n_parts, head, size, vocab)
     log.info("loaded %s as %s on %d workers: %d partitions", p, fmt, n_workers,
              len(db.states))
     return db
@@ -225,7 +231,7 @@ def _read_whole(client: Any, p: Path, fmt: str, options: dict, n_parts: int) -> 
 
 
 def _read_split(client: Any, p: Path, fmt: str, options: dict, n_parts: int, head: bytes,
-                size: int) -> DistributedDB:
+                size: int, public: Vocabulary | None) -> DistributedDB:
     """Workers read byte ranges; then the client merges labels and the workers remap ids."""
     header, names, stripped = b"", None, None
     if fmt == "seq":
@@ -253,7 +259,11 @@ def _read_split(client: Any, p: Path, fmt: str, options: dict, n_parts: int, hea
         raise InputError(f"{p}: no words (no sequences)")
     source = _merged_source(meta, fmt)
     labels = sort_labels(set().union(*(m["labels"] for m in meta)))
-    vocab = Vocabulary(labels, names=names)
+    if public is None:
+        vocab = Vocabulary(labels, names=names, public=names is not None)  # a .seq header
+    else:
+        label_ids(labels, public, str(p))  # every item is in the public vocabulary
+        vocab, labels = public, public.labels
     index = {label: i for i, label in enumerate(labels)}
     users: dict[str, int] = {}  # every part's users, in file order, words or not (as locally)
     user_maps = [None if m["user_labels"] is None else

@@ -63,7 +63,7 @@ from ...ops import keys as K
 from ...ops.grams import GramEngine
 from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta
 from ...privacy.samplers import LAPLACE_TV_BOUND, MAX_LAPLACE_SCALE
-from ...release import ReleaseWriter, encode_gram, vocabulary_fingerprint
+from ...release import ReleaseWriter, add_vocabulary, encode_gram
 from ...report import Displayed
 from ...scale.partitions import check_engine
 from ...validation import check_choice, check_positive_int, check_positive_real
@@ -266,7 +266,6 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
         "ledger": ledger.to_dict(),
         "seeded": ledger.seeded,
         "backend": be.name, "device": be.device_name(), "engine": engine,
-        "vocabulary": {"size": n_items, "sha256": vocabulary_fingerprint(db.vocab)},
         "input": {"format": db.source.get("format")},
         "tree": {"levels": [int(lvl.grams.shape[0]) for lvl in levels]},
         "model": {"levels": [int(m.grams.shape[0]) for m in model]},
@@ -274,6 +273,7 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     }
     if not private:
         report["warning"] = "baseline: exact n-gram counts; this output is NOT private"
+    add_vocabulary(report, db.vocab)
     return NGramRelease(levels, model, synth, report, db.vocab)
 
 

@@ -91,7 +91,7 @@ from ...privacy import DiscreteLaplace, PrivacyLedger
 from ...privacy.ledger import split_budget
 from ...privacy.rng import NoiseKey
 from ...progress import Step
-from ...release import ReleaseWriter, encode_gram, vocabulary_fingerprint
+from ...release import ReleaseWriter, add_vocabulary, encode_gram
 from ...report import Displayed
 from ...scale.partitions import Partitions, check_engine, partition
 from ...validation import check_positive_int, check_positive_real, check_positive_reals, \
@@ -267,12 +267,12 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
         "ledger": ledger.to_dict(),
         "seeded": ledger.seeded,
         "backend": be.name, "device": be.device_name(), "engine": engine,
-        "vocabulary": {"size": db.vocab.size, "sha256": vocabulary_fingerprint(db.vocab)},
         "input": {"format": db.source.get("format")},
         "pre_mining": {"n_sequences_noisy": n_noisy, "l_max": l_max, "L_f": L_f},
         "levels": [lvl.to_dict() for lvl in levels],
         "timings": {k: round(v, 4) for k, v in timings.items()},
     }
+    add_vocabulary(report, db.vocab)
     return PFS2Release(levels, report, db.vocab)
 
 

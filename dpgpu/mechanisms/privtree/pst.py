@@ -58,7 +58,7 @@ from ...ops import keys as K
 from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta, split_budget
 from ...privacy.samplers import LAPLACE_TV_BOUND
 from ...progress import Step
-from ...release import ReleaseWriter, vocabulary_fingerprint
+from ...release import ReleaseWriter, add_vocabulary
 from ...report import Displayed
 from ...scale.partitions import LocalPartitions, Partitions, check_engine, partition
 from ...validation import check_positive_int, check_positive_real
@@ -460,12 +460,12 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
         "ledger": ledger.to_dict(),
         "seeded": ledger.seeded,
         "backend": be.name, "device": be.device_name(), "engine": engine,
-        "vocabulary": {"size": db.vocab.size, "sha256": vocabulary_fingerprint(db.vocab)},
         "input": {"format": db.source.get("format")},
         "tree": {"nodes_per_depth": [int(lvl.leaf.size) for lvl in levels],
                  "leaves": int(sum(int(lvl.leaf.sum()) for lvl in levels)),
                  "split_tests": test.draws},
         "timings": {k: round(v, 4) for k, v in timings.items()},
     }
+    add_vocabulary(report, db.vocab)
     return PSTRelease(levels, synth, report, db.vocab, l_top)
 
