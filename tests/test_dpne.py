@@ -191,3 +191,153 @@ def test_huge_epsilon_calibrates_or_fails_clearly(epsilon):
     db = SequenceDB.from_sequences([["a", "b"]] * 5, vocab=["a", "b"])
     with pytest.raises(InvalidParameter, match="epsilon: .* is too large"):
         dpne(db, epsilon, 1e-5)
+
+
+# ------------------------------------------------------- vocabulary, draw cap, identities
+# A vocabulary read from the data is the set of items that occur: its size is an exact
+# statistic of the data.  d0 and d1 are neighbours (d1 adds one user with one new word,
+# which sorts last, so no other item's id moves): DPNE must not show, or decide anything
+# from, the vocabulary's size.
+
+def _data_vocab_pair(n_users=300):
+    base = [list("abc"), list("def"), list("cab")]
+    seqs = [base[i % 3] for i in range(n_users)]
+    d0 = SequenceDB.from_sequences(seqs)                       # vocabulary from the data
+    d1 = SequenceDB.from_sequences(seqs + [["zz"]])
+    assert not d0.vocab.public and (d0.vocab.size, d1.vocab.size) == (6, 7)
+    return d0, d1
+
+
+def _without_timings(report):
+    return {k: v for k, v in report.items() if k != "timings"}
+
+
+@pytest.mark.parametrize("method", ["dpne", "dpsu-all", "dpsu-even"])
+def test_report_does_not_show_a_data_vocabulary(tmp_path, method):
+    d0, d1 = _data_vocab_pair()
+    runs = [dpne(d, 8.0, 1e-6, max_n=2, contribution=4, method=method, seed=3)
+            for d in (d0, d1)]
+    assert runs[0].counts() == runs[1].counts() and runs[0].counts()[0] == 6
+    assert runs[0].report["vocabulary"] == {"public": False}
+    # nothing else in the report (ledger, calibration, "stopped", ...) tells d0 from d1
+    assert _without_timings(runs[0].report) == _without_timings(runs[1].report)
+    assert runs[0].summary() == runs[1].summary()
+    runs[1].save(tmp_path / "rel")
+    saved = json.loads((tmp_path / "rel" / "report.json").read_text())
+    assert saved["vocabulary"] == {"public": False}
+    # a public vocabulary is described
+    pub = SequenceDB.from_sequences(list(d0), vocab=list("abcdef"))
+    facts = dpne(pub, 8.0, 1e-6, max_n=2, contribution=4, method=method, seed=3
+                 ).report["vocabulary"]
+    assert facts["public"] and facts["size"] == 6 and len(facts["sha256"]) == 64
+
+
+def test_draw_cap_and_errors_do_not_depend_on_the_vocabulary_size():
+    """Regression: level 1 counted |I| draws against max_draws, so with max_draws = 6 + 36
+    d0 released bigrams and d1 (7 items) stopped, and max_draws = 6 raised for d1 only
+    ('below the vocabulary size 7').  Level 1 now counts Delta_1 (public)."""
+    d0, d1 = _data_vocab_pair()
+    kw = dict(max_n=2, contribution=2, seed=1)
+    # |S_1| = 6 (released), |V_2| = 36
+    full = [dpne(d, 8.0, 1e-6, max_draws=6 + 36, **kw) for d in (d0, d1)]
+    for r in full:
+        assert len(r.counts()) == 2 and r.counts()[0] == 6 and r.counts()[1] > 0
+        assert r.report["stopped"] is None
+    small = [dpne(d, 8.0, 1e-6, max_draws=6, **kw) for d in (d0, d1)]  # no error for either
+    assert small[0].report["stopped"] == small[1].report["stopped"] and \
+        small[0].report["stopped"].startswith("level 2")
+    assert small[0].counts() == small[1].counts() == [6]              # level 2 not extracted
+    for r in full:
+        assert r.report["sampling"] == {"max_draws": 42, "level_1_draws_one_user_can_change": 2,
+                                        "drawn_levels_2_on": 36}
+    assert _without_timings(full[0].report) == _without_timings(full[1].report)
+    msgs = []
+    for d in (d0, d1):
+        with pytest.raises(InvalidParameter, match="max_draws") as err:
+            dpne(d, 8.0, 1e-6, max_draws=1, **kw)          # below Delta_1 = 2: a parameter error
+        msgs.append(str(err.value))
+    assert msgs[0] == msgs[1] and "vocabulary" not in msgs[0]
+
+
+# Two 4-grams over a 2**20-item alphabet whose old noise identities (SplitMix64 content
+# hashes: (2**20 + 3)**4 does not fit 63 bits) are equal: found by sorting the hashes of
+# 2**23 random 3-item prefixes and completing the two closest with last items that make
+# up the difference.
+HUGE = 1 << 20
+COLLIDING = ([878555, 791520, 401860, 0], [406172, 806167, 817392, 786710])
+
+
+@pytest.fixture(scope="module")
+def colliding_db():
+    from dpgpu import Vocabulary
+    vocab = Vocabulary([f"w{i}" for i in range(HUGE)])
+    x, y = COLLIDING
+    n_users = 1000
+    items = np.tile(np.r_[x, y], n_users).astype(np.int32)    # each user writes x and y
+    offsets = np.arange(2 * n_users + 1, dtype=np.int64) * 4
+    return SequenceDB(items, offsets, vocab, users=np.repeat(np.arange(n_users), 2))
+
+
+def test_old_content_identities_collide():
+    """The premise of the identity tests: content hashes of the two grams are equal."""
+    from dpgpu.mechanisms.dpne.levels import identities
+    from dpgpu.ops import keys as K
+    rows = np.array(COLLIDING, dtype=np.int32)
+    assert not K.fits_exact(4, HUGE + 2)
+    ids = identities(rows, HUGE)
+    assert ids[0] == ids[1]
+
+
+def _draws(monkeypatch):
+    """Record ``(sampler, tag, identities)`` of every keyed noise draw."""
+    from dpgpu.privacy import samplers
+    seen = []
+    original = samplers._Sampler.sample
+
+    def spy(self, key, identities, *, tag, **kw):
+        seen.append((type(self).__name__, tag, np.asarray(identities).view(np.uint64).copy()))
+        return original(self, key, identities, tag=tag, **kw)
+
+    monkeypatch.setattr(samplers._Sampler, "sample", spy)
+    return seen
+
+
+def _assert_distinct_per_tag(seen):
+    tags = {}
+    for _, tag, ids in seen:
+        tags.setdefault(tag, []).append(ids)
+    for tag, parts in tags.items():
+        ids = np.concatenate(parts)
+        assert np.unique(ids).size == ids.size, f"tag {tag}: repeated noise identities"
+    return tags
+
+
+@pytest.mark.parametrize("method", ["dpne", "dpsu-all"])
+def test_colliding_grams_get_distinct_identities(monkeypatch, colliding_db, method):
+    """Regression: the two grams got one noise identity, hence the same noise value."""
+    seen = _draws(monkeypatch)
+    r = dpne(colliding_db, 1.0, 1e-6, max_n=4, contribution=10, method=method, seed=4)
+    x, y = COLLIDING
+    assert sorted(r.levels[3].tolist()) == sorted([x, y])       # both drawn and released
+    tags = _assert_distinct_per_tag(seen)
+    if method == "dpne":   # level 4's noise draw holds exactly the two 4-grams
+        ids = np.concatenate(tags[4 * 4 + 1])
+        assert ids.size == 2 and ids[0] != ids[1]
+
+
+@pytest.mark.parametrize("method,rule", [("dpne", "both"), ("dpne", "single"),
+                                          ("dpsu-all", "both"), ("dpsu-even", "both")])
+def test_identities_of_one_draw_are_distinct(monkeypatch, method, rule):
+    seen = _draws(monkeypatch)
+    r = dpne(_popular_db(), 4.0, 1e-6, max_n=4, contribution=10, eta=0.3, rule=rule,
+             method=method, seed=5)
+    assert r.counts()[1] > 0
+    _assert_distinct_per_tag(seen)
+    if method == "dpne":
+        assert any(name == "Bernoulli" for name, _, _ in seen)     # spurious draws were made
+
+
+def test_release_reproducible_for_a_key():
+    db = _popular_db()
+    a, b = (dpne(db, 2.0, 1e-6, max_n=4, contribution=10, eta=0.3, seed=9) for _ in range(2))
+    assert [g.tolist() for g in a.levels] == [g.tolist() for g in b.levels]

@@ -178,10 +178,11 @@ def test_cli_method(tmp_path):
 # per-user bounding -- the weighted histogram or the Policy-Laplace water filling) once
 # per dataset, then ``release_run`` (the run's noise sampler and integer threshold) on
 # the bounded histogram tiled over the trials.  The tiling gives each (trial, gram) its
-# own noise identity; the release's identities are the grams' contents, which only
-# decides which independent draw a gram gets.  The per-user subset choice uses one
-# bounding key for both neighbours; no base user holds more than its cap, so only the
-# added user's choice is made, and the audit covers the mechanism's full randomness.
+# own noise identity (its key in the run); the release's identities are the grams'
+# ids in the run, which only decides which independent draw a gram gets.  The per-user
+# subset choice uses one bounding key for both neighbours; no base user holds more than
+# its cap, so only the added user's choice is made, and the audit covers the mechanism's
+# full randomness.
 
 AUDIT_TRIALS = 100_000
 AUDIT_ALPHA = 1e-4
@@ -219,11 +220,12 @@ def _batched_release(weights, noise, threshold, key, tag, trials):
     for lo in range(0, trials, _CHUNK):
         c = min(_CHUNK, trials - lo)
         n = c * g
-        tiled = np.arange(n, dtype=np.int64)             # run ids: one per (trial, gram)
-        rows = [(lo * g + tiled).astype(np.int32)[:, None]]   # distinct noise identities
-        rel = baselines.release_run(tiled, np.tile(weights, c), rows, [1], np.array([0, n]), 1,
-                                    trials * g, noise, threshold, key, tag)
-        hit = rel[0][:, 0].astype(np.int64) - lo * g
+        tiled = np.arange(n, dtype=np.int64)
+        # run keys lo * g + tiled: one per (trial, gram), distinct noise identities
+        rel = baselines.release_run(lo * g + tiled, np.tile(weights, c),
+                                    [tiled.astype(np.int32)[:, None]], [1],
+                                    np.array([lo * g, lo * g + n]), noise, threshold, key, tag)
+        hit = rel[0][:, 0].astype(np.int64)
         out[lo + hit // g, hit % g] = True
     return out
 

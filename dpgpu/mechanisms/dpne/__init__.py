@@ -46,12 +46,44 @@ a zero entry of ``H_k`` after noise, so the total is the paper's
 k-grams.  Those draws are keyed Bernoulli bits over ``V_k``, enumerated in
 chunks from the join of ``S_{k-1}`` with itself.
 
+Noise identities: every draw is keyed by ``(key, tag, identity)`` and the
+identities of one ``(key, tag)`` are distinct *by construction*, so the draws
+are independent.  Level 1 (tag ``1``) uses the item id; level ``k`` uses the
+candidate key ``a * n_right + b`` (:class:`~.levels.Space`), for the noise of
+supported candidates (tag ``4k + 1``) and the Bernoulli bits of unsupported
+ones (tag ``4k + 2``) alike: ``(a, b)`` are indices into the released
+``S_{k-1}`` and right set, so the key is an injective index of ``V_k``
+computed from released sets only (a level whose keys would not fit 63 bits
+is not extracted).  Content hashes were used before; they collide for long
+grams over big vocabularies (two grams, one noise value).  The noise *law*
+is unchanged; the values a given seed draws differ from earlier versions.
+
 Sampler accounting: every draw is within ``tv`` of exact
 (:mod:`dpgpu.privacy.samplers`); the ledger charges
 ``(1 + e^epsilon) * max_draws * tv`` as sampling delta, where ``max_draws``
-is a public cap on the noisy values drawn (the vocabulary for level 1,
-``|V_k|`` for level ``k``; ``|V_k|`` is computed from released sets).  A level
-that would exceed the cap is not extracted, and the report says so.
+is a public cap (a parameter, or what the sampling-delta allowance covers)
+on ``Delta_1 + sum_{k >= 2} |V_k|``.  Why that suffices: let ``M'`` be the
+mechanism that draws *exactly* the level-1 noise of the (at most
+``Delta_1``) items the differing user keeps and every draw of the levels
+``k >= 2``, and draws the other level-1 values as DPNE does.  Couple a
+neighbouring pair by item content (the identities are injective, so the
+keyed values are independent per item, whatever ids a vocabulary taken from
+the data gives; adding a user only relabels which independent value an item
+gets).  Every item the differing user does not keep has the same weight and
+the same draw in both, hence the same decision; given those draws, level 1
+is the exact discrete Gaussian DPSU on the user's items and the levels
+``k >= 2`` are exact, so ``M'`` is ``(epsilon, delta)``-DP by the argument
+above (a mixture, over the same law of the shared draws, of
+``(epsilon, delta)``-DP pairs).  On either dataset DPNE and ``M'`` differ in
+at most ``Delta_1 + sum_{k >= 2} |V_k| <= max_draws`` draws, each within
+``tv``, so DPNE is ``(epsilon, delta + (1 + e^epsilon) max_draws tv)``-DP.
+Level 1 is counted as ``Delta_1`` -- never as the number of items, which
+depends on the data (a vocabulary read from the data is the items that
+occur): so errors depend on the parameters only, and the stopping rule --
+level ``k`` is not extracted when ``Delta_1 + sum_{j <= k} |V_j|`` would pass
+``max_draws``, and the report says so -- reads released sets and public
+parameters only.  The report shows the vocabulary's size and fingerprint
+only when the vocabulary is public (:func:`dpgpu.release.vocabulary_facts`).
 
 Counting over Dask (``engine="dask"``): the database is split by user, all
 the texts of a user in one partition (:func:`dpgpu.scale.partitions.partition`
@@ -89,7 +121,7 @@ from ...privacy import Bernoulli, DiscreteGaussian, PrivacyLedger, analytic_gaus
     dpsu_threshold, sampling_delta, split_gaussian_sigma
 from ...privacy.samplers import MAX_GAUSSIAN_SIGMA
 from ...progress import Step
-from ...release import ReleaseWriter, encode_gram, vocabulary_fingerprint
+from ...release import ReleaseWriter, encode_gram, vocabulary_facts
 from ...report import Displayed
 from ...scale.partitions import check_engine, partition
 from ...validation import check_choice, check_positive_int, check_positive_real, \
@@ -99,7 +131,7 @@ from .calibration import GRID, dpsu_integer_threshold, tail_probability, tail_th
 from .histogram import TAG_SPURIOUS, bounded_histogram, merge_histograms, noisy_release
 from .baselines import METHODS, POLICIES, calibrate, differing_draws, release_runs, runs, \
     sampling_cost
-from .levels import Level, Positions, Space, first_level, identities
+from .levels import Level, Positions, Space, first_level
 
 log = logging.getLogger("dpgpu")
 
@@ -180,9 +212,10 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     backend : str, Backend or None
         Recorded; the level loop runs on NumPy.
     max_draws : int or None
-        Public cap on the noisy values drawn (see the module doc); ``None``:
-        as many as the ledger's sampling-delta allowance covers.  DPNE only:
-        the baselines need no cap (:mod:`.baselines`).
+        Public cap on the draws the sampling delta covers, ``Delta_1 + sum_{k
+        >= 2} |V_k|`` (see the module doc), at least ``Delta_1``; ``None``: as
+        many as the ledger's sampling-delta allowance covers.  DPNE only: the
+        baselines need no cap (:mod:`.baselines`).
     method : {"dpne", "dpsu-all", "dpsu-even", "dpsu-single"}
         DPNE, or one of the paper's DPSU baselines (:mod:`.baselines`; they
         ignore ``eta``, ``rule``, ``schedule`` and ``decay``, and
@@ -235,21 +268,23 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     if max(grid_sigmas) > MAX_GAUSSIAN_SIGMA:
         raise InvalidParameter(f"epsilon: {epsilon:g} needs sigma_k above "
                                f"{MAX_GAUSSIAN_SIGMA / GRID:g}; raise epsilon or delta")
-    n_items = db.vocab.size
+    level1 = caps[0]  # level-1 draws the sampling delta covers: Delta_1 (module doc), never |I|
     tv = max(max(DiscreteGaussian(s).tv_per_draw for s in set(grid_sigmas)),
              eta * 2.0 ** -52 + 2.0 ** -64)
     ledger = PrivacyLedger(epsilon, delta, seed=seed)
     if max_draws is None:
         max_draws = int(0.999 * ledger.max_sampling_delta
                         / ((1 + math.exp(min(epsilon, 700.0))) * tv))  # no overflow
-        if max_draws < max(1, n_items):
+        if max_draws < level1:
             raise InvalidParameter(
                 f"epsilon: {epsilon:g} is too large for the samplers' sampling delta "
                 f"({ledger.max_sampling_delta:g}): it allows {max_draws} noisy draws, fewer than "
-                f"the {n_items} items; lower epsilon (the delta of a draw grows with e^epsilon)")
+                f"the contribution of level 1 ({level1}); lower epsilon (the delta of a draw "
+                f"grows with e^epsilon) or the contribution")
     max_draws = check_positive_int(max_draws, "max_draws")
-    if n_items > max_draws:
-        raise InvalidParameter(f"max_draws: {max_draws} is below the vocabulary size {n_items}")
+    if max_draws < level1:
+        raise InvalidParameter(f"max_draws: {max_draws} is below the contribution of level 1 "
+                               f"({level1}), the level-1 draws one user can change")
     step = ledger.charge(f"dpne: weighted-Gaussian DPSU + {max_n - 1} levels (zCDP composition)",
                          epsilon, delta, sampling_delta=sampling_delta(tv, max_draws, epsilon))
     rho1 = dpsu_integer_threshold(grid_sigmas[0], delta / 2, caps[0])
@@ -258,23 +293,27 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     bounding = step.key.derive("dpne: contribution bounding")  # what workers may hold
     occ = partition(db, engine, client, by_user=True).map(Occurrences.of)
     s1_ids = _dpsu(merge_histograms(occ.gather(Occurrences.first_histogram, caps[0], bounding, 0)),
-                   grid_sigmas[0], rho1, step.key, 0,
-                   lambda g: identities(g[:, None].astype(np.int32), n_items))
+                   grid_sigmas[0], rho1, step.key, 0)
     first = first_level(s1_ids)
     levels, thresholds, stop = [first], [rho1], None
     progress = progress or (lambda msg: log.info("dpne: %s", msg))
     progress(Step(f"k=1: {first.grams.shape[0]} grams", 1, max_n))
-    drawn = n_items
+    drawn = level1  # public; from here on only released sets and parameters decide
     occ = occ.map(Occurrences.released, s1_ids, True)
     for k in range(2, max_n + 1):
         prev = levels[-1]
         if prev.grams.shape[0] == 0:
             break
         space = Space(prev, first, both)
+        if not space.keys_fit:
+            stop = (f"level {k}: the candidate keys ({prev.grams.shape[0]} x {space.n_right} "
+                    "pairs) do not fit 63 bits")
+            break
         if space.size == 0:
             break
         if drawn + space.size > max_draws:
-            stop = f"level {k}: |V_k| = {space.size} exceeds the remaining draw cap"
+            stop = (f"level {k}: |V_k| = {space.size} exceeds the remaining draw cap "
+                    f"({max_draws - drawn} of max_draws = {max_draws})")
             break
         drawn += space.size
         q = Fraction(eta) * min(Fraction(1), Fraction(prev.grams.shape[0], space.size))
@@ -282,11 +321,10 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
         occ = occ.map(Occurrences.candidates, k, space.n_right, both)
         keys, weights = merge_histograms(occ.gather(Occurrences.level_histogram, caps[k - 1],
                                                     bounding, 4 * k))
-        rows = space.rows(keys // space.n_right, keys % space.n_right)
-        mask = noisy_release(weights, identities(rows, n_items), grid_sigmas[k - 1], c_k,
-                             step.key, 4 * k)
+        # identity of a candidate: its key a * n_right + b (injective in V_k, module doc)
+        mask = noisy_release(weights, keys, grid_sigmas[k - 1], c_k, step.key, 4 * k)
         spurious = _spurious(space, keys, float(tail_probability(grid_sigmas[k - 1], c_k)),
-                             step.key, 4 * k + TAG_SPURIOUS, n_items)
+                             step.key, 4 * k + TAG_SPURIOUS)
         out = sorted_unique(np.concatenate([keys[mask], spurious]))
         la, lb = out // space.n_right, out % space.n_right
         levels.append(Level(space.rows(la, lb), la, lb if both else np.zeros_like(lb)))
@@ -315,10 +353,12 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
                             decay)[0], delta / 2, caps[0])},
         "released": {"per_k": counts, "total": sum(counts)},
         "stopped": stop,
+        "sampling": {"max_draws": max_draws, "level_1_draws_one_user_can_change": level1,
+                     "drawn_levels_2_on": drawn - level1},
         "ledger": ledger.to_dict(),
         "seeded": ledger.seeded,
         "backend": be.name, "device": be.device_name(), "engine": engine,
-        "vocabulary": {"size": n_items, "sha256": vocabulary_fingerprint(db.vocab)},
+        "vocabulary": vocabulary_facts(db.vocab),
         "input": {"format": db.source.get("format")},
         "timings": {"total_s": round(time.perf_counter() - t0, 4)},
     }
@@ -342,13 +382,13 @@ def _index(values: np.ndarray, released: np.ndarray) -> np.ndarray:
 
 
 def _dpsu(histogram: tuple[np.ndarray, np.ndarray], s: float, threshold: int, key: Any,
-          tag: int, ident: Any) -> np.ndarray:
+          tag: int) -> np.ndarray:
     """Weighted-Gaussian DPSU of a bounded histogram ``(keys, weights)``: the released keys, sorted.
 
-    ``ident`` maps keys to noise identities.
+    The keys (distinct item ids) are the noise identities.
     """
     keys, weights = histogram
-    return keys[noisy_release(weights, ident(keys), s, threshold, key, tag)]
+    return keys[noisy_release(weights, keys, s, threshold, key, tag)]
 
 
 @dataclass
@@ -413,20 +453,21 @@ class Occurrences:
         return replace(self, idx_prev=idx, starts=None, cand=None)
 
 
-def _spurious(space: Space, supported: np.ndarray, p: float, key: Any, tag: int,
-              n_items: int) -> np.ndarray:
-    """Keys of valid, unsupported candidates released by their zero entry's noise."""
+def _spurious(space: Space, supported: np.ndarray, p: float, key: Any, tag: int) -> np.ndarray:
+    """Keys of valid, unsupported candidates released by their zero entry's noise.
+
+    Each candidate's Bernoulli bit is keyed by its candidate key (distinct in ``V_k``).
+    """
     if p <= 0:
         return np.zeros(0, dtype=np.int64)
     bern = Bernoulli(p)
     out = []
     for a, b in space.chunks():
-        cand = a * space.n_right + b
+        cand = space.keys(a, b)
         fresh = _index(cand, supported) < 0
-        a, b, cand = a[fresh], b[fresh], cand[fresh]
+        cand = cand[fresh]
         if cand.size:
-            hit = bern.sample(key, identities(space.rows(a, b), n_items), tag=tag,
-                              backend="numpy")
+            hit = bern.sample(key, cand, tag=tag, backend="numpy")
             out.append(cand[hit])
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
@@ -469,7 +510,7 @@ def _baseline(db: SequenceDB, epsilon: float, delta: float, method: str, policy:
         "ledger": ledger.to_dict(),
         "seeded": ledger.seeded,
         "backend": be.name, "device": be.device_name(), "engine": engine,
-        "vocabulary": {"size": db.vocab.size, "sha256": vocabulary_fingerprint(db.vocab)},
+        "vocabulary": vocabulary_facts(db.vocab),
         "input": {"format": db.source.get("format")},
         "timings": {"total_s": round(time.perf_counter() - t0, 4)},
     }

@@ -50,15 +50,19 @@ one unit in every gram whose weight differs -- and in set union that
 number has no public bound.  (Real-valued Gaussian noise itself is ruled
 out by the integer-noise rule of DESIGN.md.)
 
-Noise is keyed by gram identity (rows padded to ``T`` with an unused symbol
-for ``dpsu-all``), the per-user subset choice by ``(user, gram id)`` under
-its own key.  Both are pseudorandom values drawn independently for every
-distinct input, and item ids, user ids and gram ids are ranks that adding a
-user may shift; a shift only relabels which independent value a gram or a
-pair gets.  So the privacy argument couples the two neighbours' randomness
-by gram and user *content*: under that coupling every other user keeps the
-same grams with the same weights (weighted policy) or is water-filled in the
-same relative order (Policy Laplace), and each gram gets the same noise.
+Noise is keyed by the gram's id in its run (:func:`release_run`: its gram id
+plus the offset of its length), which is injective within the run's
+``(key, tag)`` by construction -- content hashes, used before, collide for
+long grams over big alphabets (two grams, one noise value); the noise law is
+unchanged, the values a seed draws are not.  The per-user subset choice is
+keyed by ``(user, gram id)`` under its own key.  Both are pseudorandom
+values drawn independently for every distinct input, and item ids, user ids
+and gram ids are ranks that adding a user may shift; a shift only relabels
+which independent value a gram or a pair gets.  So the privacy argument
+couples the two neighbours' randomness by gram and user *content*: under
+that coupling every other user keeps the same grams with the same weights
+(weighted policy) or is water-filled in the same relative order (Policy
+Laplace), and each gram gets the same noise.
 Then the bounded histograms differ in at most ``b`` grams
 (:func:`differing_draws`, public): the ``cap`` grams the added user keeps
 under the weighted policy, and under Policy Laplace at most ``GRID`` per run
@@ -97,7 +101,7 @@ from ...scale.partitions import Partitions, partition
 from .calibration import GRID, dpsu_integer_threshold
 from .histogram import TAG_NOISE, bounded_histogram, bounded_pairs, merge_histograms, \
     noisy_release
-from .levels import Positions, identities
+from .levels import Positions
 from .policy import water_fill
 
 METHODS = ("dpsu-all", "dpsu-even", "dpsu-single")
@@ -339,8 +343,7 @@ def release_runs(db: Any, plan: list[list[int]], caps: list[int], calib: list[tu
     for i, (ks, cap, (noise, threshold, cutoff)) in enumerate(zip(plan, caps, calib)):
         offsets = np.cumsum([0] + [rows[k - 1].shape[0] for k in ks])
         keys, weights = bounded_run(occ, policy, ks, offsets, cap, cutoff, bounding, 4 * i)
-        out = release_run(keys, weights, rows, ks, offsets, max_n, n_items, noise, threshold,
-                          key, 4 * i)
+        out = release_run(keys, weights, rows, ks, offsets, noise, threshold, key, 4 * i)
         for k, grams in zip(ks, out):
             levels[k - 1] = grams
     return levels
@@ -395,22 +398,23 @@ def bounded_run(occ: Partitions, policy: str, ks: list[int], offsets: np.ndarray
 
 
 def release_run(keys: np.ndarray, weights: np.ndarray, rows: list[np.ndarray], ks: list[int],
-                offsets: np.ndarray, max_n: int, n_items: int, noise: Any, threshold: int,
-                key: Any, tag: int) -> list[np.ndarray]:
+                offsets: np.ndarray, noise: Any, threshold: int, key: Any,
+                tag: int) -> list[np.ndarray]:
     """Noise and threshold of one DPSU run over the grams of lengths ``ks``.
+
+    The noise identity of a gram is its key in the run's item space (gram
+    id plus its length's offset): distinct grams of the run have distinct
+    keys, so no two share a draw.
 
     Parameters
     ----------
     keys, weights : numpy.ndarray of int64
-        The run's bounded histogram (:func:`bounded_run`).
+        The run's bounded histogram (:func:`bounded_run`): distinct keys.
     rows : list of numpy.ndarray of int32
         Item matrices of the gram ids (:func:`gram_rows`).
     ks : list of int
     offsets : numpy.ndarray of int64
         Start of each length's ids in the run's item space.
-    max_n : int
-        ``T`` (rows of ``dpsu-all`` are padded to it for their noise identity).
-    n_items : int
     noise : DiscreteGaussian or DiscreteLaplace
     threshold : int
     key : NoiseKey
@@ -424,14 +428,7 @@ def release_run(keys: np.ndarray, weights: np.ndarray, rows: list[np.ndarray], k
     """
     level = np.searchsorted(offsets, keys, side="right") - 1
     out = []
-    ident = np.empty(keys.size, dtype=np.int64)
-    for i, k in enumerate(ks):
-        sel = level == i
-        grams = rows[k - 1][keys[sel] - offsets[i]]
-        if len(ks) > 1:
-            grams = np.concatenate([grams, np.full((grams.shape[0], max_n - k), n_items + 2,
-                                                   dtype=np.int32)], axis=1)
-        ident[sel] = np.asarray(identities(grams, n_items)).view(np.int64)
+    ident = keys.astype(np.int64, copy=False)
     if isinstance(noise, DiscreteGaussian):
         mask = noisy_release(weights, ident, noise.sigma, threshold, key, tag)
     else:

@@ -10,6 +10,12 @@ never looks at invalid k-grams and ``V_k`` is never built.  ``V_k`` itself is
 the join of ``S_{k-1}`` (grouped by ``suf``) with the right set (grouped by
 ``pre``; single-side: every pair), enumerated chunk by chunk when spurious
 grams are drawn.
+
+The candidate key is also the noise identity of the candidate, for its
+noise (supported) and its Bernoulli bit (unsupported) alike: an injective,
+public index of ``V_k`` (``a < |S_{k-1}|``, ``b < n_right``; computed from
+released sets only).  :func:`identities` (content keys, hashed when they
+do not fit 63 bits, so they may collide) is not a noise identity.
 """
 
 from __future__ import annotations
@@ -62,7 +68,11 @@ class Positions:
 
 
 def identities(rows: np.ndarray, n_items: int) -> np.ndarray:
-    """Noise identities of grams (exact packed keys, 64-bit hashes when they do not fit)."""
+    """Content keys of grams: exact packed keys, 64-bit hashes when they do not fit.
+
+    Hashes of distinct grams can collide, so these are not noise identities
+    (DPNE keys its draws by item id and candidate key, see the module doc).
+    """
     k = rows.shape[1]
     return K.rows_keys(np.ascontiguousarray(rows), n_items + 3, K.fits_exact(k, n_items + 2))
 
@@ -101,6 +111,13 @@ class Space:
         block = lc * rc
         self._bstart = np.cumsum(block) - block
         self.size = int(block.sum())
+        #: Whether every candidate key ``a * n_right + b`` fits int64 (else the level
+        #: is not extracted; both sizes are released values).
+        self.keys_fit = left.grams.shape[0] * max(self.n_right, 1) <= K.INT63
+
+    def keys(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Candidate keys ``a * n_right + b``: distinct for distinct pairs (noise identities)."""
+        return a.astype(np.int64) * self.n_right + b
 
     def rows(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Item matrix of candidates ``(a, b)``: ``S_{k-1}[a]`` followed by the right's last item."""
