@@ -245,7 +245,7 @@ ENGINES = {id(D0): GramEngine(D0, 2, end="all", backend="numpy"),
 def tree_counts(db, seed):
     """The mechanism's DP core: the tree's noisy counts of a, (a a), (a &)."""
     levels = build_tree(ENGINES[id(db)], epsilon=1.0, l_max=2, n_max=2, allocation="adaptive",
-                        noise=_laplace_noise(NoiseKey.from_seed(seed), 4, 100),
+                        noise=_laplace_noise(NoiseKey.from_seed(seed), 100),
                         sensitivity=ngram_module._sensitivity(2))
     return np.array([levels[0].noisy[0], levels[1].noisy[0], levels[1].noisy[2]])
 
@@ -313,3 +313,21 @@ def test_dask_engine_gives_the_same_release():
     assert local.ngrams() == remote.ngrams()
     assert sorted(local.synthetic) == sorted(remote.synthetic)
     assert remote.report["engine"] == "dask"
+
+
+def test_noise_identities_of_a_level_are_its_rows_and_a_level_is_drawn_once(monkeypatch):
+    """Long grams over a big alphabet get distinct identities (no content hash)."""
+    seen = []
+
+    class Spy:
+        def sample(self, key, ids, tag, backend):
+            seen.append((tag, np.asarray(ids).tolist()))
+            return np.zeros(len(ids), dtype=np.int64)
+
+    monkeypatch.setattr(ngram_module, "_laplace", lambda scale: Spy())
+    noise = _laplace_noise(NoiseKey.from_seed(0), 100)
+    grams = np.array([[7000, 1, 2, 3, 4], [9000, 5, 6, 7, 8], [7000, 1, 2, 3, 5]], np.int32)
+    noise(grams, np.array([1.0, 2.0, 1.0]))
+    with pytest.raises(RuntimeError, match="one level twice"):
+        noise(grams[:1], np.array([1.0]))
+    assert sorted(i for _, ids in seen for i in ids) == [0, 1, 2] and {t for t, _ in seen} == {5}

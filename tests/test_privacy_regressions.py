@@ -120,3 +120,38 @@ def test_errors_do_not_depend_on_the_data():
     key = NoiseKey.from_seed(1)
     for sampler in (DiscreteLaplace(2.0), DiscreteGaussian(2.0)):
         assert sampler.sample(key, np.array([], np.int64), tag=0, backend="numpy").size == 0
+
+
+RELEASES = {
+    "ngram": lambda db: dpgpu.ngram(db, 1.0, l_max=8, n_max=5, seed=3),
+    "pst": lambda db: dpgpu.pst(db, 1.0, l_top=8, seed=3),
+    "pfs2": lambda db: dpgpu.pfs2(db, 1.0, 0.05, seed=3),
+    "dpne": lambda db: dpgpu.dpne(db, 4.0, 1e-6, max_n=4, contribution=6, seed=3),
+    "spatial": lambda db: dpgpu.privtree_spatial(
+        np.random.default_rng(3).random((3000, 2)), 1.0, bounds=[(0, 1), (0, 1)], seed=3),
+}
+
+
+@pytest.mark.parametrize("mechanism", sorted(RELEASES))
+def test_no_two_draws_of_a_release_share_key_tag_and_identity(mechanism, monkeypatch):
+    """One noise value per noised quantity: within a (key, tag), every identity is drawn once
+    (content hashes of long grams could collide; DESIGN.md: each value drawn once)."""
+    from dpgpu.privacy import samplers
+
+    seen: dict[tuple[bytes, int], list[np.ndarray]] = {}
+    sample = samplers._Sampler.sample
+
+    def spy(self, key, identities, *, tag, backend=None):
+        seen.setdefault((key._key, tag), []).append(np.asarray(identities).astype(np.uint64))
+        return sample(self, key, identities, tag=tag, backend=backend)
+
+    monkeypatch.setattr(samplers._Sampler, "sample", spy)
+    rng = np.random.default_rng(4)
+    db = dpgpu.SequenceDB.from_sequences(
+        [[f"w{x}" for x in rng.zipf(1.6, rng.integers(1, 12)) % 40] for _ in range(3000)],
+        vocab=[f"w{i}" for i in range(40)])
+    RELEASES[mechanism](db)
+    assert seen
+    for (_, tag), parts in seen.items():
+        ids = np.concatenate(parts)
+        assert np.unique(ids).size == ids.size, f"tag {tag}: an identity drawn twice"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from dpgpu import InvalidParameter
-from dpgpu.mechanisms.privtree.core import (SplitTest, biased_scores, child_ids, split_params,
+from dpgpu.mechanisms.privtree.core import (SplitTest, biased_scores, level_ids, split_params,
                                             split_probability)
 from dpgpu.privacy import NoiseKey
 
@@ -69,7 +69,7 @@ def test_split_probability_matches_closed_form(b):
     p = split_params(1.0, 4)
     n = 200_000
     test = SplitTest(p, NoiseKey.from_seed(17))
-    ids = child_ids(np.array([123], dtype=np.uint64), n)
+    ids = level_ids(n, 123, np)
     # score c at depth 0 has b = c (no clamp at the root when c >= -delta)
     got = test.decide(np.full(n, b), 0, ids, "numpy").mean()
     want = float(split_probability(np.array([b]), p)[0])
@@ -84,6 +84,6 @@ def test_delta_gives_split_probability_one_over_2_beta():
         assert split_probability(np.array([-p.delta]), p)[0] <= 1 / (2 * beta) + 1e-12
 
 
-def test_child_identities_are_distinct():
-    ids = child_ids(child_ids(np.arange(50, dtype=np.uint64), 16), 16)
-    assert np.unique(ids).size == ids.size
+def test_level_identities_are_positions_plus_a_base():
+    ids = level_ids(5, 2 ** 40, np)
+    assert ids.dtype == np.uint64 and ids.tolist() == [2 ** 40 + i for i in range(5)]

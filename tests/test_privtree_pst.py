@@ -110,11 +110,11 @@ def test_start_marker_nodes_are_never_split():
 def test_inner_histograms_are_sums_of_leaves_and_negatives_are_zero():
     db = random_db([list("abcab"), list("ba"), list("cc"), list("a")] * 3)
     levels, exact = exact_tree(db, 4, 2)
-    noisy_histograms(levels, exact, NoiseKey.from_seed(1), 1e-3, db.vocab.size + 2)
+    noisy_histograms(levels, exact, NoiseKey.from_seed(1), 1e-3)
     for lvl, hist in zip(levels, exact):  # noise of scale 1e-3 is 0 here
         assert np.array_equal(lvl.hist, hist)
     levels, exact = exact_tree(db, 4, 2)
-    noisy_histograms(levels, exact, NoiseKey.from_seed(2), 50.0, db.vocab.size + 2)
+    noisy_histograms(levels, exact, NoiseKey.from_seed(2), 50.0)
     beta = db.vocab.size + 1
     assert all((lvl.hist >= 0).all() for lvl in levels)
     leaf_sum = sum(lvl.hist[lvl.leaf].sum(axis=0) for lvl in levels)
@@ -236,7 +236,7 @@ def pst_forest(db, seed, trials):
     levels, exact = grow(flat, events, db.vocab.size,
                          SplitTest(split_params(eps_tree, beta, sens), key.derive("tree")),
                          n_trees=trials, backend="numpy")
-    noisy_histograms(levels, exact, key.derive("hist"), sens / eps_hist, db.vocab.size + 2)
+    noisy_histograms(levels, exact, key.derive("hist"), sens / eps_hist)
     out = np.full((trials, 4), -1, dtype=np.int64)
     out[:, 0] = ~levels[0].leaf
     out[:, 1] = levels[0].hist[:, 0]

@@ -13,7 +13,7 @@ from dpgpu.audit import audit
 from dpgpu.cli import main
 from dpgpu.data.points import read_points
 from dpgpu.mechanisms.privtree import SpatialHistogram, privtree_spatial, uniform_grid
-from dpgpu.mechanisms.privtree.core import SplitTest, mix64, split_params
+from dpgpu.mechanisms.privtree.core import SplitTest, split_params
 from dpgpu.privacy import NoiseKey
 
 spatial = importlib.import_module("dpgpu.mechanisms.privtree.spatial")
@@ -32,7 +32,7 @@ class SplitAll:
 def full_tree(pts, depth, k):
     d = pts.shape[1]
     return spatial.grow(pts, np.zeros((1, d)), np.ones((1, d)), np.zeros(len(pts), np.int64),
-                        mix64(np.zeros(1, np.uint64)), SplitAll(depth), k=k, max_depth=64,
+                        0, SplitAll(depth), k=k, max_depth=64,
                         max_nodes=10 ** 6, backend="numpy")
 
 
@@ -147,7 +147,7 @@ def forest(n_points, seed, trials, *, eps_tree, clamp=True, eps_count=None):
         r = min(step, trials - s)
         levels = spatial.grow(np.tile(T, (n_points * r, 1)), np.zeros((r, 2)), np.ones((r, 2)),
                               np.repeat(np.arange(r), n_points),
-                              mix64(np.arange(s, s + r, dtype=np.uint64)), test, k=2,
+                              s << 40, test, k=2,  # batches: disjoint identities
                               max_depth=12, max_nodes=10 ** 9, backend="numpy")
         noisy = spatial.leaf_noisy_counts(levels, NoiseKey.from_seed(seed + 1), 1 / eps_count,
                                           "numpy") if eps_count else None

@@ -42,9 +42,12 @@ noisy counts is expanded first when the cap binds) fixed before any data is
 read.
 
 Noise identities: each count's noise is drawn from the run's keyed ChaCha20
-stream at the identity of its gram (packed symbol ids; a 64-bit hash where
-they do not fit), so the same key gives the same release on NumPy and CuPy,
-in any order.
+stream (tag: the gram length) at the gram's row in its level's candidate
+list -- the children of the expanded nodes, in the order of the released
+parent level, fixed by released values only -- so the identities of one
+level are distinct by construction (content hashes of long grams could
+collide: two grams, one noise value), and the same key gives the same
+release on NumPy and CuPy.
 """
 
 from __future__ import annotations
@@ -59,7 +62,6 @@ import numpy as np
 
 from ...backend import get_backend
 from ...data.sequencedb import SequenceDB, check_db, synthetic_like
-from ...ops import keys as K
 from ...ops.grams import GramEngine
 from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta
 from ...privacy.samplers import LAPLACE_TV_BOUND, MAX_LAPLACE_SCALE
@@ -223,7 +225,7 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     if private:
         step = ledger.charge("ngram: exploration tree counts", epsilon,
                              sampling_delta=sampling_delta(LAPLACE_TV_BOUND, draws, epsilon))
-        noise = _laplace_noise(step.key, db.vocab.size + 2, draws)
+        noise = _laplace_noise(step.key, draws)
     else:
         noise = _no_noise
     if engine == "dask":
@@ -291,16 +293,23 @@ def _no_noise(grams: np.ndarray, scales: np.ndarray) -> np.ndarray:
     return np.zeros(grams.shape[0], dtype=np.int64)
 
 
-def _laplace_noise(key: Any, n_symbols: int, max_draws: int):
-    """noise(grams, scales): discrete Laplace keyed by gram identity, one tag per length."""
+def _laplace_noise(key: Any, max_draws: int):
+    """noise(grams, scales): discrete Laplace, tag the gram length, identity the gram's row.
+
+    The tree builder asks once per level, with the level's candidate list
+    (module doc); a second call for one length would reuse identities.
+    """
     drawn = [0]
+    lengths: set[int] = set()
 
     def noise(grams: np.ndarray, scales: np.ndarray) -> np.ndarray:
         drawn[0] += grams.shape[0]
-        if drawn[0] > max_draws:  # the tree builder keeps to the cap; this guards it
-            raise RuntimeError("ngram drew more noisy counts than its public cap")
         n = grams.shape[1]
-        ids = K.rows_keys(np.ascontiguousarray(grams), n_symbols + 1, K.fits_exact(n, n_symbols))
+        if drawn[0] > max_draws or n in lengths:  # the tree builder keeps to both; guards
+            raise RuntimeError("ngram drew more noisy counts than its public cap, or one "
+                               "level twice")
+        lengths.add(n)
+        ids = np.arange(grams.shape[0], dtype=np.int64)
         out = np.empty(grams.shape[0], dtype=np.int64)
         for scale in np.unique(scales):
             rows = np.flatnonzero(scales == scale)

@@ -50,8 +50,11 @@ Candidates of level ``k`` depend only on noisy outputs of earlier levels.
 Noise is never conditioned on the data (no re-drawing, no absolute value):
 the authors' code re-draws supports above the true ``|D|`` and takes
 ``|noise + count|``; neither is done here.  Noise identities: a level's
-noise is drawn at the packed key of each candidate (tag ``k``), the length
-counts at the length, ``beta`` queries at the level queried.
+noise is drawn at each candidate's position in the level's sorted candidate
+list (tag ``k``; the list is built from released values only, and
+positions are distinct, where content hashes of long patterns could
+collide), the length counts at the length, ``beta`` queries at the level
+queried.
 
 The samplers are within total variation ``LAPLACE_TV_BOUND`` of exact per
 draw; every step charges the matching sampling delta, the pruning step for a
@@ -86,7 +89,6 @@ from ...backend import Backend, get_backend
 from ...data.sequencedb import SequenceDB, check_db
 from ...errors import InvalidParameter
 from ...eval.truth import _candidates, _dedupe
-from ...ops import keys as K
 from ...privacy import DiscreteLaplace, PrivacyLedger
 from ...privacy.ledger import split_budget
 from ...privacy.rng import NoiseKey
@@ -338,17 +340,17 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
         sens = min(math.comb(l_max, k), len(cands))
         local = data.sum(_sample_supports, k, cands, l_max, backend.name)
         local_noisy = local + DiscreteLaplace(sens / eps_prune).sample(
-            prune.key, _identities(cands, n_items), tag=k, backend="numpy")
+            prune.key, np.arange(len(cands)), tag=k, backend="numpy")  # identity: position
         relaxed = relaxed_threshold(threshold, pre.n_noisy / L_f, sens, eps_prune, zeta)
-        survivors = [c for c, v in zip(cands, local_noisy.tolist()) if v >= relaxed]
+        kept = np.flatnonzero(local_noisy >= relaxed)
+        survivors = [cands[i] for i in kept.tolist()]
         frequent: list[tuple[tuple[int, ...], int]] = []
         if survivors:
             eps_k = eps_level[k - 1]
             step = ledger.charge(f"pfs2: level {k} supports on D", eps_k,
                                  sampling_delta=tv_delta(len(survivors), eps_k))
             noisy = data.sum(_full_supports, survivors, backend.name) + DiscreteLaplace(
-                len(survivors) / eps_k).sample(step.key, _identities(survivors, n_items),
-                                               tag=k, backend="numpy")
+                len(survivors) / eps_k).sample(step.key, kept, tag=k, backend="numpy")
             frequent = [(c, int(v)) for c, v in zip(survivors, noisy.tolist())
                         if v >= abs_threshold]
         levels.append(Level(k, len(cands), sens, relaxed, len(survivors), frequent,
@@ -429,9 +431,3 @@ def _full_supports(data: MiningData, patterns: list[tuple[int, ...]],
                    backend: str) -> np.ndarray:
     """Exact supports of ``patterns`` in the partition (untruncated)."""
     return supports(*data.full, patterns, get_backend(backend))
-
-
-def _identities(patterns: Sequence[tuple[int, ...]], n_items: int) -> np.ndarray:
-    """Noise identities of equal-length patterns: their packed keys (hashed when too long)."""
-    rows = np.asarray(patterns, dtype=np.int32)
-    return K.rows_keys(rows, n_items + 1, K.fits_exact(rows.shape[1], n_items))

@@ -30,8 +30,13 @@ root-to-leaf paths by one each (``s = 1`` for points; ``s = l_top`` for
 sequences, Theorem 4.1).  The clamp (``max(theta - delta, ...)``) is what
 makes Eq. 10 hold; without it every low node on the path costs ``1/lambda``.
 
-Noise identities: a node's noise is keyed by its identity (a hash of its
-path or context) and a tag (its depth), never by its position in an array.
+Noise identities: a node's noise is keyed by a tag (its depth) and its
+position in its depth's list of nodes (plus a base that tells the trees of an
+audit's batches apart, :func:`level_ids`).  That list is the children of the
+split nodes of the depth above, in their order, so it is fixed by released
+decisions only and is the same on NumPy, CuPy and Dask; positions are
+distinct, so no two nodes of a depth share a draw (path hashes, used before,
+could collide).
 """
 
 from __future__ import annotations
@@ -48,7 +53,6 @@ from ...validation import check_positive_int, check_positive_real
 
 #: The split threshold (Section 3.4: theta = 0).
 THETA = 0
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 @dataclass(frozen=True)
@@ -156,18 +160,6 @@ class SplitTest:
             > self.params.theta
 
 
-def mix64(x: Any):
-    """SplitMix64 finaliser of uint64 values (same bits on NumPy and CuPy)."""
-    xp = K.array_module(x)
-    x = x.astype(xp.uint64) + _GOLDEN
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
-
-
-def child_ids(parent_ids: Any, n_children: int):
-    """Identities ``(F * n_children,)`` of the children of each parent, in parent-major order."""
-    xp = K.array_module(parent_ids)
-    c = xp.arange(1, n_children + 1, dtype=xp.uint64)
-    return mix64(xp.repeat(parent_ids.astype(xp.uint64), n_children)
-                 ^ (xp.tile(c, parent_ids.shape[0]) * _GOLDEN))
+def level_ids(n_nodes: int, first_id: int, xp: Any):
+    """Noise identities of the ``n_nodes`` nodes of one depth: ``first_id`` plus their positions."""
+    return xp.arange(n_nodes, dtype=xp.uint64) + np.uint64(first_id)

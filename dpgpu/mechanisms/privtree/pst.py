@@ -38,9 +38,11 @@ Neighbouring databases differ in one sequence (added or removed).
 ``max_nodes`` is a public cap: when a level would take the tree past it,
 the tree is cut above that level (all its nodes become leaves).  The cut is
 a function of the uncapped PrivTree's output (the number of nodes per
-level), so it is post-processing.  Noise identities are the contexts
-(packed symbol ids, a 64-bit hash where they do not fit), mixed with the
-index of the tree (a single tree in a release; many in the audit).
+level), so it is post-processing.  Noise identities are positions (tag: the
+depth): a node's position in its depth's list of nodes for its split test,
+``position * beta + symbol`` for a count of its histogram.  The lists are
+fixed by released splits only, and positions are distinct, so no two draws
+of a depth share a value (hashes of long contexts could collide).
 """
 
 from __future__ import annotations
@@ -54,7 +56,6 @@ import numpy as np
 
 from ...backend import get_backend, to_numpy
 from ...data.sequencedb import SequenceDB, check_db, synthetic_like, concat_ranges
-from ...ops import keys as K
 from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta, split_budget
 from ...privacy.samplers import LAPLACE_TV_BOUND
 from ...progress import Step
@@ -63,7 +64,7 @@ from ...report import Displayed
 from ...scale.partitions import LocalPartitions, Partitions, check_engine, partition
 from ...validation import check_positive_int, check_positive_real
 from . import sampling
-from .core import SplitTest, mix64, split_params
+from .core import SplitTest, level_ids, split_params
 
 log = logging.getLogger("dpgpu")
 
@@ -125,13 +126,6 @@ def _sensitivity(l_top: int) -> int:
 def scores(hist: Any):
     """``||hist||_1 - max hist`` per row (Eq. 13)."""
     return hist.sum(axis=1) - hist.max(axis=1)
-
-
-def context_ids(contexts: np.ndarray, tree: np.ndarray, n_symbols: int) -> np.ndarray:
-    """Noise identities of contexts (packed or hashed), mixed with the tree index."""
-    keys = K.rows_keys(np.ascontiguousarray(contexts), n_symbols + 1,
-                       K.fits_exact(contexts.shape[1], n_symbols))
-    return mix64(keys.astype(np.uint64) ^ mix64(tree.astype(np.uint64)))
 
 
 @dataclass
@@ -254,8 +248,7 @@ def grow_partitions(parts: Partitions, n_items: int, test: SplitTest, *, n_trees
         testable = np.flatnonzero(contexts[:, 0] != start_id) if depth else np.arange(n_trees)
         split = np.zeros(n_nodes, dtype=bool)
         split[testable] = test.decide(scores(hist[testable]), depth,
-                                      context_ids(contexts[testable], tree[testable],
-                                                  n_items + 2), "numpy")
+                                      level_ids(n_nodes, 0, np)[testable], "numpy")
         n_split = int(split.sum())
         if total + n_split * beta > max_nodes:
             log.warning("privtree: the public cap of %d nodes cuts the tree at depth %d",
@@ -278,20 +271,22 @@ def grow_partitions(parts: Partitions, n_items: int, test: SplitTest, *, n_trees
         depth += 1
 
 
-def noisy_histograms(levels: list[PSTLevel], exact: list[np.ndarray], key: Any, scale: float,
-                     n_symbols: int) -> None:
-    """Set ``hist`` of every level: noisy leaf histograms, inner sums, negatives to 0."""
+def noisy_histograms(levels: list[PSTLevel], exact: list[np.ndarray], key: Any,
+                     scale: float) -> None:
+    """Set ``hist`` of every level: noisy leaf histograms, inner sums, negatives to 0.
+
+    The noise of a count is keyed by ``(depth, position * beta + symbol)``
+    (module doc).
+    """
     beta = exact[0].shape[1]
     sampler = DiscreteLaplace(scale)
-    syms = np.arange(beta, dtype=np.int32)
+    syms = np.arange(beta, dtype=np.int64)
     raw = []
     for depth, (lvl, hist) in enumerate(zip(levels, exact)):
         leaves = np.flatnonzero(lvl.leaf)
         noisy = np.zeros(hist.shape, dtype=np.int64)
         if leaves.size:
-            rows = np.concatenate([np.repeat(lvl.contexts[leaves], beta, axis=0),
-                                   np.tile(syms, leaves.size)[:, None]], axis=1)
-            ids = context_ids(rows, np.repeat(lvl.tree[leaves], beta), n_symbols)
+            ids = (leaves[:, None] * beta + syms[None, :]).ravel()
             noise = sampler.sample(key, ids, tag=depth, backend="numpy").reshape(-1, beta)
             noisy[leaves] = hist[leaves] + noise
         raw.append(noisy)
@@ -431,7 +426,7 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
     del parts
     timings["tree_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    noisy_histograms(levels, exact, hist_step.key, hist_scale, db.vocab.size + 2)
+    noisy_histograms(levels, exact, hist_step.key, hist_scale)
     del exact
     timings["histograms_s"] = time.perf_counter() - t
     timings["build_s"] = time.perf_counter() - t0

@@ -56,7 +56,7 @@ from ...release import ReleaseWriter
 from ...report import Displayed
 from ...scale.partitions import LocalPartitions, Partitions, check_engine, partition_points
 from ...validation import check_positive_int, check_positive_real
-from .core import SplitTest, child_ids, mix64, split_params
+from .core import SplitTest, level_ids, split_params
 
 log = logging.getLogger("dpgpu")
 
@@ -157,14 +157,15 @@ class SpatialRelease(Displayed):
             return rel.finish(self.report)
 
 
-def grow(points: Any, lo: Any, hi: Any, point_node: Any, ids: Any, test: SplitTest, *,
+def grow(points: Any, lo: Any, hi: Any, point_node: Any, first_id: int, test: SplitTest, *,
          k: int, max_depth: int, max_nodes: int, backend: Any,
          data: Partitions | None = None) -> list[SpatialLevel]:
     """Grow PrivTrees from the root boxes ``lo, hi`` (one per tree), level by level.
 
     ``point_node`` gives each point's root; several roots make a forest of
-    independent trees (used by the audit).  The points and their current
-    nodes live in the partitions of ``data``
+    independent trees (used by the audit).  A node's noise identity is
+    ``first_id`` plus its position in its depth (:func:`.core.level_ids`).
+    The points and their current nodes live in the partitions of ``data``
     (:func:`dpgpu.scale.partitions.partition_points`, all in root 0;
     without it, one partition in this process holding ``points`` and
     ``point_node``): each level's node counts are summed over the partitions
@@ -181,6 +182,7 @@ def grow(points: Any, lo: Any, hi: Any, point_node: Any, ids: Any, test: SplitTe
     levels: list[SpatialLevel] = []
     total = lo.shape[0]
     for depth in range(max_depth + 1):
+        ids = level_ids(lo.shape[0], first_id, xp)
         counts = xp.asarray(data.sum(_node_counts, lo.shape[0]))
         split = test.decide(counts, depth, ids, be) if depth < max_depth else \
             xp.zeros(lo.shape[0], dtype=bool)
@@ -206,7 +208,7 @@ def grow(points: Any, lo: Any, hi: Any, point_node: Any, ids: Any, test: SplitTe
             clo[:, dim] = xp.where(upper, cmid[:, dim], clo[:, dim])
             chi[:, dim] = xp.where(upper, chi[:, dim], cmid[:, dim])
         data = data.map(_descend, share(split), share(child_start), share(mid), dims)
-        lo, hi, ids = clo, chi, child_ids(ids[rows], beta)
+        lo, hi = clo, chi
         total += n_split * beta
     return levels
 
@@ -339,7 +341,7 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
     clipped = np.clip(pts, dom[:, 0], dom[:, 1])
     test = SplitTest(params, tree_step.key)
     levels = grow(None, xp.asarray(dom[None, :, 0]), xp.asarray(dom[None, :, 1]), None,
-                  mix64(xp.zeros(1, dtype=xp.uint64)), test, k=k, max_depth=max_depth,
+                  0, test, k=k, max_depth=max_depth,
                   max_nodes=max_nodes, backend=be,
                   data=partition_points(clipped, engine, client, backend=be.name))
     tree_s = time.perf_counter() - t0
