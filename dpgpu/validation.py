@@ -31,7 +31,10 @@ def check_positive_real(value: Any, name: str, *, allow_zero: bool = False) -> f
     """Return ``value`` as a float if it is finite and ``> 0`` (``>= 0`` with allow_zero)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidParameter(f"{name}: expected a number, got {value!r}")
-    x = float(value)
+    try:
+        x = float(value)
+    except OverflowError:  # an int beyond float range (10**400)
+        x = math.inf
     ok = math.isfinite(x) and (x >= 0 if allow_zero else x > 0)
     if not ok:
         need = "finite and >= 0" if allow_zero else "finite and > 0"
@@ -56,6 +59,6 @@ def check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
 
 def check_positive_reals(values: Any, name: str) -> list[float]:
     """Return ``values`` as floats if it is a non-empty sequence of finite numbers ``> 0``."""
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__") or not len(values):
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__len__") or not len(values):
         raise InvalidParameter(f"{name}: expected a non-empty sequence of numbers, got {values!r}")
     return [check_positive_real(v, name) for v in values]

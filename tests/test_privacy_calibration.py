@@ -89,3 +89,18 @@ def test_sampling_delta():
     assert sampling_delta(1e-17, 10 ** 6, 1.0) == pytest.approx((1 + math.e) * 1e-11)
     assert sampling_delta(0.0, 10, 1.0) == 0.0
     assert sampling_delta(1e-17, 5, 1000.0) == math.inf
+
+
+def test_laplace_scales_never_fall_below_the_quotient():
+    """Vectorised scales round up (a review found sens / eps rounding below it)."""
+    from fractions import Fraction
+
+    from dpgpu.privacy import laplace_scales
+
+    rng = np.random.default_rng(0)
+    eps = rng.random(2000) + 1e-3
+    sens = rng.integers(1, 50, 2000).astype(float)
+    got = laplace_scales(sens, eps)
+    assert all(Fraction(g) >= Fraction(s) / Fraction(e) for g, s, e in zip(got, sens, eps))
+    plain = sens / eps
+    assert np.all(got > plain) and np.all(got <= np.nextafter(plain, np.inf))

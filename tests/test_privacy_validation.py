@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+import dpgpu
 import dpgpu.cli as cli
 from dpgpu.audit import audit, threshold_events
 from dpgpu.errors import InvalidParameter
@@ -173,3 +174,19 @@ def test_importing_the_privacy_core_loads_neither_numba_nor_cupy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("call", [
+    lambda db: dpgpu.ngram(db, 10 ** 400),
+    lambda db: dpgpu.ngram(db, 1.0, n_max=65),
+    lambda db: dpgpu.pfs2(db, 1.0, 0.1, l_upper=10 ** 9),
+    lambda db: dpgpu.pfs2(db, 1.0, 0.1, budget_split={1: 1, 2: 1, 3: 1, 4: 1, 5: 1}),
+    lambda db: dpgpu.dpne(db, 1.0, 1e-6, contribution=10 ** 7),
+    lambda db: dpgpu.pst(db, 1.0, max_length=10 ** 12),
+    lambda db: dpgpu.pst(db, 1.0, n_synthetic=10 ** 12),
+])
+def test_huge_or_odd_parameters_are_refused_up_front(call):
+    """From a review: OverflowError, hours of work or a MemoryError before any check."""
+    db = dpgpu.SequenceDB.from_sequences([["a", "b"]] * 5, vocab=["a", "b"])
+    with pytest.raises(dpgpu.InvalidParameter):
+        call(db)

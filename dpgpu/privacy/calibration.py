@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from scipy.optimize import brentq
@@ -61,6 +61,16 @@ def laplace_scale(epsilon: float, sensitivity: float = 1.0) -> float:
     epsilon = check_positive_real(epsilon, "epsilon")
     sensitivity = check_positive_real(sensitivity, "sensitivity")
     return float_at_least(Fraction(sensitivity) / Fraction(epsilon))
+
+
+def laplace_scales(sensitivity: Any, epsilon: Any):
+    """``sensitivity / epsilon`` element by element, one float step up (never below the quotient).
+
+    The vectorised twin of :func:`laplace_scale` for arrays of budgets: a
+    float division is within half a unit in the last place of the quotient,
+    so the next float up is above it.
+    """
+    return np.nextafter(np.divide(sensitivity, epsilon, dtype=np.float64), np.inf)
 
 
 def gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> float:

@@ -137,6 +137,9 @@ log = logging.getLogger("dpgpu")
 
 RULES = ("both", "single")
 SCHEDULES = ("equal", "geometric")
+#: Largest contribution bound accepted (the paper uses up to a few hundred;
+#: calibrating the threshold takes time linear in it).
+MAX_CONTRIBUTION = 10_000
 
 __all__ = ["dpne", "DPNERelease", "RULES", "SCHEDULES", "METHODS", "POLICIES"]
 
@@ -369,8 +372,9 @@ def _contributions(contribution: Any, max_n: int) -> list[int]:
     if isinstance(contribution, (list, tuple)):
         if len(contribution) != max_n:
             raise InvalidParameter(f"contribution: expected {max_n} values, got {len(contribution)}")
-        return [check_positive_int(c, "contribution") for c in contribution]
-    return [check_positive_int(contribution, "contribution")] * max_n
+        return [check_positive_int(c, "contribution", maximum=MAX_CONTRIBUTION)
+                for c in contribution]
+    return [check_positive_int(contribution, "contribution", maximum=MAX_CONTRIBUTION)] * max_n
 
 
 def _index(values: np.ndarray, released: np.ndarray) -> np.ndarray:

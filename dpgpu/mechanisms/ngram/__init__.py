@@ -78,6 +78,8 @@ log = logging.getLogger("dpgpu")
 VARIANTS = ("adaptive", "uniform", "no-approx", "baseline")
 #: Default public cap on the number of noisy counts one release draws.
 MAX_DRAWS = 10_000_000
+#: Largest n_max accepted (the papers use up to 5; deeper trees only cost time).
+MAX_N = 64
 
 
 class NGramRelease(Displayed):
@@ -209,7 +211,7 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     check_db(db, "db")
     epsilon = check_positive_real(epsilon, "epsilon")
     l_max = check_positive_int(l_max, "l_max")
-    n_max = check_positive_int(n_max, "n_max")
+    n_max = check_positive_int(n_max, "n_max", maximum=MAX_N)
     variant = check_choice(variant, "variant", VARIANTS)
     max_draws = check_positive_int(max_draws, "max_draws")
     engine = check_engine(engine, db)

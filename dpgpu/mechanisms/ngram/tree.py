@@ -21,6 +21,7 @@ import numpy as np
 from ...backend import to_numpy
 from ...errors import InvalidParameter
 from ...ops.lookup import GramIndex
+from ...privacy import laplace_scales
 from ...progress import Step
 
 log = logging.getLogger("dpgpu")
@@ -180,7 +181,7 @@ def build_tree(engine: Any, *, epsilon: float, l_max: int, n_max: int, allocatio
     eps = np.full(n_items, eps1)
     theta_of = (lambda e: threshold(l_max, e, n_items)) if thresholds else \
         (lambda e: np.zeros(np.shape(e)))
-    level = Level(grams=grams, noisy=root.astype(np.int64) + noise(grams, sensitivity / eps),
+    level = Level(grams=grams, noisy=root.astype(np.int64) + noise(grams, laplace_scales(sensitivity, eps)),
                   eps=eps, spent=eps.copy(), theta=theta_of(eps),
                   parent=np.full(n_items, -1, dtype=np.int64))
     level.index = GramIndex(grams, engine.n_symbols)
@@ -223,7 +224,7 @@ def build_tree(engine: Any, *, epsilon: float, l_max: int, n_max: int, allocatio
                                       np.tile(np.arange(n_children, dtype=np.int32),
                                               frontier.size)[:, None]], axis=1)
         child_eps = np.repeat(eps_v, n_children)
-        noisy = hist.reshape(-1).astype(np.int64) + noise(child_grams, sensitivity / child_eps)
+        noisy = hist.reshape(-1).astype(np.int64) + noise(child_grams, laplace_scales(sensitivity, child_eps))
         drawn += child_grams.shape[0]
         level.child_start[frontier] = np.arange(frontier.size, dtype=np.int64) * n_children
         pmax_of[-1][frontier] = children_pmax(noisy.reshape(frontier.size, n_children))

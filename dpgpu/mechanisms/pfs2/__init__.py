@@ -89,7 +89,7 @@ from ...backend import Backend, get_backend
 from ...data.sequencedb import SequenceDB, check_db
 from ...errors import InvalidParameter
 from ...eval.truth import _candidates, _dedupe
-from ...privacy import DiscreteLaplace, PrivacyLedger
+from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale
 from ...privacy.ledger import split_budget
 from ...privacy.rng import NoiseKey
 from ...progress import Step
@@ -109,6 +109,8 @@ log = logging.getLogger("dpgpu")
 BUDGET_SPLIT = (0.025, 0.025, 0.05, 0.45, 0.45)
 #: Default public cap on the number of noisy local supports one release draws.
 MAX_CANDIDATES = 10_000_000
+#: Largest l_upper accepted (the length histogram has l_upper bins).
+MAX_L_UPPER = 1_000_000
 #: Noise tag of the random partition (levels use tags 1 .. L_f).
 TAG_PARTITION = 0
 
@@ -231,7 +233,7 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
     threshold = check_probability(threshold, "threshold")
     zeta = check_probability(zeta, "zeta")
     eta = check_probability(eta, "eta")
-    l_upper = check_positive_int(l_upper, "l_upper")
+    l_upper = check_positive_int(l_upper, "l_upper", maximum=MAX_L_UPPER)
     max_candidates = check_positive_int(max_candidates, "max_candidates")
     weights = check_positive_reals(budget_split, "budget_split")
     if len(weights) != 5:
@@ -339,7 +341,7 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
         budget_left -= len(cands)
         sens = min(math.comb(l_max, k), len(cands))
         local = data.sum(_sample_supports, k, cands, l_max, backend.name)
-        local_noisy = local + DiscreteLaplace(sens / eps_prune).sample(
+        local_noisy = local + DiscreteLaplace(laplace_scale(eps_prune, sens)).sample(
             prune.key, np.arange(len(cands)), tag=k, backend="numpy")  # identity: position
         relaxed = relaxed_threshold(threshold, pre.n_noisy / L_f, sens, eps_prune, zeta)
         kept = np.flatnonzero(local_noisy >= relaxed)
@@ -350,7 +352,7 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
             step = ledger.charge(f"pfs2: level {k} supports on D", eps_k,
                                  sampling_delta=tv_delta(len(survivors), eps_k))
             noisy = data.sum(_full_supports, survivors, backend.name) + DiscreteLaplace(
-                len(survivors) / eps_k).sample(step.key, kept, tag=k, backend="numpy")
+                laplace_scale(eps_k, len(survivors))).sample(step.key, kept, tag=k, backend="numpy")
             frequent = [(c, int(v)) for c, v in zip(survivors, noisy.tolist())
                         if v >= abs_threshold]
         levels.append(Level(k, len(cands), sens, relaxed, len(survivors), frequent,

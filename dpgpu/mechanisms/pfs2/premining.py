@@ -105,7 +105,7 @@ from ...data.sequencedb import SequenceDB, concat_ranges
 from ...errors import InvalidParameter
 from ...eval.truth import _dedupe
 from ...ops.keys import sorted_unique
-from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta
+from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_delta
 from ...privacy.samplers import LAPLACE_TV_BOUND
 from ...scale.partitions import Partitions, partition
 from ..lengths import coverage_length, length_counts, noisy_count, noisy_length_histogram
@@ -218,7 +218,7 @@ def max_frequent_length(db: SequenceDB, ledger: PrivacyLedger, epsilon: float, l
         return 1
     floor = max(1, int(BETA_FLOOR * threshold))
     beta = MaximalSupports.of(db, floor, data)
-    sampler = DiscreteLaplace(queries / epsilon)
+    sampler = DiscreteLaplace(laplace_scale(epsilon, queries))
     lo, hi = 1, l_max
     while lo < hi:
         mid = (lo + hi + 1) // 2

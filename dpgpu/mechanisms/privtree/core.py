@@ -42,6 +42,7 @@ could collide).
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +50,7 @@ import numpy as np
 
 from ...ops import keys as K
 from ...privacy import DiscreteLaplace
+from ...privacy.tables import float_at_least
 from ...validation import check_positive_int, check_positive_real
 
 #: The split threshold (Section 3.4: theta = 0).
@@ -111,7 +113,8 @@ def split_params(epsilon: float, beta: int, sensitivity: int = 1) -> SplitParams
     epsilon = check_positive_real(epsilon, "epsilon")
     beta = check_positive_int(beta, "beta", minimum=2)
     sensitivity = check_positive_int(sensitivity, "sensitivity")
-    lam = (2 * beta - 1) / (beta - 1) * sensitivity / epsilon
+    lam = float_at_least(Fraction(2 * beta - 1, beta - 1) * Fraction(sensitivity)
+                         / Fraction(epsilon))  # rounded up: never below Corollary 1
     exact = lam * math.log(beta)
     return SplitParams(epsilon, beta, sensitivity, lam, exact, max(1, math.ceil(exact)))
 

@@ -56,7 +56,8 @@ import numpy as np
 
 from ...backend import get_backend, to_numpy
 from ...data.sequencedb import SequenceDB, check_db, synthetic_like, concat_ranges
-from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta, split_budget
+from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_delta, \
+    split_budget
 from ...privacy.samplers import LAPLACE_TV_BOUND
 from ...progress import Step
 from ...release import ReleaseWriter, add_vocabulary
@@ -70,6 +71,9 @@ log = logging.getLogger("dpgpu")
 
 #: Default public cap on the number of tree nodes.
 MAX_NODES = 1_000_000
+#: Largest max_length and n_synthetic accepted for synthetic sequences.
+MAX_SYNTHETIC_LENGTH = 100_000
+MAX_SYNTHETIC = 1_000_000_000
 
 
 @dataclass
@@ -399,9 +403,10 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
     epsilon = check_positive_real(epsilon, "epsilon")
     l_top = check_positive_int(l_top, "l_top")
     max_nodes = check_positive_int(max_nodes, "max_nodes")
-    max_length = l_top if max_length is None else check_positive_int(max_length, "max_length")
+    max_length = l_top if max_length is None else \
+        check_positive_int(max_length, "max_length", maximum=MAX_SYNTHETIC_LENGTH)
     if n_synthetic is not None:
-        n_synthetic = check_positive_int(n_synthetic, "n_synthetic")
+        n_synthetic = check_positive_int(n_synthetic, "n_synthetic", maximum=MAX_SYNTHETIC)
     engine = check_engine(engine, db)
     progress = progress or (lambda msg: log.info("pst: %s", msg))
     be = get_backend(backend)
@@ -410,7 +415,7 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
     beta = db.vocab.size + 1
     eps_tree, eps_hist = split_budget(epsilon, [1, beta - 1])
     params = split_params(eps_tree, beta, _sensitivity(l_top))
-    hist_scale = _sensitivity(l_top) / eps_hist
+    hist_scale = laplace_scale(eps_hist, _sensitivity(l_top))
     ledger = PrivacyLedger(epsilon, max_sampling_delta=1e-6, seed=seed)
     tree_step = ledger.charge("privtree: PST structure", eps_tree,
                               sampling_delta=sampling_delta(LAPLACE_TV_BOUND, max_nodes, eps_tree))

@@ -50,7 +50,8 @@ import numpy as np
 from ...backend import get_backend, to_numpy
 from ...errors import InvalidParameter
 from ...ops import keys as K
-from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta, split_budget
+from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_delta, \
+    split_budget
 from ...privacy.samplers import LAPLACE_TV_BOUND
 from ...release import ReleaseWriter
 from ...report import Displayed
@@ -345,7 +346,8 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
                   max_nodes=max_nodes, backend=be,
                   data=partition_points(clipped, engine, client, backend=be.name))
     tree_s = time.perf_counter() - t0
-    noisy = leaf_noisy_counts(levels, count_step.key, 1 / eps_count, be)
+    count_scale = laplace_scale(eps_count)
+    noisy = leaf_noisy_counts(levels, count_step.key, count_scale, be)
     nodes, leaf_lo, leaf_hi, leaf_c = _summaries(levels, noisy, fanout)
     leaves = SpatialHistogram(np.concatenate(leaf_lo), np.concatenate(leaf_hi),
                               np.concatenate(leaf_c))
@@ -358,7 +360,7 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
                        "max_nodes": max_nodes, "columns": names},
         "domain": {"bounds": dom.tolist(), "from_data": from_data},
         "split_test": params.to_dict(),
-        "count_noise": {"epsilon": eps_count, "scale": 1 / eps_count},
+        "count_noise": {"epsilon": eps_count, "scale": count_scale},
         "epsilon": ledger.spent_epsilon, "delta": ledger.spent_delta,
         "ledger": ledger.to_dict(), "seeded": ledger.seeded,
         "backend": be.name, "device": be.device_name(), "engine": engine,
