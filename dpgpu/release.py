@@ -98,6 +98,33 @@ def add_vocabulary(report: dict, vocab: Any) -> dict:
     return report
 
 
+def note_users(report: dict, db: Any) -> dict:
+    """Say in ``report`` (and the log) that a sequence-level release ignores the data's users.
+
+    N-gram, PST and PFS² protect one sequence.  When the data names users
+    (``--user``, text formats), a user with ``k`` sequences is protected at
+    ``k`` times epsilon; DPNE is the mechanism with user-level privacy.
+
+    Returns
+    -------
+    dict
+        ``report``, updated in place.
+    """
+    has_users = getattr(db, "has_users", None)
+    if has_users is None:
+        has_users = getattr(db, "users", None) is not None
+    if has_users:
+        report["privacy_unit"] = USERS_IGNORED
+        log.warning("%s", USERS_IGNORED)
+    return report
+
+
+#: Why a sequence-level release on data with users protects a user less.
+USERS_IGNORED = ("one sequence: the data names users, but this mechanism protects each "
+                 "sequence, so a user with k sequences is protected at k * epsilon (DPNE "
+                 "protects users)")
+
+
 class ReleaseWriter:
     """Collects the files of one release and publishes them atomically.
 

@@ -72,7 +72,8 @@ def report_facts(report: dict, where: str = "(not saved yet)") -> dict:
         "parameters": report.get("parameters", {}),
         "steps": report.get("ledger", {}).get("steps", []),
         "files": {name: 0 for name in report.get("files", [])},
-        "caveat": CAVEATS.get(mechanism, ""),
+        "caveat": " ".join(c for c in (CAVEATS.get(mechanism, ""), report.get("privacy_unit")
+                                       and f"Privacy unit: {report['privacy_unit']}.") if c),
         "backend": report.get("backend"),
         "device": report.get("device"),
         "timings": report.get("timings", {}),

@@ -89,3 +89,21 @@ def test_notebook_display_and_load_release(tmp_path):
         dpgpu.load_release(dpgpu.dpne(SequenceDB(db.items, db.offsets, db.vocab,
                                                  users=np.arange(len(db))), 1.0, 1e-5,
                                       max_n=2, seed=1).save(tmp_path / "d")).synthetic()
+
+
+@pytest.mark.parametrize("release", [
+    lambda db: dpgpu.ngram(db, 1.0, l_max=4, seed=1),
+    lambda db: dpgpu.pst(db, 1.0, l_top=4, seed=1),
+    lambda db: dpgpu.pfs2(db, 1.0, 0.2, seed=1),
+])
+def test_a_sequence_level_release_on_data_with_users_says_so(release, caplog):
+    seqs = [["a", "b"], ["b", "c"], ["a", "c", "b"]] * 20
+    plain = dpgpu.SequenceDB.from_sequences(seqs, vocab=["a", "b", "c"])
+    users = dpgpu.SequenceDB.from_sequences(seqs, vocab=["a", "b", "c"],
+                                            users=np.arange(60) // 3)
+    assert "privacy_unit" not in release(plain).report
+    with caplog.at_level("WARNING", logger="dpgpu"):
+        report = release(users).report
+    assert "protected at k * epsilon" in report["privacy_unit"] and "k * epsilon" in caplog.text
+    assert report["private"] is True
+    assert "Privacy unit: one sequence" in dpgpu.report.report_facts(report)["caveat"]

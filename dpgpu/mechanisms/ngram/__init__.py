@@ -65,7 +65,7 @@ from ...data.sequencedb import SequenceDB, check_db, synthetic_like
 from ...ops.grams import GramEngine
 from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta
 from ...privacy.samplers import LAPLACE_TV_BOUND, MAX_LAPLACE_SCALE
-from ...release import ReleaseWriter, add_vocabulary, encode_gram
+from ...release import ReleaseWriter, add_vocabulary, encode_gram, note_users
 from ...report import Displayed
 from ...scale.partitions import check_engine
 from ...validation import check_choice, check_positive_int, check_positive_real
@@ -278,6 +278,7 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     if not private:
         report["warning"] = "baseline: exact n-gram counts; this output is NOT private"
     add_vocabulary(report, db.vocab)
+    note_users(report, db)
     return NGramRelease(levels, model, synth, report, db.vocab)
 
 

@@ -93,7 +93,7 @@ from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale
 from ...privacy.ledger import split_budget
 from ...privacy.rng import NoiseKey
 from ...progress import Step
-from ...release import ReleaseWriter, add_vocabulary, encode_gram
+from ...release import ReleaseWriter, add_vocabulary, encode_gram, note_users
 from ...report import Displayed
 from ...scale.partitions import Partitions, check_engine, partition
 from ...validation import check_positive_int, check_positive_real, check_positive_reals, \
@@ -277,6 +277,7 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
         "timings": {k: round(v, 4) for k, v in timings.items()},
     }
     add_vocabulary(report, db.vocab)
+    note_users(report, db)
     return PFS2Release(levels, report, db.vocab)
 
 

@@ -60,7 +60,7 @@ from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_d
     split_budget
 from ...privacy.samplers import LAPLACE_TV_BOUND
 from ...progress import Step
-from ...release import ReleaseWriter, add_vocabulary
+from ...release import ReleaseWriter, add_vocabulary, note_users
 from ...report import Displayed
 from ...scale.partitions import LocalPartitions, Partitions, check_engine, partition
 from ...validation import check_positive_int, check_positive_real
@@ -467,5 +467,6 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
         "timings": {k: round(v, 4) for k, v in timings.items()},
     }
     add_vocabulary(report, db.vocab)
+    note_users(report, db)
     return PSTRelease(levels, synth, report, db.vocab, l_top)
 
