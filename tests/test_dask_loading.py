@@ -290,3 +290,13 @@ def test_a_public_vocabulary_gives_the_local_database(client, tmp_path, compress
     assert not load_distributed(path, client, partitions=3).vocab.public
     with pytest.raises(InputError, match=r"d\.txt.*item '.*' and \d+ more not in the vocab"):
         load_distributed(path, client, partitions=3, vocab=["1", "2"])
+
+
+def test_a_seq_header_marked_as_data_stays_not_public_on_the_workers(client, tmp_path):
+    (tmp_path / "d.txt").write_text("a b c\nb c\n" * 30)
+    dpgpu.load(tmp_path / "d.txt").save(tmp_path / "d.seq", format="seq")
+    got = load_distributed(tmp_path / "d.seq", client, partitions=3)
+    assert not got.vocab.public and got.vocab.names == ["a", "b", "c"]
+    assert_same(got.collect(), dpgpu.load(tmp_path / "d.seq"))
+    with pytest.raises(InvalidParameter, match="whose header declares its categories"):
+        load_distributed(tmp_path / "d.seq", client, vocab=["1", "2", "3"])

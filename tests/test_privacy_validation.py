@@ -182,6 +182,7 @@ def test_importing_the_privacy_core_loads_neither_numba_nor_cupy():
     lambda db: dpgpu.pfs2(db, 1.0, 0.1, l_upper=10 ** 9),
     lambda db: dpgpu.pfs2(db, 1.0, 0.1, budget_split={1: 1, 2: 1, 3: 1, 4: 1, 5: 1}),
     lambda db: dpgpu.dpne(db, 1.0, 1e-6, contribution=10 ** 7),
+    lambda db: dpgpu.dpne(db, 1.0, 1e-6, max_n=10 ** 12),
     lambda db: dpgpu.pst(db, 1.0, max_length=10 ** 12),
     lambda db: dpgpu.pst(db, 1.0, n_synthetic=10 ** 12),
 ])

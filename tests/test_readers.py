@@ -10,6 +10,7 @@ import pytest
 
 import dpgpu
 from dpgpu import InputError, InvalidParameter, SequenceDB
+from dpgpu.data.text import SEQ_DATA_VOCABULARY
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 needs_shared = pytest.mark.skipif(not SHARED.exists(), reason="needs ../shared/datasets")
@@ -260,3 +261,21 @@ def test_load_on_a_public_vocabulary(tmp_path):
         dpgpu.load(path, vocab=["x", "x"])
     with pytest.raises(InvalidParameter, match="vocab: expected a Vocabulary"):
         dpgpu.load(path, vocab=3)
+
+
+def test_a_seq_file_keeps_its_header_and_a_data_vocabulary_stays_marked(tmp_path):
+    """From a review: converting to .seq must not make a data vocabulary public, and
+    a vocabulary given for a .seq input would renumber its categories."""
+    seq = write(tmp_path, "x.seq", SEQ)
+    with pytest.raises(InvalidParameter, match=r"x\.seq is a \.seq file, whose header"):
+        dpgpu.load(seq, vocab=["1", "2", "3"])
+    data = dpgpu.load(write(tmp_path, "d.txt", "a b c\nb c\n"))
+    out = tmp_path / "d.seq"
+    data.save(out, format="seq")
+    again = dpgpu.load(out)
+    assert not again.vocab.public and list(again) == [("1", "2", "3"), ("2", "3")]
+    assert again.vocab.names == ["a", "b", "c"]
+    dpgpu.load(seq).save(tmp_path / "y.seq")
+    assert dpgpu.load(tmp_path / "y.seq").vocab.public
+    assert SEQ_DATA_VOCABULARY in out.read_text()
+    assert "dpgpu" not in (tmp_path / "y.seq").read_text()

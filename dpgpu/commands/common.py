@@ -326,8 +326,8 @@ def run_mechanism(args: argparse.Namespace, load: Callable[[argparse.Namespace],
     Returns
     -------
     int
-        Exit status 0.  When the report says ``"private": false``, its
-        ``warning`` is printed on stderr.
+        Exit status 0.  (A release that is not private says why in its
+        report's ``warning``, which the mechanism also logs.)
     """
     show = not (args.quiet or args.verbose) and sys.stderr.isatty()
     with Progress(args.command, show=show) as progress, engine_client(args) as client:
@@ -350,7 +350,4 @@ def run_mechanism(args: argparse.Namespace, load: Callable[[argparse.Namespace],
     elif not args.quiet:
         spent = f"epsilon={r['epsilon']:g}" + (f", delta={r['delta']:g}" if r["delta"] else "")
         print(f"{describe(rel)}; spent {spent}; written to {out}")
-    if r.get("private") is False:  # the report's warning says why (baseline, data domain)
-        print(f"warning: {r.get('warning', 'this output is NOT differentially private')}",
-              file=sys.stderr)
     return 0

@@ -119,7 +119,7 @@ def _spatial(args: argparse.Namespace) -> dict:
     """Evaluate a spatial release against the original points file."""
     from ..eval.evaluate import evaluate_spatial_release
 
-    used = [k for k in FORMAT_OPTIONS if getattr(args, k, None) is not None]
+    used = [k for k in (*FORMAT_OPTIONS, "vocab") if getattr(args, k, None) is not None]
     if used:
         raise InvalidParameter(f"--{used[0]}: a sequence reader option; the original of a "
                                "spatial release is a points file (--format csv|parquet, "

@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import InputError, InvalidParameter
 from . import text
 from .io import check_not_binary, read_bytes
-from .public_vocab import on_vocabulary, public_vocabulary
+from .public_vocab import check_vocab_format, on_vocabulary, public_vocabulary
 from .sequencedb import SequenceDB
 
 log = logging.getLogger("dpgpu")
@@ -95,6 +95,7 @@ def load(path: Any, format: str | None = None, *, vocab: Any = None,
             raise InputError(f"{p}: empty file (no sequences)")
         fmt = format or detect_format(p, data)
     check_options(fmt, options)
+    check_vocab_format(vocab, fmt, p)
     db = read(fmt, p, data, options)
     if vocab is not None:
         db = on_vocabulary(db, vocab, str(p))

@@ -86,6 +86,17 @@ def public_vocabulary(vocab: Any) -> Vocabulary:
     return out
 
 
+def check_vocab_format(vocab: Any, fmt: str, path: Any) -> None:
+    """Refuse ``vocab=`` for a ``.seq`` input, whose header already declares the categories.
+
+    (Its labels are the category numbers and its names the header's words;
+    another vocabulary would renumber them.)
+    """
+    if vocab is not None and fmt == "seq":
+        raise InvalidParameter(f"vocab: {path} is a .seq file, whose header declares its "
+                               "categories; a vocabulary is for the other formats")
+
+
 def label_ids(labels: list[str], vocab: Vocabulary, what: str) -> np.ndarray:
     """Id in ``vocab`` of each of ``labels``.
 

@@ -116,18 +116,25 @@ def _bad_token(path: Any, data: bytes, offset: int, fmt: str, why: str = "") -> 
 
 
 def _db_from_ints(values: np.ndarray, counts: np.ndarray, source: dict,
-                  vocab_values: np.ndarray | None = None, names: list | None = None) -> SequenceDB:
-    """A SequenceDB whose labels are the integer values as strings."""
+                  vocab_values: np.ndarray | None = None, names: list | None = None,
+                  public: bool = False) -> SequenceDB:
+    """A SequenceDB whose labels are the integer values as strings.
+
+    ``public``: the vocabulary (``vocab_values``, a ``.seq`` header) was
+    declared, not taken from the items that occur.
+    """
     uniq = sorted_unique(values) if vocab_values is None else vocab_values
     ids = np.searchsorted(uniq, values).astype(np.int32)
     offsets = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
-    vocab = Vocabulary([str(v) for v in uniq.tolist()], names=names,
-                       public=vocab_values is not None)  # a .seq header is public
+    vocab = Vocabulary([str(v) for v in uniq.tolist()], names=names, public=public)
     return SequenceDB(ids, offsets, vocab, source=source)
 
 
 # --------------------------------------------------------------- UCI .seq
 SEQ_MARK = b"% Sequences:"
+#: A header line dpgpu writes when the categories were taken from the data
+#: (a ``.seq`` made from another format): they are then not a public vocabulary.
+SEQ_DATA_VOCABULARY = "% dpgpu: categories taken from the data, not a public vocabulary"
 
 
 def looks_like_seq(head: bytes) -> bool:
@@ -140,14 +147,16 @@ def read_seq(path: Any, data: bytes) -> SequenceDB:
 
     Item labels are the numbers as written (``"1"`` .. ``"K"``); the header's
     category names become ``vocab.names``.  All K declared categories are in
-    the vocabulary, occurring or not (the item universe is public).
+    the vocabulary, occurring or not (the item universe is public, unless
+    the header holds :data:`SEQ_DATA_VOCABULARY`).
     """
-    names, body_start = seq_header(path, data)
-    return read_seq_body(path, data, body_start, names)
+    names, body_start, public = seq_header(path, data)
+    return read_seq_body(path, data, body_start, names, public)
 
 
-def seq_header(path: Any, data: bytes) -> tuple[list[str], int]:
-    """The category names of a UCI ``.seq`` header and the offset where the sequences start.
+def seq_header(path: Any, data: bytes) -> tuple[list[str], int, bool]:
+    """The category names of a UCI ``.seq`` header, the offset where the sequences start,
+    and whether the categories are a public vocabulary.
 
     ``data`` must hold the whole header (the ``% Sequences:`` line and the
     blank line after it).
@@ -169,10 +178,12 @@ def seq_header(path: Any, data: bytes) -> tuple[list[str], int]:
         body_start += 1
     elif data[body_start:body_start + 2] == b"\r\n":
         body_start += 2
-    return names, body_start
+    public = not any(line.strip() == SEQ_DATA_VOCABULARY for line in header)
+    return names, body_start, public
 
 
-def read_seq_body(path: Any, data: bytes, body_start: int, names: list[str]) -> SequenceDB:
+def read_seq_body(path: Any, data: bytes, body_start: int, names: list[str],
+                  public: bool = True) -> SequenceDB:
     """The sequences of ``data[body_start:]``, one line each, categories ``1 .. len(names)``.
 
     Lines are numbered from the start of ``data`` in messages.
@@ -189,7 +200,7 @@ def read_seq_body(path: Any, data: bytes, body_start: int, names: list[str]) -> 
                          f"{toks.values[i]} is not declared in the header (1..{k})")
     counts = toks.per_line()[first_line:]
     source = {"path": str(path), "format": "seq"}
-    return _db_from_ints(toks.values, counts, source, np.arange(1, k + 1), names)
+    return _db_from_ints(toks.values, counts, source, np.arange(1, k + 1), names, public)
 
 
 # ------------------------------------------------------------------- SPMF

@@ -14,6 +14,7 @@ from typing import Any, Iterator, TextIO
 
 from ..errors import InvalidParameter
 from .io import atomic_output
+from .text import SEQ_DATA_VOCABULARY
 
 log = logging.getLogger("dpgpu")
 
@@ -48,7 +49,9 @@ def write_seq(db: Any, stream: TextIO) -> None:
     """UCI ``.seq``: a header naming the categories, then 1-based category numbers.
 
     Categories are numbered in vocabulary order; their names are the
-    vocabulary's names (from a ``.seq`` input) or else its labels.
+    vocabulary's names (from a ``.seq`` input) or else its labels.  A
+    vocabulary taken from the data is marked so in the header
+    (:data:`dpgpu.data.text.SEQ_DATA_VOCABULARY`).
     """
     names = db.vocab.names or db.vocab.labels
     bad = [n for n in names if not n or any(c.isspace() for c in n)]
@@ -56,7 +59,10 @@ def write_seq(db: Any, stream: TextIO) -> None:
         raise InvalidParameter(f"format: category name {bad[0]!r} contains white space, "
                                "which the .seq header cannot hold; write spmf or lines")
     stream.write("% Different categories found in input file:\n\n")
-    stream.write(" ".join(names) + "\n\n\n% Sequences:\n\n")
+    stream.write(" ".join(names) + "\n\n")
+    if not db.vocab.public:  # reading the file back must not make them public
+        stream.write(SEQ_DATA_VOCABULARY + "\n")
+    stream.write("\n% Sequences:\n\n")
     numbers = [str(i + 1) for i in range(db.vocab.size)]
     for row in _label_rows(db, numbers):
         stream.write("".join(x + " " for x in row) + "\n")

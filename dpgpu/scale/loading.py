@@ -46,7 +46,7 @@ import numpy as np
 from ..data import text
 from ..data.io import GZIP_MAGIC, gzip_errors, input_errors
 from ..data.load import check_format, check_options, detect_format, is_parquet, load, read
-from ..data.public_vocab import label_ids, public_vocabulary
+from ..data.public_vocab import check_vocab_format, label_ids, public_vocabulary
 from ..data.sequencedb import SequenceDB, sort_labels
 from ..data.vocabulary import Vocabulary
 from ..errors import InputError
@@ -186,6 +186,7 @@ def load_distributed(path: Any, client: Any = None, *, format: str | None = None
         raise InputError(f"{p}: empty file (no sequences)")
     fmt = format or ("parquet" if parquet else detect_format(p, head))
     check_options(fmt, options)
+    check_vocab_format(vocab, fmt, p)
     if gz or fmt not in SPLITTABLE:
         db = _read_whole(client, p, fmt, dict(options, vocab=vocab), n_parts)
     else:
@@ -233,10 +234,10 @@ def _read_whole(client: Any, p: Path, fmt: str, options: dict, n_parts: int) -> 
 def _read_split(client: Any, p: Path, fmt: str, options: dict, n_parts: int, head: bytes,
                 size: int, public: Vocabulary | None) -> DistributedDB:
     """Workers read byte ranges; then the client merges labels and the workers remap ids."""
-    header, names, stripped = b"", None, None
+    header, names, stripped, public_header = b"", None, None, False
     if fmt == "seq":
         head = _seq_head(p, head, size)
-        names, body_start = text.seq_header(p, head)
+        names, body_start, public_header = text.seq_header(p, head)
         header = head[:body_start]
     if fmt == "spmf":  # the whole file decides the variant, as for a local load
         stripped = not _has_terminators(p)
@@ -260,7 +261,7 @@ def _read_split(client: Any, p: Path, fmt: str, options: dict, n_parts: int, hea
     source = _merged_source(meta, fmt)
     labels = sort_labels(set().union(*(m["labels"] for m in meta)))
     if public is None:
-        vocab = Vocabulary(labels, names=names, public=names is not None)  # a .seq header
+        vocab = Vocabulary(labels, names=names, public=public_header)
     else:
         label_ids(labels, public, str(p))  # every item is in the public vocabulary
         vocab, labels = public, public.labels

@@ -137,6 +137,8 @@ log = logging.getLogger("dpgpu")
 
 RULES = ("both", "single")
 SCHEDULES = ("equal", "geometric")
+#: Largest max_n accepted (the paper extracts up to 9-grams).
+MAX_N = 64
 #: Largest contribution bound accepted (the paper uses up to a few hundred;
 #: calibrating the threshold takes time linear in it).
 MAX_CONTRIBUTION = 10_000
@@ -246,7 +248,7 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     db = check_db(db)
     epsilon = check_positive_real(epsilon, "epsilon")
     delta = check_probability(delta, "delta")
-    max_n = check_positive_int(max_n, "max_n")
+    max_n = check_positive_int(max_n, "max_n", maximum=MAX_N)
     caps = _contributions(contribution, max_n)
     eta = check_probability(eta, "eta")
     rule = check_choice(rule, "rule", RULES)

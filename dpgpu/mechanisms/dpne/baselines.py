@@ -96,7 +96,7 @@ from typing import Any
 import numpy as np
 
 from ...ops.keys import sorted_unique
-from ...privacy import DiscreteGaussian, DiscreteLaplace, sampling_delta
+from ...privacy import DiscreteGaussian, DiscreteLaplace, laplace_scale, sampling_delta
 from ...scale.partitions import Partitions, partition
 from .calibration import GRID, dpsu_integer_threshold
 from .histogram import TAG_NOISE, bounded_histogram, bounded_pairs, merge_histograms, \
@@ -278,7 +278,7 @@ def calibrate(policy: str, epsilon: float, delta: float, n_runs: int, cap: int,
     if policy == "weighted":
         s = GRID * sigma_star * math.sqrt(n_runs)
         return DiscreteGaussian(s), dpsu_integer_threshold(s, delta / (2 * n_runs), cap), 0
-    lam = GRID * n_runs / epsilon
+    lam = laplace_scale(epsilon, GRID * n_runs)
     noise = DiscreteLaplace(lam)
     rho = laplace_threshold(lam, delta / n_runs, cap)
     return noise, rho, rho + math.ceil(alpha * lam)

@@ -243,7 +243,7 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
                         thresholds=private,
                         noise=noise, sensitivity=_sensitivity(l_max), max_draws=draws,
                         progress=progress,
-                        min_eps=l_max / MAX_LAPLACE_SCALE)
+                        min_eps=2 * l_max / MAX_LAPLACE_SCALE)  # scales <= 2**51, rounded up
     timings["tree_s"] = time.perf_counter() - t
     t = time.perf_counter()
     enforce_consistency(levels, approximate=variant != "no-approx")
@@ -277,6 +277,7 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     }
     if not private:
         report["warning"] = "baseline: exact n-gram counts; this output is NOT private"
+        log.warning("ngram: %s", report["warning"])
     add_vocabulary(report, db.vocab)
     note_users(report, db)
     return NGramRelease(levels, model, synth, report, db.vocab)

@@ -429,7 +429,7 @@ def uniform_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
     flat = np.ravel_multi_index(tuple(cell.astype(np.int64).T), (m,) * d) if pts.size else \
         np.zeros(0, dtype=np.int64)
     counts = np.bincount(flat, minlength=m ** d)
-    noise = to_numpy(DiscreteLaplace(1 / epsilon).sample(
+    noise = to_numpy(DiscreteLaplace(laplace_scale(epsilon)).sample(
         step.key, be.xp.arange(m ** d, dtype=be.xp.int64), tag=0, backend=be))
     grid = np.stack(np.unravel_index(np.arange(m ** d), (m,) * d), axis=1)
     lo = dom[:, 0] + grid * width
