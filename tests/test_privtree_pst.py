@@ -227,16 +227,15 @@ AUD_EPS, AUD_LTOP = 2.0, 2
 
 
 def pst_forest(db, seed, trials):
-    """Per trial: root split?, noisy root hist[a], noisy hist('$')[a], noisy hist('a')[a]."""
-    beta = db.vocab.size + 1
-    eps_tree, eps_hist = AUD_EPS / beta, AUD_EPS * (beta - 1) / beta
-    sens = pst_module._sensitivity(AUD_LTOP)
+    """Per trial: root split?, noisy root hist[a], noisy hist('$')[a], noisy hist('a')[a].
+
+    Budgets and scales are the release's own (:func:`pst_module.calibrate`)."""
+    _, _, params, hist_scale = pst_module.calibrate(AUD_EPS, AUD_LTOP, db.vocab.size)
     key = NoiseKey.from_seed(seed)
     flat, events = pst_symbols(db, AUD_LTOP)
-    levels, exact = grow(flat, events, db.vocab.size,
-                         SplitTest(split_params(eps_tree, beta, sens), key.derive("tree")),
+    levels, exact = grow(flat, events, db.vocab.size, SplitTest(params, key.derive("tree")),
                          n_trees=trials, backend="numpy")
-    noisy_histograms(levels, exact, key.derive("hist"), sens / eps_hist)
+    noisy_histograms(levels, exact, key.derive("hist"), hist_scale)
     out = np.full((trials, 4), -1, dtype=np.int64)
     out[:, 0] = ~levels[0].leaf
     out[:, 1] = levels[0].hist[:, 0]

@@ -275,6 +275,24 @@ def grow_partitions(parts: Partitions, n_items: int, test: SplitTest, *, n_trees
         depth += 1
 
 
+def calibrate(epsilon: float, l_top: int, n_items: int):
+    """The PST's budgets and noise (module doc): ``epsilon / beta`` for the tree, the rest
+    for the leaf histograms, both for ``l_top`` paths per sequence (``beta = n_items + 1``).
+
+    Returns
+    -------
+    eps_tree, eps_hist : float
+    params : SplitParams
+        The split test's (Corollary 1 with sensitivity ``l_top``).
+    hist_scale : float
+        Discrete Laplace scale of a leaf histogram count, rounded up.
+    """
+    beta = n_items + 1
+    eps_tree, eps_hist = split_budget(epsilon, [1, beta - 1])
+    return (eps_tree, eps_hist, split_params(eps_tree, beta, _sensitivity(l_top)),
+            laplace_scale(eps_hist, _sensitivity(l_top)))
+
+
 def noisy_histograms(levels: list[PSTLevel], exact: list[np.ndarray], key: Any,
                      scale: float) -> None:
     """Set ``hist`` of every level: noisy leaf histograms, inner sums, negatives to 0.
@@ -413,9 +431,7 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     beta = db.vocab.size + 1
-    eps_tree, eps_hist = split_budget(epsilon, [1, beta - 1])
-    params = split_params(eps_tree, beta, _sensitivity(l_top))
-    hist_scale = laplace_scale(eps_hist, _sensitivity(l_top))
+    eps_tree, eps_hist, params, hist_scale = calibrate(epsilon, l_top, db.vocab.size)
     ledger = PrivacyLedger(epsilon, max_sampling_delta=1e-6, seed=seed)
     tree_step = ledger.charge("privtree: PST structure", eps_tree,
                               sampling_delta=sampling_delta(LAPLACE_TV_BOUND, max_nodes, eps_tree))
