@@ -139,8 +139,15 @@ def test_cli_and_reader(tmp_path, capsys):
 T = np.array([0.3, 0.3])
 
 
-def forest(n_points, seed, trials, *, eps_tree, clamp=True, eps_count=None):
-    test = SplitTest(split_params(eps_tree, 4), NoiseKey.from_seed(seed), clamp=clamp)
+def forest(n_points, seed, trials, *, eps_tree=None, clamp=True, release_epsilon=None):
+    """Per trial: depth reached on T's path, and (with ``release_epsilon``) T's noisy leaf
+    count, with the budgets and scales of a release at that epsilon (``spatial.calibrate``)."""
+    count_scale = None
+    if release_epsilon is not None:
+        _, _, params, count_scale = spatial.calibrate(release_epsilon, 4)
+    else:
+        params = split_params(eps_tree, 4)
+    test = SplitTest(params, NoiseKey.from_seed(seed), clamp=clamp)
     out = np.zeros((trials, 2), dtype=np.int64)
     step = 250_000
     for s in range(0, trials, step):
@@ -149,8 +156,8 @@ def forest(n_points, seed, trials, *, eps_tree, clamp=True, eps_count=None):
                               np.repeat(np.arange(r), n_points),
                               s << 40, test, k=2,  # batches: disjoint identities
                               max_depth=12, max_nodes=10 ** 9, backend="numpy")
-        noisy = spatial.leaf_noisy_counts(levels, NoiseKey.from_seed(seed + 1), 1 / eps_count,
-                                          "numpy") if eps_count else None
+        noisy = spatial.leaf_noisy_counts(levels, NoiseKey.from_seed(seed + 1), count_scale,
+                                          "numpy") if count_scale else None
         alive = np.ones(r, dtype=bool)
         for depth, lvl in enumerate(levels):
             rows = np.flatnonzero(np.all((lvl.lo <= T) & (T < lvl.hi), axis=1))
@@ -188,7 +195,7 @@ def test_audit_passes_tree_and_leaf_counts():
         return np.stack([(deep == k) & (count >= c) for k in range(3) for c in (1, 3, 5)]
                         + [(deep == k) & (count <= c) for k in range(3) for c in (1, 3)], axis=1)
 
-    result = audit(lambda d, seed, n: forest(d, seed, n, eps_tree=1.0, eps_count=1.0), 2, 3,
+    result = audit(lambda d, seed, n: forest(d, seed, n, release_epsilon=2.0), 2, 3,
                    events, epsilon=2.0, trials=100_000, alpha=1e-4, seed=5, batch=True)
     assert result.passed, result.summary()
 

@@ -233,6 +233,21 @@ def _descend(state: tuple, split: Any, child_start: Any, mid: Any, dims: list[in
     return pts, child_start[node] + code
 
 
+def calibrate(epsilon: float, fanout: int):
+    """Budgets and noise of a spatial release: half of ``epsilon`` for the tree (Corollary 1,
+    one path per point), half for the leaf counts (sensitivity 1).
+
+    Returns
+    -------
+    eps_tree, eps_count : float
+    params : SplitParams
+    count_scale : float
+        Discrete Laplace scale of a leaf count, rounded up.
+    """
+    eps_tree, eps_count = split_budget(epsilon, [1, 1])
+    return eps_tree, eps_count, split_params(eps_tree, fanout), laplace_scale(eps_count)
+
+
 def leaf_noisy_counts(levels: list[SpatialLevel], key: Any, scale: float, backend: Any):
     """Noisy counts of every level's leaves: a list of (leaf rows, noisy counts), host arrays."""
     sampler = DiscreteLaplace(scale)
@@ -331,8 +346,7 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
     be = get_backend(backend)
     xp = be.xp
     t0 = time.perf_counter()
-    eps_tree, eps_count = split_budget(epsilon, [1, 1])
-    params = split_params(eps_tree, fanout)
+    eps_tree, eps_count, params, count_scale = calibrate(epsilon, fanout)
     ledger = PrivacyLedger(epsilon, max_sampling_delta=1e-6, seed=seed)
     tree_step = ledger.charge("privtree: tree structure", eps_tree,
                               sampling_delta=sampling_delta(LAPLACE_TV_BOUND, max_nodes, eps_tree))
@@ -346,7 +360,6 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
                   max_nodes=max_nodes, backend=be,
                   data=partition_points(clipped, engine, client, backend=be.name))
     tree_s = time.perf_counter() - t0
-    count_scale = laplace_scale(eps_count)
     noisy = leaf_noisy_counts(levels, count_step.key, count_scale, be)
     nodes, leaf_lo, leaf_hi, leaf_c = _summaries(levels, noisy, fanout)
     leaves = SpatialHistogram(np.concatenate(leaf_lo), np.concatenate(leaf_hi),
