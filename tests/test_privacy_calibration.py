@@ -100,7 +100,7 @@ def test_laplace_scales_never_fall_below_the_quotient():
     rng = np.random.default_rng(0)
     eps = rng.random(2000) + 1e-3
     sens = rng.integers(1, 50, 2000).astype(float)
-    got = laplace_scales(sens, eps)
+    got = laplace_scales(eps, sens)
     assert all(Fraction(g) >= Fraction(s) / Fraction(e) for g, s, e in zip(got, sens, eps))
     plain = sens / eps
     assert np.all(got > plain) and np.all(got <= np.nextafter(plain, np.inf))

@@ -308,5 +308,5 @@ def read_lines(path: Any, data: bytes, *, tokens: str = "auto") -> SequenceDB:
     index = {label: i for i, label in enumerate(labels)}
     ids = np.array([index[t] for t in flat.tolist()], dtype=np.int32)
     source["tokens"] = "str"
-    return SequenceDB(ids, np.concatenate([[0], np.cumsum(counts)]), Vocabulary(labels, public=False),
-                      source=source)
+    return SequenceDB(ids, np.concatenate([[0], np.cumsum(counts)]),
+                      Vocabulary(labels, public=False), source=source)

@@ -17,7 +17,8 @@ from ..privacy import DiscreteLaplace, laplace_scale
 
 def noisy_count(n: int, key: Any, epsilon: float, *, tag: int) -> int:
     """An exact count ``n`` plus discrete Laplace ``1 / epsilon``, at least 1."""
-    noise = DiscreteLaplace(laplace_scale(epsilon)).sample(key, np.array([0]), tag=tag, backend="numpy")
+    noise = DiscreteLaplace(laplace_scale(epsilon)).sample(key, np.array([0]), tag=tag,
+                                                           backend="numpy")
     return max(1, int(n) + int(noise[0]))
 
 
@@ -36,7 +37,8 @@ def noisy_length_histogram(counts: np.ndarray, key: Any, epsilon: float, *,
     The noise of the bin for length ``l`` is keyed by ``l``.
     """
     lengths = np.arange(1, len(counts) + 1)
-    return counts + DiscreteLaplace(laplace_scale(epsilon)).sample(key, lengths, tag=tag, backend="numpy")
+    return counts + DiscreteLaplace(laplace_scale(epsilon)).sample(key, lengths, tag=tag,
+                                                                   backend="numpy")
 
 
 def coverage_length(noisy_hist: np.ndarray, total: int, fraction: float) -> int:

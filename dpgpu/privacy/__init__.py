@@ -16,8 +16,8 @@ The statistical audit harness lives in :mod:`dpgpu.audit`.
 
 from .calibration import (analytic_gaussian_sigma, discrete_gaussian_delta,
                           discrete_gaussian_sigma, dpsu_gaussian, dpsu_threshold,
-                          gaussian_delta, integer_threshold, laplace_scale, laplace_scales, sampling_delta,
-                          split_gaussian_sigma)
+                          gaussian_delta, integer_threshold, laplace_scale, laplace_scales,
+                          sampling_delta, split_gaussian_sigma)
 from .ledger import PrivacyLedger, Step, split_budget
 from .rng import NoiseKey
 from .samplers import (LAPLACE_TV_BOUND, Bernoulli, DiscreteGaussian, DiscreteLaplace,
@@ -27,7 +27,8 @@ __all__ = [
     "NoiseKey",
     "DiscreteLaplace", "DiscreteGaussian", "Bernoulli", "LAPLACE_TV_BOUND",
     "sample_discrete_laplace", "sample_discrete_gaussian",
-    "laplace_scale", "laplace_scales", "gaussian_delta", "analytic_gaussian_sigma", "discrete_gaussian_delta",
+    "laplace_scale", "laplace_scales", "gaussian_delta", "analytic_gaussian_sigma",
+    "discrete_gaussian_delta",
     "discrete_gaussian_sigma",
     "dpsu_threshold", "dpsu_gaussian", "split_gaussian_sigma", "integer_threshold",
     "sampling_delta",

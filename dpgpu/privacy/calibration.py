@@ -63,7 +63,7 @@ def laplace_scale(epsilon: float, sensitivity: float = 1.0) -> float:
     return float_at_least(Fraction(sensitivity) / Fraction(epsilon))
 
 
-def laplace_scales(sensitivity: Any, epsilon: Any):
+def laplace_scales(epsilon: Any, sensitivity: Any = 1.0):
     """``sensitivity / epsilon`` element by element, one float step up (never below the quotient).
 
     The vectorised twin of :func:`laplace_scale` for arrays of budgets: a

@@ -15,8 +15,6 @@ holding more than ``max_items`` grams.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ...ops.keys import _splitmix, sorted_unique
@@ -165,9 +163,3 @@ def noisy_release(weights: np.ndarray, identities: np.ndarray, s: float, thresho
         return np.zeros(0, dtype=bool)
     noise = DiscreteGaussian(s).sample(key, identities, tag=tag + TAG_NOISE, backend="numpy")
     return weights + noise > threshold
-
-
-def as_int64(a: Any) -> np.ndarray:
-    """``a`` as an int64 NumPy array (identities may be uint64 hashes)."""
-    a = np.asarray(a)
-    return a.view(np.int64) if a.dtype == np.uint64 else a.astype(np.int64, copy=False)

@@ -181,7 +181,8 @@ def build_tree(engine: Any, *, epsilon: float, l_max: int, n_max: int, allocatio
     eps = np.full(n_items, eps1)
     theta_of = (lambda e: threshold(l_max, e, n_items)) if thresholds else \
         (lambda e: np.zeros(np.shape(e)))
-    level = Level(grams=grams, noisy=root.astype(np.int64) + noise(grams, laplace_scales(sensitivity, eps)),
+    level = Level(grams=grams,
+                  noisy=root.astype(np.int64) + noise(grams, laplace_scales(eps, sensitivity)),
                   eps=eps, spent=eps.copy(), theta=theta_of(eps),
                   parent=np.full(n_items, -1, dtype=np.int64))
     level.index = GramIndex(grams, engine.n_symbols)
@@ -224,7 +225,8 @@ def build_tree(engine: Any, *, epsilon: float, l_max: int, n_max: int, allocatio
                                       np.tile(np.arange(n_children, dtype=np.int32),
                                               frontier.size)[:, None]], axis=1)
         child_eps = np.repeat(eps_v, n_children)
-        noisy = hist.reshape(-1).astype(np.int64) + noise(child_grams, laplace_scales(sensitivity, child_eps))
+        noisy = hist.reshape(-1).astype(np.int64) + noise(child_grams,
+                                                          laplace_scales(child_eps, sensitivity))
         drawn += child_grams.shape[0]
         level.child_start[frontier] = np.arange(frontier.size, dtype=np.int64) * n_children
         pmax_of[-1][frontier] = children_pmax(noisy.reshape(frontier.size, n_children))

@@ -65,7 +65,7 @@ from ...report import Displayed
 from ...scale.partitions import LocalPartitions, Partitions, check_engine, partition
 from ...validation import check_positive_int, check_positive_real
 from . import sampling
-from .core import SplitTest, level_ids, split_params
+from .core import SplitTest, split_params
 
 log = logging.getLogger("dpgpu")
 
@@ -252,7 +252,7 @@ def grow_partitions(parts: Partitions, n_items: int, test: SplitTest, *, n_trees
         testable = np.flatnonzero(contexts[:, 0] != start_id) if depth else np.arange(n_trees)
         split = np.zeros(n_nodes, dtype=bool)
         split[testable] = test.decide(scores(hist[testable]), depth,
-                                      level_ids(n_nodes, 0, np)[testable], "numpy")
+                                      testable.astype(np.uint64), "numpy")  # positions
         n_split = int(split.sum())
         if total + n_split * beta > max_nodes:
             log.warning("privtree: the public cap of %d nodes cuts the tree at depth %d",
