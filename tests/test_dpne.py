@@ -16,7 +16,7 @@ from dpgpu.mechanisms.dpne import dpne
 from dpgpu.mechanisms.dpne.calibration import GRID, dpsu_integer_threshold, tail_probability, \
     tail_threshold, unit_weights, zcdp_delta, zcdp_sigma
 from dpgpu.mechanisms.dpne.histogram import bounded_histogram
-from dpgpu.privacy import DiscreteGaussian, NoiseKey, analytic_gaussian_sigma
+from dpgpu.privacy import DiscreteGaussian, NoiseKey, analytic_gaussian_sigma, sampling_delta
 
 
 def test_unit_weights_are_floor_and_unit_norm():
@@ -232,31 +232,47 @@ def test_report_does_not_show_a_data_vocabulary(tmp_path, method):
     assert facts["public"] and facts["size"] == 6 and len(facts["sha256"]) == 64
 
 
-def test_draw_cap_and_errors_do_not_depend_on_the_vocabulary_size():
-    """Regression: level 1 counted |I| draws against max_draws, so with max_draws = 6 + 36
-    d0 released bigrams and d1 (7 items) stopped, and max_draws = 6 raised for d1 only
-    ('below the vocabulary size 7').  Level 1 now counts Delta_1 (public)."""
+def test_work_cap_and_accounting_do_not_depend_on_the_data():
+    """The sampling delta counts sum_k Delta_k draws (never |I| or |V_k|), and the work cap
+    reads released sets only: d0 and d1 (7 items) stop, or not, alike."""
     d0, d1 = _data_vocab_pair()
     kw = dict(max_n=2, contribution=2, seed=1)
     # |S_1| = 6 (released), |V_2| = 36
-    full = [dpne(d, 8.0, 1e-6, max_draws=6 + 36, **kw) for d in (d0, d1)]
+    full = [dpne(d, 8.0, 1e-6, max_candidates=36, **kw) for d in (d0, d1)]
     for r in full:
         assert len(r.counts()) == 2 and r.counts()[0] == 6 and r.counts()[1] > 0
         assert r.report["stopped"] is None
-    small = [dpne(d, 8.0, 1e-6, max_draws=6, **kw) for d in (d0, d1)]  # no error for either
-    assert small[0].report["stopped"] == small[1].report["stopped"] and \
-        small[0].report["stopped"].startswith("level 2")
-    assert small[0].counts() == small[1].counts() == [6]              # level 2 not extracted
-    for r in full:
-        assert r.report["sampling"] == {"max_draws": 42, "level_1_draws_one_user_can_change": 2,
-                                        "drawn_levels_2_on": 36}
+        assert r.report["sampling"] == {"draws_one_user_can_change": 4}  # Delta_1 + Delta_2
     assert _without_timings(full[0].report) == _without_timings(full[1].report)
-    msgs = []
-    for d in (d0, d1):
-        with pytest.raises(InvalidParameter, match="max_draws") as err:
-            dpne(d, 8.0, 1e-6, max_draws=1, **kw)          # below Delta_1 = 2: a parameter error
-        msgs.append(str(err.value))
-    assert msgs[0] == msgs[1] and "vocabulary" not in msgs[0]
+    small = [dpne(d, 8.0, 1e-6, max_candidates=35, **kw) for d in (d0, d1)]
+    assert small[0].report["stopped"] == small[1].report["stopped"] == \
+        "level 2: |V_k| = 36 exceeds max_candidates = 35"
+    assert small[0].counts() == small[1].counts() == [6]              # level 2 not extracted
+    for bad in (0, -1, 2.5):
+        with pytest.raises(InvalidParameter, match="max_candidates"):
+            dpne(d0, 8.0, 1e-6, max_candidates=bad, **kw)
+
+
+def test_sampling_delta_counts_the_contributions_of_every_level():
+    db = SequenceDB.from_sequences([list("abc")] * 20, vocab=list("abc"))
+    r = dpne(db, 1.0, 1e-6, max_n=3, contribution=[5, 7, 11], seed=2)
+    sampling = r.report["ledger"]["steps"][0]["sampling_delta"]
+    tv = max(DiscreteGaussian(GRID * s).tv_per_draw for s in r.report["calibration"]["sigmas"])
+    tv = max(tv, 0.01 * 2.0 ** -52 + 2.0 ** -64)
+    assert sampling == pytest.approx(sampling_delta(tv, 23, 1.0))
+    with pytest.raises(InvalidParameter, match="epsilon.*contribution"):
+        dpne(db, 60.0, 1e-6, max_n=9, contribution=10_000, seed=2)
+
+
+def test_big_first_level_still_extracts_level_two():
+    """Regression: the old draw cap counted |V_2| = |S_1|**2 draws; at epsilon 8 it allowed
+    about 27,000, so 300 released items (90,000 candidates) stopped DPNE at level 1."""
+    items = [f"w{i}" for i in range(300)]
+    seqs = [[items[i], items[(i + 1) % 300]] for i in range(300) for _ in range(12)]
+    db = SequenceDB.from_sequences(seqs, vocab=items)
+    r = dpne(db, 8.0, 1e-6, max_n=2, contribution=2, seed=4)
+    assert r.report["stopped"] is None
+    assert r.counts()[0] == 300 and r.counts()[1] >= 250  # most of the 300 true bigrams
 
 
 # Two 4-grams over a 2**20-item alphabet whose old noise identities (SplitMix64 content

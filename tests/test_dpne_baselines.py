@@ -402,8 +402,8 @@ def test_support_size_never_decides_what_is_released(policy):
     draws = runs[1].report["sampling"]["draws_one_user_can_change"]
     cap = runs[1].report["calibration"]["runs"][0]["contribution"]  # 2 per length, 2 lengths
     assert draws == (cap if policy == "weighted" else baselines.GRID) and cap == 4
-    with pytest.raises(InvalidParameter, match="max_draws"):
-        dpne(d0, 4.0, 1e-6, max_n=2, method="dpsu-all", policy=policy, max_draws=3)
+    with pytest.raises(InvalidParameter, match="max_candidates"):
+        dpne(d0, 4.0, 1e-6, max_n=2, method="dpsu-all", policy=policy, max_candidates=3)
 
 
 def test_smallest_per_user_selects_what_a_lexsort_selects():

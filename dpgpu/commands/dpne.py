@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..mechanisms.dpne import METHODS, POLICIES, RULES, SCHEDULES, DPNERelease, dpne
+from ..mechanisms.dpne import MAX_CANDIDATES, METHODS, POLICIES, RULES, SCHEDULES, DPNERelease, dpne
 from .common import (Progress, add_data_arguments, add_engine_arguments, add_mechanism_command,
                      load_from_args, run_mechanism)
 
@@ -30,6 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rule", choices=RULES, default="both", help="valid k-gram rule")
     p.add_argument("--schedule", choices=SCHEDULES, default="equal", help="sigma_k schedule")
     p.add_argument("--decay", type=float, default=1.0, help="c of sigma_k = c sigma_{k-1}")
+    p.add_argument("--max-candidates", type=int, default=None,
+                   help="work cap: a level with more valid candidates |V_k| is not extracted "
+                        f"(default {MAX_CANDIDATES:.0e}; DPNE only)")
     p.add_argument("--method", choices=("dpne",) + METHODS, default="dpne",
                    help="DPNE or a DPSU baseline of the paper (default dpne)")
     p.add_argument("--policy", choices=POLICIES, default="weighted",
@@ -51,7 +54,7 @@ def _release(args: argparse.Namespace, db: Any, progress: Progress) -> DPNERelea
                 contribution=args.contribution, eta=args.eta, rule=args.rule,
                 schedule=args.schedule, decay=args.decay, seed=args.seed,
                 backend=args.backend, method=args.method, policy=args.policy,
-                alpha=args.alpha, engine=args.engine, client=args.client, progress=progress)
+                alpha=args.alpha, max_candidates=args.max_candidates, engine=args.engine, client=args.client, progress=progress)
 
 
 def _describe(release: DPNERelease) -> str:

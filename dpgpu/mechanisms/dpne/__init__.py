@@ -60,30 +60,34 @@ is unchanged; the values a given seed draws differ from earlier versions.
 
 Sampler accounting: every draw is within ``tv`` of exact
 (:mod:`dpgpu.privacy.samplers`); the ledger charges
-``(1 + e^epsilon) * max_draws * tv`` as sampling delta, where ``max_draws``
-is a public cap (a parameter, or what the sampling-delta allowance covers)
-on ``Delta_1 + sum_{k >= 2} |V_k|``.  Why that suffices: let ``M'`` be the
-mechanism that draws *exactly* the level-1 noise of the (at most
-``Delta_1``) items the differing user keeps and every draw of the levels
-``k >= 2``, and draws the other level-1 values as DPNE does.  Couple a
-neighbouring pair by item content (the identities are injective, so the
-keyed values are independent per item, whatever ids a vocabulary taken from
-the data gives; adding a user only relabels which independent value an item
-gets).  Every item the differing user does not keep has the same weight and
-the same draw in both, hence the same decision; given those draws, level 1
-is the exact discrete Gaussian DPSU on the user's items and the levels
-``k >= 2`` are exact, so ``M'`` is ``(epsilon, delta)``-DP by the argument
-above (a mixture, over the same law of the shared draws, of
-``(epsilon, delta)``-DP pairs).  On either dataset DPNE and ``M'`` differ in
-at most ``Delta_1 + sum_{k >= 2} |V_k| <= max_draws`` draws, each within
-``tv``, so DPNE is ``(epsilon, delta + (1 + e^epsilon) max_draws tv)``-DP.
-Level 1 is counted as ``Delta_1`` -- never as the number of items, which
-depends on the data (a vocabulary read from the data is the items that
-occur): so errors depend on the parameters only, and the stopping rule --
-level ``k`` is not extracted when ``Delta_1 + sum_{j <= k} |V_j|`` would pass
-``max_draws``, and the report says so -- reads released sets and public
-parameters only.  The report shows the vocabulary's size and fingerprint
-only when the vocabulary is public (:func:`dpgpu.release.vocabulary_facts`).
+``(1 + e^epsilon) * sum_k Delta_k * tv`` as sampling delta.  Why that
+suffices: fix a neighbouring pair and let ``M'`` be the mechanism that
+draws *exactly* the noise (or Bernoulli bit) of the at most ``Delta_k``
+candidates the differing user keeps at each level ``k``, and draws every
+other value as DPNE does.  Couple the pair by gram content (the identities
+are injective, so the keyed values are independent per candidate, whatever
+ids a vocabulary taken from the data gives; adding a user only relabels
+which independent value an item gets).  Given the released ``S_1 ..
+S_{k-1}`` (the same in both), ``V_k`` is the same, and every candidate the
+differing user does not keep has the same weight -- or is unsupported in
+both -- and the same keyed draw in both, hence the same decision.  So
+``M'`` is, level by level, a mixture over the shared draws of exact
+discrete Gaussian mechanisms on the user's kept candidates, and is
+``(epsilon, delta)``-DP by the argument above.  On either dataset DPNE and
+``M'`` differ in at most ``sum_k Delta_k`` draws, each within ``tv``, so
+DPNE is ``(epsilon, delta + (1 + e^epsilon) sum_k Delta_k tv)``-DP.  The
+bound depends on the parameters only: no level is cut short for the
+sake of the sampling delta.  (Earlier versions counted every candidate of
+``V_k`` and stopped at a public draw cap, which ended extraction at level 2
+once ``|S_1|`` passed about 1,400 at epsilon 1.)
+
+Work cap: the unsupported candidates take one keyed Bernoulli bit each, so
+a level costs time linear in ``|V_k|`` (about 150 ns per candidate on one
+CPU core).  ``max_candidates`` (public) bounds it: a level whose ``V_k`` is
+larger is not extracted, and the report says so.  ``|V_k|`` is computed
+from released sets only, so this stopping rule costs no privacy.  The
+report shows the vocabulary's size and fingerprint only when the
+vocabulary is public (:func:`dpgpu.release.vocabulary_facts`).
 
 Counting over Dask (``engine="dask"``): the database is split by user, all
 the texts of a user in one partition (:func:`dpgpu.scale.partitions.partition`
@@ -105,7 +109,6 @@ privacy argument; ``policy="laplace"`` for Policy Laplace), on either engine.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -139,11 +142,16 @@ RULES = ("both", "single")
 SCHEDULES = ("equal", "geometric")
 #: Largest max_n accepted (the paper extracts up to 9-grams).
 MAX_N = 64
+#: Default ``max_candidates``: the largest ``|V_k|`` a level is extracted with
+#: (one keyed Bernoulli bit per unsupported candidate; about 15 s per level at
+#: this size on one CPU core).
+MAX_CANDIDATES = 10 ** 8
 #: Largest contribution bound accepted (the paper uses up to a few hundred;
 #: calibrating the threshold takes time linear in it).
 MAX_CONTRIBUTION = 10_000
 
-__all__ = ["dpne", "DPNERelease", "RULES", "SCHEDULES", "METHODS", "POLICIES"]
+__all__ = ["dpne", "DPNERelease", "RULES", "SCHEDULES", "METHODS", "POLICIES",
+           "MAX_CANDIDATES"]
 
 
 class DPNERelease(Displayed):
@@ -186,7 +194,7 @@ def sigma_schedule(sigma_star: float, max_n: int, schedule: str, decay: float) -
 def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
          contribution: int | Sequence[int] = 300, eta: float = 0.01, rule: str = "both",
          schedule: str = "equal", decay: float = 1.0, seed: int | None = None,
-         backend: Any = None, max_draws: int | None = None, method: str = "dpne",
+         backend: Any = None, max_candidates: int | None = None, method: str = "dpne",
          policy: str = "weighted", alpha: float = 5.0, engine: str = "local",
          client: Any = None, progress: Callable[[str], None] | None = None) -> DPNERelease:
     """Extract n-grams under user-level ``(epsilon, delta)``-DP (DPNE, Algorithm 1).
@@ -216,11 +224,12 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
         Reproducible noise (recorded as seeded); ``None`` draws a fresh key.
     backend : str, Backend or None
         Recorded; the level loop runs on NumPy.
-    max_draws : int or None
-        Public cap on the draws the sampling delta covers, ``Delta_1 + sum_{k
-        >= 2} |V_k|`` (see the module doc), at least ``Delta_1``; ``None``: as
-        many as the ledger's sampling-delta allowance covers.  DPNE only: the
-        baselines need no cap (:mod:`.baselines`).
+    max_candidates : int or None
+        Work cap: a level whose candidate space ``V_k`` is larger is not
+        extracted (its unsupported candidates take one keyed Bernoulli bit
+        each; see the module doc).  Public, decided on released sets only, so
+        it costs no privacy.  ``None``: :data:`MAX_CANDIDATES`.  DPNE only:
+        the baselines draw no bits for unsupported grams.
     method : {"dpne", "dpsu-all", "dpsu-even", "dpsu-single"}
         DPNE, or one of the paper's DPSU baselines (:mod:`.baselines`; they
         ignore ``eta``, ``rule``, ``schedule`` and ``decay``, and
@@ -265,7 +274,7 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     t0 = time.perf_counter()
     if method != "dpne":
         return _baseline(db, epsilon, delta, method, policy, max_n, caps[0], alpha, seed, be,
-                         max_draws, t0, engine, client)
+                         max_candidates, t0, engine, client)
 
     sigma_star = zcdp_sigma(epsilon, delta / 2)
     sigmas = sigma_schedule(sigma_star, max_n, schedule, decay)
@@ -273,25 +282,20 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     if max(grid_sigmas) > MAX_GAUSSIAN_SIGMA:
         raise InvalidParameter(f"epsilon: {epsilon:g} needs sigma_k above "
                                f"{MAX_GAUSSIAN_SIGMA / GRID:g}; raise epsilon or delta")
-    level1 = caps[0]  # level-1 draws the sampling delta covers: Delta_1 (module doc), never |I|
+    max_candidates = check_positive_int(MAX_CANDIDATES if max_candidates is None
+                                        else max_candidates, "max_candidates")
+    differing = differing_draws("weighted", caps)  # sum_k Delta_k (module doc), never |V_k|
     tv = max(max(DiscreteGaussian(s).tv_per_draw for s in set(grid_sigmas)),
              eta * 2.0 ** -52 + 2.0 ** -64)
     ledger = PrivacyLedger(epsilon, delta, seed=seed)
-    if max_draws is None:
-        max_draws = int(0.999 * ledger.max_sampling_delta
-                        / ((1 + math.exp(min(epsilon, 700.0))) * tv))  # no overflow
-        if max_draws < level1:
-            raise InvalidParameter(
-                f"epsilon: {epsilon:g} is too large for the samplers' sampling delta "
-                f"({ledger.max_sampling_delta:g}): it allows {max_draws} noisy draws, fewer than "
-                f"the contribution of level 1 ({level1}); lower epsilon (the delta of a draw "
-                f"grows with e^epsilon) or the contribution")
-    max_draws = check_positive_int(max_draws, "max_draws")
-    if max_draws < level1:
-        raise InvalidParameter(f"max_draws: {max_draws} is below the contribution of level 1 "
-                               f"({level1}), the level-1 draws one user can change")
+    cost = sampling_delta(tv, differing, epsilon)
+    if cost > ledger.max_sampling_delta:
+        raise InvalidParameter(
+            f"epsilon: {epsilon:g} is too large for the samplers' sampling delta "
+            f"({ledger.max_sampling_delta:g}) with contribution {sum(caps)} over all levels "
+            f"(the delta of a draw grows with e^epsilon); lower epsilon or the contribution")
     step = ledger.charge(f"dpne: weighted-Gaussian DPSU + {max_n - 1} levels (zCDP composition)",
-                         epsilon, delta, sampling_delta=sampling_delta(tv, max_draws, epsilon))
+                         epsilon, delta, sampling_delta=cost)
     rho1 = dpsu_integer_threshold(grid_sigmas[0], delta / 2, caps[0])
 
     both = rule == "both"
@@ -303,7 +307,6 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     levels, thresholds, stop = [first], [rho1], None
     progress = progress or (lambda msg: log.info("dpne: %s", msg))
     progress(Step(f"k=1: {first.grams.shape[0]} grams", 1, max_n))
-    drawn = level1  # public; from here on only released sets and parameters decide
     occ = occ.map(Occurrences.released, s1_ids, True)
     for k in range(2, max_n + 1):
         prev = levels[-1]
@@ -316,11 +319,10 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
             break
         if space.size == 0:
             break
-        if drawn + space.size > max_draws:
-            stop = (f"level {k}: |V_k| = {space.size} exceeds the remaining draw cap "
-                    f"({max_draws - drawn} of max_draws = {max_draws})")
+        if space.size > max_candidates:  # released sets only decide
+            stop = (f"level {k}: |V_k| = {space.size} exceeds max_candidates = "
+                    f"{max_candidates}")
             break
-        drawn += space.size
         q = Fraction(eta) * min(Fraction(1), Fraction(prev.grams.shape[0], space.size))
         c_k = tail_threshold(grid_sigmas[k - 1], q)
         occ = occ.map(Occurrences.candidates, k, space.n_right, both)
@@ -345,7 +347,7 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
         "private": True,
         "parameters": {"epsilon": epsilon, "delta": delta, "max_n": max_n,
                        "contribution": caps, "eta": eta, "rule": rule, "schedule": schedule,
-                       "decay": decay, "max_draws": max_draws},
+                       "decay": decay, "max_candidates": max_candidates},
         "epsilon": ledger.spent_epsilon, "delta": ledger.spent_delta,
         "calibration": {"accounting": "discrete Gaussian, zCDP composition (CKS20 Thm 14, "
                                       "Cor 13)",
@@ -358,8 +360,7 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
                             decay)[0], delta / 2, caps[0])},
         "released": {"per_k": counts, "total": sum(counts)},
         "stopped": stop,
-        "sampling": {"max_draws": max_draws, "level_1_draws_one_user_can_change": level1,
-                     "drawn_levels_2_on": drawn - level1},
+        "sampling": {"draws_one_user_can_change": differing},
         "ledger": ledger.to_dict(),
         "seeded": ledger.seeded,
         "backend": be.name, "device": be.device_name(), "engine": engine,
@@ -479,7 +480,7 @@ def _spurious(space: Space, supported: np.ndarray, p: float, key: Any, tag: int)
 
 
 def _baseline(db: SequenceDB, epsilon: float, delta: float, method: str, policy: str,
-              max_n: int, cap0: int, alpha: float, seed: Any, be: Any, max_draws: Any,
+              max_n: int, cap0: int, alpha: float, seed: Any, be: Any, max_candidates: Any,
               t0: float, engine: str = "local", client: Any = None) -> DPNERelease:
     """A DPSU baseline (:mod:`.baselines`), charged to the ledger as one step."""
     plan = runs(method, max_n)
@@ -488,9 +489,9 @@ def _baseline(db: SequenceDB, epsilon: float, delta: float, method: str, policy:
     calib = [calibrate(policy, epsilon, delta, len(plan), c, alpha, sigma_star) for c in caps]
     noise = calib[0][0]
     ledger = PrivacyLedger(epsilon, delta, seed=seed)
-    if max_draws is not None:
-        raise InvalidParameter(f"max_draws: applies to method 'dpne' only, not {method!r} "
-                               "(its sampling delta counts the draws one user can change)")
+    if max_candidates is not None:
+        raise InvalidParameter(f"max_candidates: applies to method 'dpne' only, not {method!r} "
+                               "(the baselines draw no bits for unsupported grams)")
     differing = differing_draws(policy, caps)
     step = ledger.charge(f"{method}: {len(plan)} DPSU run(s), policy {policy}", epsilon, delta,
                          sampling_delta=sampling_cost(noise, differing, epsilon))
