@@ -16,7 +16,7 @@ from dpgpu.mechanisms.dpne import baselines, dpne, sigma_schedule
 from dpgpu.mechanisms.dpne.baselines import laplace_threshold
 from dpgpu.mechanisms.dpne.calibration import GRID, unit_weights
 from dpgpu.mechanisms.dpne.histogram import bounded_histogram, bounded_pairs, gram_sums
-from dpgpu.mechanisms.dpne.policy import water_fill
+from dpgpu.mechanisms.dpne.policy import policy_histogram, water_fill
 from dpgpu.privacy import DiscreteGaussian, DiscreteLaplace, NoiseKey
 from dpgpu.scale.partitions import partition
 
@@ -118,6 +118,40 @@ def test_water_fill_equals_unit_steps_and_is_contractive():
         h2 = water_fill(np.cumsum([0] + [len(s) for s in sets2]), np.concatenate(sets2), n,
                         budget, cutoff)
         assert np.abs(h2 - h).sum() <= budget
+
+
+def _pairs(sets):
+    users = np.concatenate([np.full(len(x), i, np.int64) for i, x in enumerate(sets)])
+    return users, np.concatenate(sets).astype(np.int64)
+
+
+def test_policy_laplace_noises_the_same_grams_but_the_added_users_own():
+    """Regression: only grams of positive weight were noised.  A user keeping more grams than
+    the budget leaves some at 0, and an added user shifts which: here gram 64, which the added
+    user never holds, went from 0 (not even drawn) to 1 (noised, releasable) -- an event on one
+    neighbour only, which the threshold does not cover.  Every kept gram is noised now."""
+    u, v = np.array([0]), np.arange(100)            # v keeps 100 grams, budget 64
+    keys0, w0 = policy_histogram(*_pairs([v]), 100, 64, 1000)
+    keys1, w1 = policy_histogram(*_pairs([u, v]), 100, 64, 1000)
+    assert w0[64] == 0 and w1[64] == 1              # the shift the old support missed
+    assert np.array_equal(keys0, keys1) and np.array_equal(keys0, np.arange(100))
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        n, users = int(rng.integers(2, 40)), int(rng.integers(1, 6))
+        sets = [np.sort(rng.choice(n, int(rng.integers(1, n + 1)), replace=False))
+                for _ in range(users)]
+        extra = np.sort(rng.choice(n, int(rng.integers(1, n + 1)), replace=False))
+        at = int(rng.integers(0, users + 1))
+        budget, cutoff = int(rng.integers(1, 12)), int(rng.integers(1, 30))
+        k0, h0 = policy_histogram(*_pairs(sets), n, budget, cutoff)
+        k1, h1 = policy_histogram(*_pairs(sets[:at] + [extra] + sets[at:]), n, budget, cutoff)
+        own = np.setdiff1d(extra, np.concatenate(sets))
+        assert np.array_equal(np.setdiff1d(k1, k0), own) and np.isin(k0, k1).all()
+        common = np.isin(k1, k0)
+        assert np.abs(h1[common] - h0).sum() + h1[~common].sum() <= budget
+        if own.size:                                # the added user's own grams: even, small
+            w = h1[np.isin(k1, own)]
+            assert w.max() - w.min() <= 1 and w.max() <= -(-budget // own.size)
 
 
 def test_laplace_threshold_covers_lone_grams():
@@ -401,7 +435,7 @@ def test_support_size_never_decides_what_is_released(policy):
     assert "stopped" not in runs[1].report
     draws = runs[1].report["sampling"]["draws_one_user_can_change"]
     cap = runs[1].report["calibration"]["runs"][0]["contribution"]  # 2 per length, 2 lengths
-    assert draws == (cap if policy == "weighted" else baselines.GRID) and cap == 4
+    assert draws == (cap if policy == "weighted" else baselines.GRID + cap) and cap == 4
     with pytest.raises(InvalidParameter, match="max_candidates"):
         dpne(d0, 4.0, 1e-6, max_n=2, method="dpsu-all", policy=policy, max_candidates=3)
 

@@ -23,7 +23,7 @@ by integer l1-descent towards the cutoff ``Gamma = rho + alpha * lambda``;
 the final histogram has L1 sensitivity ``GRID`` (contractivity, see
 :mod:`.policy`), so discrete Laplace noise of scale ``lambda = GRID /
 epsilon`` makes the noisy histogram ``epsilon``-DP on the grams both
-neighbours hold, and the threshold ``rho = max_t ceil(GRID / t) + c_t``
+neighbours keep (every kept gram is noised, zero weight included), and the threshold ``rho = max_t ceil(GRID / t) + c_t``
 (``P[L > c_t] <= 1 - (1 - delta)**(1/t)``) keeps the grams only the added
 user holds unreleased except with probability ``delta``: ``(epsilon,
 delta)``-DP.  This integer policy raises a user's *lowest* grams first, so
@@ -65,8 +65,11 @@ that coupling every other user keeps the same grams with the same weights
 Laplace), and each gram gets the same noise.
 Then the bounded histograms differ in at most ``b`` grams
 (:func:`differing_draws`, public): the ``cap`` grams the added user keeps
-under the weighted policy, and under Policy Laplace at most ``GRID`` per run
-(integer histograms within L1 distance ``GRID``).  Every other gram gets the
+under the weighted policy, and under Policy Laplace at most ``GRID + cap``
+per run (integer histograms within L1 distance ``GRID`` on the grams both
+keep, plus the ``cap`` grams only the added user keeps: Policy Laplace
+noises every kept gram, zero weight included, see :mod:`.policy`).
+Every other gram gets the
 same decision in both.  With the sampler within ``tv`` of exact noise per
 draw, replacing it by exact noise on those ``b`` draws changes each event's
 probability by at most ``b * tv`` on either side, so the step is ``(epsilon,
@@ -102,7 +105,7 @@ from .calibration import GRID, dpsu_integer_threshold
 from .histogram import TAG_NOISE, bounded_histogram, bounded_pairs, merge_histograms, \
     noisy_release
 from .levels import Positions
-from .policy import water_fill
+from .policy import policy_histogram
 
 METHODS = ("dpsu-all", "dpsu-even", "dpsu-single")
 POLICIES = ("weighted", "laplace")
@@ -391,10 +394,7 @@ def bounded_run(occ: Partitions, policy: str, ks: list[int], offsets: np.ndarray
     if len(parts) > 1:                  # by user, then gram, as one partition gives them
         order = np.lexsort((g, u))
         u, g = u[order], g[order]
-    head = np.flatnonzero(np.r_[True, u[1:] != u[:-1]]) if u.size else np.zeros(0, np.int64)
-    hist = water_fill(np.r_[head, u.size], g, int(offsets[-1]), GRID, cutoff)
-    keys = np.flatnonzero(hist)
-    return keys, hist[keys]
+    return policy_histogram(u, g, int(offsets[-1]), GRID, cutoff)
 
 
 def release_run(keys: np.ndarray, weights: np.ndarray, rows: list[np.ndarray], ks: list[int],
@@ -452,9 +452,11 @@ def differing_draws(policy: str, caps: list[int]) -> int:
     Returns
     -------
     int
-        ``sum(caps)`` for the weighted policy, ``GRID`` per run for Policy Laplace.
+        ``sum(caps)`` for the weighted policy.  For Policy Laplace, per run,
+        ``GRID`` for the grams both neighbours keep (l1 distance ``GRID``)
+        plus ``cap`` for those only the added user keeps.
     """
-    return sum(caps) if policy == "weighted" else GRID * len(caps)
+    return sum(caps) if policy == "weighted" else sum(GRID + c for c in caps)
 
 
 def sampling_cost(noise: Any, n_draws: int, epsilon: float) -> float:

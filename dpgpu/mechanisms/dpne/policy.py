@@ -18,8 +18,22 @@ only ``h`` moves (``h'`` has all its grams at ``Gamma``) then
 ``d_i < 0``.  So the other users' updates never increase the distance
 between the histograms with and without one user, which inserts at most
 ``budget`` units: the final histograms differ by at most ``budget`` in l1.
-A gram only the added user holds starts at 0, below all others, so ``t`` such
-grams end within one unit of each other: at most ``ceil(budget / t)`` each.
+
+Which grams are noised: every gram some user *keeps*, zero weight included
+(:func:`policy_histogram`), never only the grams of positive weight.  A
+user with more kept grams than ``budget`` leaves some at 0, and adding a
+user moves the others' units: a gram that user never holds can go from 0
+to 1.  Were only positive weights noised, such a gram would be noised (and
+possibly released) on one neighbour and not even drawn on the other, an
+event the threshold does not cover.  With every kept gram noised, the
+noised sets differ exactly by the grams only the added user keeps
+(the others' kept sets do not depend on it), and those grams start at 0
+and are touched by no one else; the user's water-filling leaves them
+within one unit of each other (they start at the lowest level, so they
+end at the fill level or one above), with at most ``budget`` units in
+all: ``t`` of them end at most ``ceil(budget / t)`` each, which the
+threshold covers (:func:`~.baselines.laplace_threshold`).  Every other
+noised gram is noised on both, within l1 distance ``budget`` in all.
 """
 
 from __future__ import annotations
@@ -27,6 +41,30 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
+
+
+def policy_histogram(users: np.ndarray, grams: np.ndarray, n_grams: int, budget: int,
+                     cutoff: int) -> tuple[np.ndarray, np.ndarray]:
+    """The noised grams of Policy Laplace and their weights (module doc).
+
+    Parameters
+    ----------
+    users, grams : (P,) int64
+        The kept ``(user, gram)`` pairs, sorted by user then gram.
+    n_grams, budget, cutoff : int
+        As in :func:`water_fill`.
+
+    Returns
+    -------
+    keys : (K,) int64
+        Every kept gram, sorted, zero weight included.
+    weights : (K,) int64
+    """
+    head = np.flatnonzero(np.r_[True, users[1:] != users[:-1]]) if users.size else \
+        np.zeros(0, np.int64)
+    hist = water_fill(np.r_[head, users.size], grams, n_grams, budget, cutoff)
+    keys = np.unique(grams)
+    return keys, hist[keys]
 
 
 def water_fill(starts: np.ndarray, grams: np.ndarray, n_grams: int, budget: int,
