@@ -26,6 +26,17 @@ def test_unit_weights_are_floor_and_unit_norm():
         assert t * w[t] ** 2 <= GRID ** 2
 
 
+def test_unit_weights_lose_little_to_rounding():
+    """Regression: with 64 grid units a user keeping 300 grams (the default contribution)
+    added 3/64 instead of 1/sqrt(300) = 3.69/64 per gram, 19 % of its weight, and from 4,097
+    grams on every weight was 0 (nothing could be released)."""
+    from dpgpu.mechanisms.dpne import MAX_CONTRIBUTION
+
+    w = unit_weights(MAX_CONTRIBUTION)
+    assert min(w[1:]) >= 1
+    assert all(w[t] / (GRID / math.sqrt(t)) > 0.93 for t in range(1, 301))
+
+
 def test_zcdp_sigma_meets_target_and_is_near_analytic():
     s = zcdp_sigma(1.0, 5e-8)
     assert zcdp_delta(s, 1.0) <= 5e-8 < zcdp_delta(s * 0.999, 1.0)

@@ -159,7 +159,7 @@ def test_laplace_threshold_covers_lone_grams():
     thr = laplace_threshold(scale, delta, 5)
     p = np.exp(-1 / scale)
     for t in range(1, 6):
-        c = thr - -(-64 // t)
+        c = thr - -(-baselines.GRID // t)
         assert (1 - p ** (c + 1) / (1 + p)) ** t >= 1 - delta
 
 
