@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 
@@ -27,3 +28,47 @@ def dask_client():
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         yield client
+
+
+class NoiseDraws(list):
+    """Every keyed draw of a run: ``(sampler name, key bytes, tag, identities, packed)``."""
+
+    def assert_distinct(self):
+        """Within a ``(key, tag)``: no identity drawn twice, and one drawing mode only
+        (identity ``8 j`` packed and ``j`` unpacked share a ChaCha word).
+
+        Returns
+        -------
+        dict
+            ``tag -> list of identity arrays`` (all keys together).
+        """
+        parts, modes, tags = {}, {}, {}
+        for _, key, tag, ids, packed in self:
+            parts.setdefault((key, tag), []).append(ids)
+            modes.setdefault((key, tag), set()).add(packed)
+            tags.setdefault(tag, []).append(ids)
+        for (_, tag), arrays in parts.items():
+            ids = np.concatenate(arrays)
+            assert np.unique(ids).size == ids.size, f"tag {tag}: an identity drawn twice"
+        assert all(len(m) == 1 for m in modes.values()), "a tag drawn packed and unpacked"
+        return tags
+
+
+@pytest.fixture
+def noise_draws(monkeypatch):
+    """Spy on every keyed sampler call (:class:`NoiseDraws`); the draws themselves are kept."""
+    from dpgpu.privacy import samplers  # noqa: PLC0415
+
+    seen = NoiseDraws()
+    sample, packed = samplers._Sampler.sample, samplers.Bernoulli.sample_packed
+
+    def spy(original, is_packed):
+        def draw(self, key, identities, *, tag, backend=None):
+            seen.append((type(self).__name__, key._key, tag,
+                         np.asarray(identities).view(np.uint64).copy(), is_packed))
+            return original(self, key, identities, tag=tag, backend=backend)
+        return draw
+
+    monkeypatch.setattr(samplers._Sampler, "sample", spy(sample, False))
+    monkeypatch.setattr(samplers.Bernoulli, "sample_packed", spy(packed, True))
+    return seen

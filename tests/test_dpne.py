@@ -315,38 +315,13 @@ def test_old_content_identities_collide():
     assert ids[0] == ids[1]
 
 
-def _draws(monkeypatch):
-    """Record ``(sampler, tag, identities)`` of every keyed noise draw."""
-    from dpgpu.privacy import samplers
-    seen = []
-    original = samplers._Sampler.sample
-
-    def spy(self, key, identities, *, tag, **kw):
-        seen.append((type(self).__name__, tag, np.asarray(identities).view(np.uint64).copy()))
-        return original(self, key, identities, tag=tag, **kw)
-
-    monkeypatch.setattr(samplers._Sampler, "sample", spy)
-    return seen
-
-
-def _assert_distinct_per_tag(seen):
-    tags = {}
-    for _, tag, ids in seen:
-        tags.setdefault(tag, []).append(ids)
-    for tag, parts in tags.items():
-        ids = np.concatenate(parts)
-        assert np.unique(ids).size == ids.size, f"tag {tag}: repeated noise identities"
-    return tags
-
-
 @pytest.mark.parametrize("method", ["dpne", "dpsu-all"])
-def test_colliding_grams_get_distinct_identities(monkeypatch, colliding_db, method):
+def test_colliding_grams_get_distinct_identities(noise_draws, colliding_db, method):
     """Regression: the two grams got one noise identity, hence the same noise value."""
-    seen = _draws(monkeypatch)
     r = dpne(colliding_db, 1.0, 1e-6, max_n=4, contribution=10, method=method, seed=4)
     x, y = COLLIDING
     assert sorted(r.levels[3].tolist()) == sorted([x, y])       # both drawn and released
-    tags = _assert_distinct_per_tag(seen)
+    tags = noise_draws.assert_distinct()
     if method == "dpne":   # level 4's noise draw holds exactly the two 4-grams
         ids = np.concatenate(tags[4 * 4 + 1])
         assert ids.size == 2 and ids[0] != ids[1]
@@ -354,14 +329,13 @@ def test_colliding_grams_get_distinct_identities(monkeypatch, colliding_db, meth
 
 @pytest.mark.parametrize("method,rule", [("dpne", "both"), ("dpne", "single"),
                                           ("dpsu-all", "both"), ("dpsu-even", "both")])
-def test_identities_of_one_draw_are_distinct(monkeypatch, method, rule):
-    seen = _draws(monkeypatch)
+def test_identities_of_one_draw_are_distinct(noise_draws, method, rule):
     r = dpne(_popular_db(), 4.0, 1e-6, max_n=4, contribution=10, eta=0.3, rule=rule,
              method=method, seed=5)
     assert r.counts()[1] > 0
-    _assert_distinct_per_tag(seen)
-    if method == "dpne":
-        assert any(name == "Bernoulli" for name, _, _ in seen)     # spurious draws were made
+    noise_draws.assert_distinct()
+    if method == "dpne":                                            # spurious draws were made
+        assert any(name == "Bernoulli" and packed for name, *_, packed in noise_draws)
 
 
 def test_release_reproducible_for_a_key():

@@ -86,6 +86,35 @@ def test_bernoulli_frequency():
     assert binomtest(int(bits.sum()), N, 0.3 * 1.1).pvalue < ALPHA
 
 
+def test_packed_bernoulli_bits_are_words_of_shared_blocks():
+    key, b = NoiseKey.from_seed(8), Bernoulli(0.3)
+    rng = np.random.default_rng(2)
+    ids = np.concatenate([np.arange(100, 180), rng.integers(0, 2 ** 63, 300),
+                          np.arange(100, 120)]).astype(np.uint64)
+    ids = np.concatenate([ids, np.array([2 ** 64 - 1, 7, 0], dtype=np.uint64)])
+    ids = np.concatenate([ids, ids[rng.permutation(ids.size)]])   # repeats, out of order
+    bits = b.sample_packed(key, ids, tag=9, backend="numpy")
+    words = key.words(ids >> np.uint64(3), 9, 8, backend="numpy")
+    expected = words[(ids & np.uint64(7)).astype(np.int64), np.arange(ids.size)] < \
+        np.uint64(round(0.3 * 2 ** 64))
+    assert np.array_equal(bits, expected)
+    for i in (0, 85, 400):                                    # alone, the same bit
+        assert b.sample_packed(key, ids[i:i + 1], tag=9, backend="numpy")[0] == bits[i]
+    assert np.array_equal(b.sample_packed(key, ids[::-1], tag=9, backend="numpy"), bits[::-1])
+
+
+def test_packed_bernoulli_frequency_and_independence_of_lanes():
+    bits = Bernoulli(0.5).sample_packed(NoiseKey.from_seed(6), np.arange(N), tag=0,
+                                        backend="numpy")
+    assert binomtest(int(bits.sum()), N, 0.5).pvalue > ALPHA
+    pairs = np.bincount(2 * bits[:-1:2].astype(int) + bits[1::2], minlength=4)  # lanes 2j, 2j+1
+    stat = ((pairs - pairs.sum() / 4) ** 2 / (pairs.sum() / 4)).sum()
+    assert chi2.sf(stat, 3) > ALPHA
+    skewed = Bernoulli(0.3 * 1.1).sample_packed(NoiseKey.from_seed(6), np.arange(N), tag=0,
+                                                backend="numpy")
+    assert binomtest(int(skewed.sum()), N, 0.3).pvalue < ALPHA
+
+
 def test_distance_from_exact_is_accounted_and_tiny():
     for scale in (1e-3, 0.5, 50, 1e4, 1e9, 2.0 ** 52):
         tv = DiscreteLaplace(scale).tv_per_draw

@@ -463,7 +463,9 @@ class Occurrences:
 def _spurious(space: Space, supported: np.ndarray, p: float, key: Any, tag: int) -> np.ndarray:
     """Keys of valid, unsupported candidates released by their zero entry's noise.
 
-    Each candidate's Bernoulli bit is keyed by its candidate key (distinct in ``V_k``).
+    Each candidate's Bernoulli bit is keyed by its candidate key (distinct in ``V_k``),
+    eight keys to a ChaCha block (:meth:`~dpgpu.privacy.Bernoulli.sample_packed`: the
+    candidates of one ``a`` come in ascending runs of ``b``).
     """
     if p <= 0:
         return np.zeros(0, dtype=np.int64)
@@ -474,7 +476,7 @@ def _spurious(space: Space, supported: np.ndarray, p: float, key: Any, tag: int)
         fresh = _index(cand, supported) < 0
         cand = cand[fresh]
         if cand.size:
-            hit = bern.sample(key, cand, tag=tag, backend="numpy")
+            hit = bern.sample_packed(key, cand, tag=tag, backend="numpy")
             out.append(cand[hit])
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
