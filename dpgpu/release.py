@@ -178,8 +178,21 @@ class ReleaseWriter:
                 f.write("\t".join(str(x) for x in row) + "\n")
 
     def write_synthetic(self, db: Any) -> str:
-        """Write a synthetic database as ``synthetic.<ext>`` in its own format; return the name."""
+        """Write a synthetic database as ``synthetic.<ext>``; return the name.
+
+        The format is the input's own, unless it cannot hold a generated
+        label (a label of a public vocabulary with a space, for a ``lines``
+        input): then the first format that can (:func:`dpgpu.data.writers.writable_formats`),
+        with a warning, so a finished release is never lost at its last step.
+        """
+        from .data.writers import writable_formats  # noqa: PLC0415 - writers load on demand
+
         fmt = db.source.get("format", "lines")
+        formats = writable_formats(db)
+        if fmt not in formats and formats:
+            log.warning("synthetic data: the input's format %s cannot hold every generated "
+                        "label unchanged; written as %s instead", fmt, formats[0])
+            fmt = formats[0]
         name = f"synthetic.{_EXTENSIONS.get(fmt, fmt)}"
         db.save(self.path(name), format=fmt, force=True)
         return name

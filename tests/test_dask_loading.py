@@ -300,3 +300,28 @@ def test_a_seq_header_marked_as_data_stays_not_public_on_the_workers(client, tmp
     assert_same(got.collect(), dpgpu.load(tmp_path / "d.seq"))
     with pytest.raises(InvalidParameter, match="whose header declares its categories"):
         load_distributed(tmp_path / "d.seq", client, vocab=["1", "2", "3"])
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_files_written_on_a_public_vocabulary_read_back_on_it_as_locally(client, tmp_path,
+                                                                          compress):
+    """SPMF items are matched by their @ITEM names and a .seq header that lists exactly the
+    vocabulary is accepted, on the workers as in a local load."""
+    vocab = ["Send Fine", "Payment", "never", "a=b"]
+    rows = [[vocab[i - 1] for i in row if i != 3] for row in rng_rows(6, 80, items=4, hi=6)]
+    db = dpgpu.SequenceDB.from_sequences([r for r in rows if r], vocab=vocab)
+    spaced = tmp_path / ("d.spmf.gz" if compress else "d.spmf")
+    db.save(spaced, format="spmf")
+    got = load_distributed(spaced, client, partitions=3, vocab=vocab)
+    want = dpgpu.load(spaced, vocab=vocab)
+    assert got.vocab.public and got.vocab.labels == vocab
+    assert_same(got.collect(), want)
+    assert list(got.collect()) == list(db)
+    header = dpgpu.SequenceDB.from_sequences([["x", "y"], ["z", "x"]] * 40, vocab=["x", "y", "z"])
+    seq = tmp_path / ("d.seq.gz" if compress else "d.seq")
+    header.save(seq, format="seq")
+    got = load_distributed(seq, client, partitions=3, vocab=["x", "y", "z"])
+    assert got.vocab.public and got.vocab.labels == ["x", "y", "z"]
+    assert_same(got.collect(), dpgpu.load(seq, vocab=["x", "y", "z"]))
+    with pytest.raises(InvalidParameter, match="whose header declares its categories"):
+        load_distributed(seq, client, partitions=3, vocab=["y", "x", "z"])

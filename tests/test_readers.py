@@ -151,8 +151,11 @@ def test_string_labels_to_spmf_and_lines(tmp_path):
     text = (tmp_path / "a.spmf").read_text()
     assert "@ITEM=0=Payment" in text and "@ITEM=1=Send Fine" in text
     assert list(dpgpu.load(tmp_path / "a.spmf")) == [("1", "0"), ("0",)]
-    db.save(tmp_path / "a.txt", format="lines")
-    assert (tmp_path / "a.txt").read_text() == "Send_Fine Payment\nPayment\n"
+    # white space separates the items of a lines file: refused, not rewritten
+    with pytest.raises(InvalidParameter, match=r"a\.txt as lines: item 'Send Fine' contains "
+                                               "white space"):
+        db.save(tmp_path / "a.txt", format="lines")
+    assert not (tmp_path / "a.txt").exists()
 
 
 def test_outputs_are_atomic_and_not_overwritten(tmp_path, monkeypatch):

@@ -429,7 +429,7 @@ def _sniff_delimiter(header_line: str) -> str:
 
 def _csv_line(text: str, delimiter: str, index: int) -> int:
     """Line on which data row ``index`` (from 0, blank lines skipped) starts."""
-    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     next(reader)
     seen = -1
     while True:
@@ -640,7 +640,8 @@ def write_csv_log(db: SequenceDB, stream: TextIO) -> None:
 
     Columns: case, activity, timestamp (synthetic, see the module docstring)
     and, for user-level data, user; named and delimited as in the input when
-    it was a CSV log (``source``).  Empty sequences have no rows.
+    it was a CSV log (``source``).  Empty sequences have no rows.  When a
+    case, activity or user holds a carriage return, every field is quoted.
 
     Parameters
     ----------
@@ -655,7 +656,11 @@ def write_csv_log(db: SequenceDB, stream: TextIO) -> None:
             np.array(synthetic_times(db.max_length), dtype=object)[pos].tolist()
     roles = [r for r in ("case", "activity", "timestamp", "user") if r in values]
     delimiter = db.source.get("delimiter", ",") if db.source.get("format") == "csv" else ","
-    writer = csv.writer(stream, delimiter=delimiter, lineterminator="\n")
+    # csv leaves a field with a carriage return unquoted when lines end in "\n" alone,
+    # and a reader takes that "\r" for the end of the row
+    names = (values[r] for r in ("case", "activity", "user") if r in values)
+    quoting = csv.QUOTE_ALL if any("\r" in "".join(v) for v in names) else csv.QUOTE_MINIMAL
+    writer = csv.writer(stream, delimiter=delimiter, lineterminator="\n", quoting=quoting)
     writer.writerow([columns[r] for r in roles])
     writer.writerows(zip(*(values[r] for r in roles)))
 

@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import InputError, InvalidParameter
 from . import text
 from .io import check_not_binary, read_bytes
-from .public_vocab import check_vocab_format, on_vocabulary, public_vocabulary
+from .public_vocab import on_vocabulary, public_vocabulary
 from .sequencedb import SequenceDB
 
 log = logging.getLogger("dpgpu")
@@ -59,10 +59,12 @@ def load(path: Any, format: str | None = None, *, vocab: Any = None,
     vocab : Vocabulary, path-like or sequence of str, optional
         The public item universe (:func:`dpgpu.data.public_vocab.public_vocabulary`:
         a file with one label per line, or the labels).  Every item of the
-        file must be in it; ids follow its order.  Without it the vocabulary
-        is the ``.seq`` header, or else the items that occur (then
-        ``vocab.public`` is False and a release that shows the vocabulary
-        is not private).
+        file must be in it; ids follow its order.  SPMF items named by
+        ``@ITEM=id=name`` lines are matched by name, and a ``.seq`` header
+        must list exactly its labels (:func:`~dpgpu.data.public_vocab.on_vocabulary`).
+        Without it the vocabulary is the ``.seq`` header, or else the items
+        that occur (then ``vocab.public`` is False and a release that shows
+        the vocabulary is not private).
     **options
         Format options: ``tokens`` (lines: ``"auto"``, ``"int"``, ``"str"``);
         ``case``, ``activity``, ``timestamp``, ``user``, ``delimiter``
@@ -95,7 +97,6 @@ def load(path: Any, format: str | None = None, *, vocab: Any = None,
             raise InputError(f"{p}: empty file (no sequences)")
         fmt = format or detect_format(p, data)
     check_options(fmt, options)
-    check_vocab_format(vocab, fmt, p)
     db = read(fmt, p, data, options)
     if vocab is not None:
         db = on_vocabulary(db, vocab, str(p))
@@ -130,12 +131,12 @@ def detect_format(path: Path, data: bytes) -> str:
     check_not_binary(path, head[:head.rfind(b"\n") + 1] or head)
     if text.looks_like_seq(head):
         return "seq"
-    if text.looks_like_spmf(head):
-        return "spmf"
     from . import eventlog  # noqa: PLC0415 - event-log support loads on demand
 
     if eventlog.looks_like_xes(head):
         return "xes"
+    if text.looks_like_spmf_file(head):
+        return "spmf"
     suffixes = [s for s in path.suffixes if s != ".gz"]
     hint = _SUFFIX.get(suffixes[-1].lower()) if suffixes else None
     if hint == "jsonl" or head.lstrip().startswith(b"{"):

@@ -6,6 +6,13 @@ a statistic of the data (:attr:`dpgpu.Vocabulary.public` is False).  A user
 who knows the universe in advance (a product catalogue, an activity list, a
 dictionary) passes it as ``vocab=`` / ``--vocab FILE``: items that never
 occur are then part of it too, and the release may show it.
+
+A file is matched to such a vocabulary by its items' labels, except where
+the file names its items: SPMF text numbers items and names them in
+``@ITEM=id=name`` lines, and those names are what the vocabulary lists; a
+``.seq`` header already declares the categories, so a vocabulary given with
+it must list exactly those names.  A file written on a public vocabulary
+(:mod:`dpgpu.data.writers`) thus reads back on it with the same item ids.
 """
 
 from __future__ import annotations
@@ -86,15 +93,22 @@ def public_vocabulary(vocab: Any) -> Vocabulary:
     return out
 
 
-def check_vocab_format(vocab: Any, fmt: str, path: Any) -> None:
-    """Refuse ``vocab=`` for a ``.seq`` input, whose header already declares the categories.
+def check_seq_header(header_names: list[str], vocab: Vocabulary, what: str) -> None:
+    """Accept ``vocab`` for a ``.seq`` file only if it lists exactly the header's categories.
 
-    (Its labels are the category numbers and its names the header's words;
-    another vocabulary would renumber them.)
+    A ``.seq`` file numbers its items by the header's categories, so the
+    file keeps its ids; ``vocab``'s labels (or names) must be the header's
+    names, in order.
+
+    Raises
+    ------
+    InvalidParameter
+        The header declares other categories.
     """
-    if vocab is not None and fmt == "seq":
-        raise InvalidParameter(f"vocab: {path} is a .seq file, whose header declares its "
-                               "categories; a vocabulary is for the other formats")
+    if list(header_names or []) not in (list(vocab.labels), list(vocab.names or [])):
+        raise InvalidParameter(f"vocab: {what} is a .seq file, whose header declares its "
+                               "categories; a vocabulary given with it must list exactly "
+                               "those names, in the header's order")
 
 
 def label_ids(labels: list[str], vocab: Vocabulary, what: str) -> np.ndarray:
@@ -113,8 +127,59 @@ def label_ids(labels: list[str], vocab: Vocabulary, what: str) -> np.ndarray:
     return np.array([vocab.id_of(x) for x in labels], dtype=np.int32)
 
 
+def item_keys(labels: list[str], source: dict, what: str) -> list[str]:
+    """The label under which each item of a file is looked up in a public vocabulary.
+
+    An item of an SPMF file (``source["format"] == "spmf"``) that an
+    ``@ITEM=id=name`` line names (``source["names"]``) is looked up by its
+    name; any other item by its label.
+
+    Parameters
+    ----------
+    labels : list of str
+        The file's item labels.
+    source : dict
+        The ``source`` of the database read from the file.
+    what : str
+        The file, for messages.
+
+    Raises
+    ------
+    InputError
+        Two items of the file stand for the same label (two equal names, or
+        a name equal to an unnamed item's number).
+    """
+    names = source.get("names") if source.get("format") == "spmf" else None
+    if not names:
+        return list(labels)
+    keys = [names.get(label, label) for label in labels]
+    first: dict[str, str] = {}
+    for label, key in zip(labels, keys):
+        if key in first:
+            raise InputError(f"{what}: items {first[key]} and {label} both stand for {key!r} "
+                             "(@ITEM names), so a vocabulary cannot tell them apart")
+        first[key] = label
+    return keys
+
+
 def on_vocabulary(db: SequenceDB, vocab: Vocabulary, what: str) -> SequenceDB:
-    """``db`` with its items re-encoded as ids of the public ``vocab`` (see :func:`label_ids`)."""
-    ids = label_ids(db.vocab.labels, vocab, what)
+    """``db``, read from the file ``what``, with its items as ids of the public ``vocab``.
+
+    Items are matched by :func:`item_keys` (see :func:`label_ids`).  A
+    ``.seq`` file keeps its category ids: its header's names must be
+    ``vocab``'s labels (or names), in order.
+
+    Raises
+    ------
+    InputError
+        From :func:`item_keys` and :func:`label_ids`.
+    InvalidParameter
+        A ``.seq`` header that declares other categories than ``vocab``
+        (:func:`check_seq_header`).
+    """
+    if db.source.get("format") == "seq":
+        check_seq_header(db.vocab.names, vocab, what)
+        return SequenceDB(db.items, db.offsets, vocab, users=db.users, source=db.source)
+    ids = label_ids(item_keys(db.vocab.labels, db.source, what), vocab, what)
     items = ids[db.items] if db.items.size else db.items.astype(np.int32)
     return SequenceDB(items, db.offsets, vocab, users=db.users, source=db.source)

@@ -206,11 +206,31 @@ def read_seq_body(path: Any, data: bytes, body_start: int, names: list[str],
 # ------------------------------------------------------------------- SPMF
 _SPMF_META = re.compile(rb"^[ \t]*[#%@][^\n]*", re.MULTILINE)
 _SPMF_ITEM = re.compile(r"^@ITEM=(-?\d+)=(.*)$")
+#: The metadata SPMF opens a file with when its items were text.
+_SPMF_OPENING = re.compile(rb"\s*@(?:CONVERTED_FROM_TEXT|ITEM=)")
+_INT_BYTES = re.compile(rb"-?[0-9]+")
 
 
 def looks_like_spmf(head: bytes) -> bool:
     """True when the text uses SPMF's ``-2`` sequence terminator."""
     return re.search(rb"(^|\s)-2(\s|$)", head) is not None
+
+
+def looks_like_spmf_file(head: bytes) -> bool:
+    """Whether a file starting with ``head`` is SPMF text.
+
+    True when it opens with the metadata SPMF writes for text items
+    (``@CONVERTED_FROM_TEXT``, ``@ITEM=``), or when a ``-2`` terminator
+    occurs and the first line of data ends with ``-2`` or holds only
+    integers.  A line of words or an event log's header row that merely
+    contains a ``-2`` is not SPMF.
+    """
+    if _SPMF_OPENING.match(head):
+        return True
+    body = spmf_without_metadata(head)
+    first = next((line.split() for line in body.split(b"\n") if line.strip()), [])
+    return (first[-1:] == [b"-2"] or all(_INT_BYTES.fullmatch(t) for t in first)) \
+        and looks_like_spmf(body)
 
 
 def read_spmf(path: Any, data: bytes, *, stripped: bool | None = None) -> SequenceDB:

@@ -1,33 +1,56 @@
 """Write a SequenceDB in the input's own format, SPMF or plain lines.
 
 Synthetic data written in the format it was read from is a drop-in
-replacement for the original file.  Every writer goes through
-:func:`~dpgpu.data.io.atomic_output`: a failed write leaves nothing behind
-and an existing file is only replaced with ``force``.
+replacement for the original file.  A file written from a database on a
+public vocabulary reads back on that vocabulary (``dpgpu.load(path,
+vocab=...)``) as the same sequences with the same item ids.  A label that
+the chosen format cannot hold as it is (white space in a ``lines`` file or a
+``.seq`` header, a character XML forbids, ...) is refused before anything
+is written (:func:`check_writable`); labels are never rewritten.  Every
+writer goes through :func:`~dpgpu.data.io.atomic_output`: a failed write
+leaves nothing behind and an existing file is only replaced with ``force``.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from pathlib import Path
 from typing import Any, Iterator, TextIO
+
+import numpy as np
 
 from ..errors import InvalidParameter
 from .io import atomic_output
+from .load import detect_format
 from .text import SEQ_DATA_VOCABULARY
 
 log = logging.getLogger("dpgpu")
 
 WRITE_FORMATS = ("seq", "spmf", "lines", "csv", "parquet", "xes")
-_INT = re.compile(r"-?\d+$")
+#: A token the integer readers parse as a number (ASCII digits, at most 18 of them).
+_INT_TOKEN = re.compile(r"-?[0-9]{1,18}")
+#: An integer as the readers print it back: no leading zero, no "-0".
+_CANONICAL_INT = re.compile(r"0|-?[1-9][0-9]{0,17}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+#: Bytes of a file that format detection looks at (see :func:`dpgpu.data.load.detect_format`).
+_DETECTED_BYTES = 1 << 16
 
 
 def write(db: Any, path: Any, format: str | None = None, *, force: bool = False) -> None:
-    """Write ``db`` to ``path`` (see :meth:`SequenceDB.save`)."""
+    """Write ``db`` to ``path`` (see :meth:`SequenceDB.save`).
+
+    Raises
+    ------
+    InvalidParameter
+        An unknown format, or one that cannot hold the labels (:func:`check_writable`).
+    """
     fmt = format or db.source.get("format") or "lines"
     if fmt not in WRITE_FORMATS:
         raise InvalidParameter(f"format: cannot write {fmt!r}; choose one of "
                                f"{', '.join(WRITE_FORMATS)}")
+    check_writable(db, fmt, path)
     from . import eventlog  # noqa: PLC0415
 
     if fmt == "parquet":
@@ -38,6 +61,134 @@ def write(db: Any, path: Any, format: str | None = None, *, force: bool = False)
               "csv": eventlog.write_csv_log, "xes": eventlog.write_xes}[fmt]
     with atomic_output(path, force=force) as stream:
         writer(db, stream)
+    if fmt == "lines":
+        _warn_unless_detected_as_lines(db, Path(path))
+
+
+def check_writable(db: Any, fmt: str, path: Any) -> None:
+    """Refuse a format that cannot hold ``db``'s labels unchanged.
+
+    Which labels are written depends on the format: every category name of
+    a ``.seq`` header and every ``@ITEM`` name of SPMF text (the whole
+    vocabulary), only the items that occur in the other formats.  No format
+    holds a NUL character or a lone surrogate.  What each format cannot hold:
+
+    - ``seq``: an empty name, white space, a first name starting with ``%``;
+    - ``spmf``: labels other than non-negative integers are numbered and
+      named in ``@ITEM=id=label`` lines, which cannot hold a line break or
+      trailing white space;
+    - ``lines``: an empty label, white space (it separates the items), and
+      an integer with a leading zero (or ``-0``) when every item is an
+      integer, since such a file is read as numbers;
+    - ``csv``, ``parquet``, ``xes``: a blank label (their readers refuse an
+      empty activity); ``xes`` also a character XML 1.0 forbids.
+
+    Parameters
+    ----------
+    db : SequenceDB
+    fmt : str
+        One of :data:`WRITE_FORMATS`.
+    path : path-like
+        The file to write (for the message).
+
+    Raises
+    ------
+    InvalidParameter
+        Naming the file, the first label the format cannot hold and why, and
+        the formats that can hold every label.
+    """
+    occurring = _occurring_labels(db)
+    problem = _label_problem(db, fmt, occurring)
+    if problem is None:
+        return
+    label, why = problem
+    others = [f for f in writable_formats(db) if f != fmt]
+    listed = ", ".join(others[:-1]) + " or " + others[-1] if len(others) > 1 else "".join(others)
+    advice = f"write {listed} instead" if others else "no format dpgpu writes can hold it"
+    raise InvalidParameter(f"format: cannot write {path} as {fmt}: item {label!r} {why}; "
+                           f"{advice}")
+
+
+def writable_formats(db: Any) -> list[str]:
+    """The formats of :data:`WRITE_FORMATS` that hold every label of ``db`` unchanged
+    (:func:`check_writable`), in that order."""
+    occurring = _occurring_labels(db)
+    return [f for f in WRITE_FORMATS if _label_problem(db, f, occurring) is None]
+
+
+def _occurring_labels(db: Any) -> list[str]:
+    present = np.bincount(db.items, minlength=db.vocab.size) > 0
+    return [label for label, seen in zip(db.vocab.labels, present.tolist()) if seen]
+
+
+def _label_problem(db: Any, fmt: str, occurring: list[str]) -> tuple[str, str] | None:
+    """The first label ``fmt`` cannot hold and why, or None."""
+    labels = {"seq": db.vocab.names or db.vocab.labels,
+              "spmf": db.vocab.labels}.get(fmt, occurring)
+    for label in labels:
+        if "\x00" in label:
+            return label, "holds a NUL character"
+        if _SURROGATE.search(label):
+            return label, "is not valid Unicode text (a lone surrogate)"
+    if fmt == "seq":
+        return _seq_problem(labels)
+    if fmt == "spmf":
+        return _spmf_problem(labels)
+    if fmt == "lines":
+        return _lines_problem(labels)
+    return _event_log_problem(labels, xml=fmt == "xes")
+
+
+def _seq_problem(names: list[str]) -> tuple[str, str] | None:
+    for name in names:
+        if not name:
+            return name, "is empty, and a .seq header cannot name it"
+        if any(c.isspace() for c in name):
+            return name, "contains white space, which separates the category names " \
+                         "of a .seq header"
+    if names and names[0].startswith("%"):
+        return names[0], "starts with '%', which would make the .seq header line a comment"
+    return None
+
+
+def _spmf_problem(labels: list[str]) -> tuple[str, str] | None:
+    if all(_spmf_number(x) for x in labels):
+        return None
+    for label in labels:
+        if "\n" in label:
+            return label, "contains a line break, which would end its @ITEM line"
+        if label != label.rstrip():
+            return label, "ends in white space, which its @ITEM line would lose"
+    return None
+
+
+def _lines_problem(labels: list[str]) -> tuple[str, str] | None:
+    for label in labels:
+        if not label:
+            return label, "is empty, and a lines file cannot hold it"
+        if any(c.isspace() for c in label):
+            return label, "contains white space, which separates the items of a lines file"
+    if all(_INT_TOKEN.fullmatch(x) for x in labels):
+        for label in labels:
+            if not _CANONICAL_INT.fullmatch(label):
+                return label, (f"would read back as {int(label)}: a lines file whose items "
+                               "are all integers is read as numbers")
+    return None
+
+
+def _event_log_problem(labels: list[str], *, xml: bool) -> tuple[str, str] | None:
+    for label in labels:
+        if not label.strip():
+            return label, "is blank, and event-log readers refuse an empty activity"
+        bad = _NOT_XML.search(label) if xml else None
+        if bad:
+            return label, f"holds {bad.group()!r}, a character XML 1.0 cannot represent"
+    return None
+
+
+def _spmf_number(label: str) -> bool:
+    """Whether SPMF text can hold ``label`` as the item number itself."""
+    return _CANONICAL_INT.fullmatch(label) is not None and not label.startswith("-")
 
 
 def _label_rows(db: Any, labels: list[str]) -> Iterator[list[str]]:
@@ -49,15 +200,12 @@ def write_seq(db: Any, stream: TextIO) -> None:
     """UCI ``.seq``: a header naming the categories, then 1-based category numbers.
 
     Categories are numbered in vocabulary order; their names are the
-    vocabulary's names (from a ``.seq`` input) or else its labels.  A
-    vocabulary taken from the data is marked so in the header
+    vocabulary's names (from a ``.seq`` input) or else its labels (see
+    :func:`check_writable` for the names a header can hold).  A vocabulary
+    taken from the data is marked so in the header
     (:data:`dpgpu.data.text.SEQ_DATA_VOCABULARY`).
     """
     names = db.vocab.names or db.vocab.labels
-    bad = [n for n in names if not n or any(c.isspace() for c in n)]
-    if bad:
-        raise InvalidParameter(f"format: category name {bad[0]!r} contains white space, "
-                               "which the .seq header cannot hold; write spmf or lines")
     stream.write("% Different categories found in input file:\n\n")
     stream.write(" ".join(names) + "\n\n")
     if not db.vocab.public:  # reading the file back must not make them public
@@ -71,11 +219,14 @@ def write_seq(db: Any, stream: TextIO) -> None:
 def write_spmf(db: Any, stream: TextIO) -> None:
     """SPMF: ``item -1 item -1 ... -2`` per line (or the stripped variant if read so).
 
-    Integer labels are written as they are; other labels are replaced by
-    their id and listed in ``@ITEM=id=label`` lines, as SPMF does for text.
+    Labels that are all non-negative integers (written as the readers print
+    them) are written as they are.  Otherwise every label is replaced by its
+    id and named in an ``@ITEM=id=label`` line, as SPMF does for text; the
+    vocabulary's items that never occur are named too, and
+    ``dpgpu.load(..., vocab=...)`` matches items by these names.
     """
     labels = db.vocab.labels
-    if not all(_INT.match(x) and int(x) >= 0 for x in labels):
+    if not all(_spmf_number(x) for x in labels):
         stream.write("@CONVERTED_FROM_TEXT\n")
         for i, label in enumerate(labels):
             stream.write(f"@ITEM={i}={label}\n")
@@ -91,16 +242,31 @@ def write_spmf(db: Any, stream: TextIO) -> None:
 def write_lines(db: Any, stream: TextIO) -> None:
     """One sequence per line, labels separated by single spaces.
 
-    White space inside a label (event-log activities such as ``"Send Fine"``)
-    is replaced by ``_`` so that the line splits back into the same items; a
-    warning says so.
+    Labels are written as they are; :func:`write` refuses labels this format
+    cannot hold (see :func:`check_writable`).
     """
-    labels = db.vocab.labels
-    safe = [re.sub(r"\s", "_", x) for x in labels]
-    if safe != labels:
-        log.warning("lines format: white space in item labels written as '_'")
-        if len(set(safe)) != len(safe):
-            raise InvalidParameter("format: item labels collide once white space becomes '_'; "
-                                   "write spmf, csv or xes instead")
-    for row in _label_rows(db, safe):
-        stream.write(" ".join(row) + "\n")
+    for line in _lines(db):
+        stream.write(line)
+
+
+def _lines(db: Any) -> Iterator[str]:
+    for row in _label_rows(db, db.vocab.labels):
+        yield " ".join(row) + "\n"
+
+
+def _warn_unless_detected_as_lines(db: Any, path: Path) -> None:
+    """Warn when format detection would take the lines file at ``path`` for another format.
+
+    Its first line may look like a header of another format, or its items
+    like SPMF numbers with ``-2`` terminators.
+    """
+    head, size = [], 0
+    for line in _lines(db):
+        if size >= _DETECTED_BYTES:
+            break
+        head.append(line)
+        size += len(line)
+    seen = detect_format(path, "".join(head).encode("utf-8"))
+    if seen != "lines":
+        log.warning("%s: its items make this lines file look like %s; read it back with "
+                    "format='lines' (--format lines)", path, seen)

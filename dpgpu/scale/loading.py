@@ -46,7 +46,7 @@ import numpy as np
 from ..data import text
 from ..data.io import GZIP_MAGIC, gzip_errors, input_errors
 from ..data.load import check_format, check_options, detect_format, is_parquet, load, read
-from ..data.public_vocab import check_vocab_format, label_ids, public_vocabulary
+from ..data.public_vocab import check_seq_header, item_keys, label_ids, public_vocabulary
 from ..data.sequencedb import SequenceDB, sort_labels
 from ..data.vocabulary import Vocabulary
 from ..errors import InputError
@@ -186,7 +186,6 @@ def load_distributed(path: Any, client: Any = None, *, format: str | None = None
         raise InputError(f"{p}: empty file (no sequences)")
     fmt = format or ("parquet" if parquet else detect_format(p, head))
     check_options(fmt, options)
-    check_vocab_format(vocab, fmt, p)
     if gz or fmt not in SPLITTABLE:
         db = _read_whole(client, p, fmt, dict(options, vocab=vocab), n_parts)
     else:
@@ -260,12 +259,14 @@ def _read_split(client: Any, p: Path, fmt: str, options: dict, n_parts: int, hea
         raise InputError(f"{p}: no words (no sequences)")
     source = _merged_source(meta, fmt)
     labels = sort_labels(set().union(*(m["labels"] for m in meta)))
-    if public is None:
-        vocab = Vocabulary(labels, names=names, public=public_header)
-    else:
-        label_ids(labels, public, str(p))  # every item is in the public vocabulary
-        vocab, labels = public, public.labels
     index = {label: i for i, label in enumerate(labels)}
+    vocab = Vocabulary(labels, names=names, public=public_header)
+    if public is not None and fmt == "seq":  # the file keeps its category ids
+        check_seq_header(names, public, str(p))
+        vocab = public
+    elif public is not None:  # every item is in the public vocabulary (SPMF: by @ITEM name)
+        ids = label_ids(item_keys(labels, source, str(p)), public, str(p))
+        vocab, index = public, dict(zip(labels, ids.tolist()))
     users: dict[str, int] = {}  # every part's users, in file order, words or not (as locally)
     user_maps = [None if m["user_labels"] is None else
                  np.array([users.setdefault(u, len(users)) for u in m["user_labels"]],
