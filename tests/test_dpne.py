@@ -15,7 +15,7 @@ from dpgpu.cli import main
 from dpgpu.mechanisms.dpne import dpne
 from dpgpu.mechanisms.dpne.calibration import GRID, dpsu_integer_threshold, tail_probability, \
     tail_threshold, unit_weights, zcdp_delta, zcdp_sigma
-from dpgpu.mechanisms.dpne.histogram import bounded_histogram
+from dpgpu.mechanisms.dpne.histogram import bounded_histogram, bounded_pairs
 from dpgpu.privacy import DiscreteGaussian, NoiseKey, analytic_gaussian_sigma, sampling_delta
 
 
@@ -90,6 +90,34 @@ def test_subset_is_uniform():
                                     NoiseKey.from_seed(seed), 0)
         seen[tuple(keys.tolist())] = seen.get(tuple(keys.tolist()), 0) + 1
     assert len(seen) == 6 and min(seen.values()) > 60
+
+
+def test_subset_words_of_distinct_users_are_distinct(monkeypatch):
+    """Regression: the subset words were keyed by splitmix(user * G ^ gram), which two
+    (user, gram) pairs of different users can share -- correlated choices, whose joint law
+    changes when adding a user renumbers the others.  Now each user draws its own identities
+    (user * 2**32 + rank of the gram among the user's), and its choice is the same whatever
+    the other users hold."""
+    seen = []
+    packed = NoiseKey.packed_words
+
+    def spy(self, identities, tag, **kw):
+        seen.append(np.asarray(identities).copy())
+        return packed(self, identities, tag, **kw)
+
+    monkeypatch.setattr(NoiseKey, "packed_words", spy)
+    rng = np.random.default_rng(7)
+    users = np.repeat(np.arange(50), 40)
+    grams = rng.integers(0, 2 ** 40, users.size)
+    key = NoiseKey.from_seed(3)
+    u, g, _ = bounded_pairs(users, grams, 5, key, 0)
+    ids = np.concatenate(seen)
+    assert ids.size == np.unique(ids).size == 50 * 40
+    assert set((ids >> np.uint64(32)).tolist()) == set(range(50))
+    for who in (0, 17, 49):                                  # alone, the same choice
+        mine = users == who
+        alone = bounded_pairs(users[mine], grams[mine], 5, NoiseKey.from_seed(3), 0)[1]
+        assert sorted(alone.tolist()) == sorted(g[u == who].tolist())
 
 
 def _popular_db(n_users=400):

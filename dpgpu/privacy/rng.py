@@ -239,6 +239,35 @@ class NoiseKey:
         words_cpu(key_words, ids, tag, out)
         return out
 
+    def packed_words(self, identities: Any, tag: int, *,
+                     backend: "str | Backend | None" = None):
+        """One uniform word per identity, eight identities to a ChaCha block.
+
+        Identity ``i`` gets word ``i % 8`` of :meth:`words` of identity
+        ``i // 8``: distinct identities get distinct words (independent), and
+        a run of identities sharing ``i // 8`` (consecutive in
+        ``identities``) computes its block once.  Do not draw a tag both this
+        way and with :meth:`words` (``8 j`` here is word 0 of ``j`` there).
+
+        Returns
+        -------
+        (M,) uint64 array of the backend's namespace
+        """
+        be = backend_of(identities, backend)
+        xp = be.xp
+        ids = as_identities(identities, xp)
+        out = xp.empty(ids.shape[0], dtype=xp.uint64)
+        step = chunk_size(be)
+        for start in range(0, ids.shape[0], step):
+            part = ids[start:start + step]
+            block = part >> xp.uint64(3)
+            new = xp.ones(part.shape[0], dtype=xp.bool_)
+            new[1:] = block[1:] != block[:-1]
+            run = xp.cumsum(new) - 1
+            words = self.words(block[new], tag, WORDS_PER_BLOCK, backend=be)
+            out[start:start + part.shape[0]] = words[(part & xp.uint64(7)).astype(xp.int64), run]
+        return out
+
     def __repr__(self) -> str:
         return f"NoiseKey(seeded={self.seeded})"
 

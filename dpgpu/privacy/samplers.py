@@ -58,7 +58,7 @@ import numpy as np
 from ..backend import Backend, backend_of, get_backend
 from ..errors import InvalidParameter
 from ..validation import check_positive_int, check_positive_real, check_probability
-from .rng import WORDS_PER_BLOCK, NoiseKey, as_identities, chunk_size
+from .rng import NoiseKey, as_identities, chunk_size
 from .tables import WEIGHT_SLACK, CdfTable, cdf_table, exp_neg_fixed, gaussian_half_weights, \
     geometric_weights, search
 
@@ -205,32 +205,18 @@ class Bernoulli(_Sampler):
                       backend: "str | Backend | None" = None):
         """One bit per identity, eight identities to a ChaCha block.
 
-        The bit of identity ``i`` compares word ``i % 8`` of the words of
-        identity ``i // 8`` (under ``tag``) with the threshold of
-        :meth:`sample`.  Distinct identities use distinct words, so the bits
-        are independent Bernoulli(``p``), and runs of identities sharing
-        ``i // 8`` (consecutive in ``identities``) compute their block once:
-        an eighth of the ChaCha work when the identities come in ascending
-        runs.  A tag drawn this way must not also be drawn with
-        :meth:`sample` (identity ``8 j`` here and ``j`` there share a word).
+        The bit of identity ``i`` compares its word of
+        :meth:`NoiseKey.packed_words` (word ``i % 8`` of identity ``i // 8``)
+        with the threshold of :meth:`sample`.  Distinct identities use
+        distinct words, so the bits are independent Bernoulli(``p``), at an
+        eighth of the ChaCha work when the identities come in ascending runs.
+        A tag drawn this way must not also be drawn with :meth:`sample`
+        (identity ``8 j`` here and ``j`` there share a word).
 
         Parameters and return value are those of :meth:`sample`.
         """
         be = backend_of(identities, backend)
-        xp = be.xp
-        ids = as_identities(identities, xp)
-        out = xp.empty(ids.shape[0], dtype=xp.bool_)
-        step = chunk_size(be)
-        for start in range(0, ids.shape[0], step):
-            part = ids[start:start + step]
-            block = part >> xp.uint64(3)
-            new = xp.ones(part.shape[0], dtype=xp.bool_)
-            new[1:] = block[1:] != block[:-1]
-            run = xp.cumsum(new) - 1
-            words = key.words(block[new], tag, WORDS_PER_BLOCK, backend=be)
-            lane = (part & xp.uint64(7)).astype(xp.int64)
-            out[start:start + part.shape[0]] = words[lane, run] < xp.uint64(self._threshold)
-        return out
+        return key.packed_words(identities, tag, backend=be) < be.xp.uint64(self._threshold)
 
 
 def sample_discrete_laplace(scale: float, size: "int | tuple[int, ...]", *,

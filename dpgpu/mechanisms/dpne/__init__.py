@@ -95,7 +95,7 @@ with ``by_user=True``), and each partition bounds its users' contributions
 and builds its bounded histogram where the data is; the client adds the
 histograms of the partitions (disjoint users: the sum is the histogram of
 the whole database) and draws every noise value and Bernoulli bit.  The
-subset choice is keyed by ``(user, gram)``, so a worker makes the same
+subset choice is keyed by the user and its own grams, so a worker makes the same
 choice as a local run, and the release is the same for the same key.  That
 choice has its own key, derived from the release's (``"dpne: contribution
 bounding"``): the workers receive only it, never the key of the noise, so

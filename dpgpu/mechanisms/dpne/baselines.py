@@ -23,7 +23,8 @@ by integer l1-descent towards the cutoff ``Gamma = rho + alpha * lambda``;
 the final histogram has L1 sensitivity ``GRID`` (contractivity, see
 :mod:`.policy`), so discrete Laplace noise of scale ``lambda = GRID /
 epsilon`` makes the noisy histogram ``epsilon``-DP on the grams both
-neighbours keep (every kept gram is noised, zero weight included), and the threshold ``rho = max_t ceil(GRID / t) + c_t``
+neighbours keep (every kept gram is noised, zero weight included), and the
+threshold ``rho = max_t ceil(GRID / t) + c_t``
 (``P[L > c_t] <= 1 - (1 - delta)**(1/t)``) keeps the grams only the added
 user holds unreleased except with probability ``delta``: ``(epsilon,
 delta)``-DP.  This integer policy raises a user's *lowest* grams first, so
@@ -55,8 +56,10 @@ plus the offset of its length), which is injective within the run's
 ``(key, tag)`` by construction -- content hashes, used before, collide for
 long grams over big alphabets (two grams, one noise value); the noise law is
 unchanged, the values a seed draws are not.  The per-user subset choice is
-keyed by ``(user, gram id)`` under its own key.  Both are pseudorandom
-values drawn independently for every distinct input, and item ids, user ids
+keyed by the user and the rank of the gram among the user's own, under its
+own key (:func:`~.histogram.bounded_pairs`): distinct users draw disjoint
+words.  Both are pseudorandom values drawn independently for every
+distinct input, and item ids, user ids
 and gram ids are ranks that adding a user may shift; a shift only relabels
 which independent value a gram or a pair gets.  So the privacy argument
 couples the two neighbours' randomness by gram and user *content*: under
@@ -84,7 +87,7 @@ every partition gives its grams the ids of the whole database
 its users' contributions where their data is: the weighted histogram, or
 for Policy Laplace the kept ``(user, gram)`` pairs, which the client
 water-fills in user order (the policy is sequential over users).  The subset
-choice is keyed by ``(user, gram)`` under its own key, derived from the
+choice is keyed by the user and its own grams, under its own key, derived from the
 release's (:data:`BOUNDING`): the partitions receive only it, never the key
 of the noise, which the client alone draws.  The release is the same on
 both engines for the same key.

@@ -3,8 +3,13 @@
 Input: one row per occurrence, ``(user, gram)`` with ``gram`` an integer
 index of the level's candidate space and ``identity`` its noise identity.
 Each user keeps at most ``max_items`` distinct grams, a uniformly random
-subset chosen by keyed words (the ``max_items`` smallest words of
-:meth:`NoiseKey.words` at identity ``hash(user, gram)``), and adds the
+subset chosen by keyed words: the ``max_items`` smallest of the words
+:meth:`NoiseKey.packed_words` gives identities ``user * 2**32 + r`` for
+``r = 0 .. t - 1``, word ``r`` going to the user's ``r``-th gram in
+ascending order.  The identities of distinct users are disjoint and each
+user's choice depends on its own grams only (``user * G ^ gram``, hashed,
+was used before: not injective across users, so two users' choices could
+share a word), and it adds the
 integer weight ``floor(GRID / sqrt(t))`` to each of its ``t`` kept grams,
 so one user moves the histogram by at most ``GRID`` in L2.  The histogram
 is one segmented reduction over the kept rows; pairs, and grams with their
@@ -17,7 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.keys import _splitmix, sorted_unique
+from ...errors import InvalidParameter
+from ...ops.keys import sorted_unique
 from ...privacy import DiscreteGaussian, NoiseKey
 from .calibration import unit_weights
 
@@ -30,8 +36,9 @@ def bounded_pairs(users: np.ndarray, grams: np.ndarray, max_items: int, key: Noi
     """The distinct ``(user, gram)`` pairs each user keeps, sorted by user then gram.
 
     A user holding at most ``max_items`` distinct grams keeps them all; one
-    holding more keeps the ``max_items`` whose keyed words (identity
-    ``hash(user, gram)``) are smallest -- a uniformly random subset.  Pairs
+    holding more keeps the ``max_items`` whose keyed words (module doc:
+    identity ``user * 2**32 + rank of the gram among the user's``) are
+    smallest -- a uniformly random subset.  Pairs
     are packed into one int64 key ``user * G + gram`` for the sort.
 
     Parameters
@@ -75,9 +82,13 @@ def bounded_pairs(users: np.ndarray, grams: np.ndarray, max_items: int, key: Noi
     keep = t <= max_items
     if bound and not keep.all():
         over = np.flatnonzero(~keep)
-        words = key.words(_splitmix(u[over].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-                                    ^ g[over].astype(np.uint64), np), tag + TAG_SUBSET, 1,
-                          backend="numpy")[0]
+        if int(u[-1]) >= 2 ** 32 or int(held.max()) > 2 ** 32:
+            raise InvalidParameter("contribution bounding: more than 2**32 users, or a user "
+                                   "with more than 2**32 distinct grams")
+        start = np.maximum.accumulate(np.where(first, np.arange(u.size), 0))
+        rank = (np.arange(u.size) - start)[over]  # of the gram in its user's sorted set
+        words = key.packed_words((u[over].astype(np.uint64) << np.uint64(32))
+                                 | rank.astype(np.uint64), tag + TAG_SUBSET, backend="numpy")
         from .subset_numba import smallest_per_user  # noqa: PLC0415 - Numba loads on first use
 
         keep[over[smallest_per_user(u[over], words, max_items)]] = True
