@@ -21,7 +21,9 @@ device time of dpgpu's own kernels (``cuda.launch``), their number and the
 work items (windows, padding included) they covered: the rest of a level's
 time is host work, CuPy's library calls (``flatnonzero``, sorts) and gaps
 between launches, which tells whether a level is bound by the kernel or by
-what surrounds it.  It also times the whole
+what surrounds it.  And it times every level once more on the sort path
+(``sort_s``: packed keys, ``unique``, no counting kernel), the alternative
+a radix-partitioned count would compete with.  It also times the whole
 N-gram release (epsilon 1, l_max 20, n_max 5) on the bundled MSNBC file on
 this backend and, once, on NumPy for the ratio.  Results, with the device
 name and versions: ``bench/results/floors-<backend>-<device>.{json,md}``.
@@ -32,6 +34,7 @@ Usage: ``python bench/bench_floors.py [--backend cupy] [--tokens 1e8]``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -149,6 +152,37 @@ def count_levels(db, be, n_max: int, bandwidth: float, peak: float,
     return rows, t_blocks
 
 
+@contextlib.contextmanager
+def sort_path():
+    """Make :meth:`GramEngine.count` skip its dense and hash kernels: the sort path."""
+    from dpgpu.ops import gpu_grams, grams  # noqa: PLC0415
+
+    dense, hashed = grams._gpu_dense_space, gpu_grams.hash_counts_gpu
+    grams._gpu_dense_space, gpu_grams.hash_counts_gpu = (lambda backend: 0), \
+        (lambda *args, **kw: None)
+    try:
+        yield
+    finally:
+        grams._gpu_dense_space, gpu_grams.hash_counts_gpu = dense, hashed
+
+
+def sort_levels(db, be, rows: list[dict]) -> None:
+    """Add to each level row the time of the sort path (``sort_s``), levels in order.
+
+    The alternative to the counting kernels: the valid windows' packed keys,
+    ``unique`` (a radix sort on a GPU) and a merge.  Each level's result is
+    checked against the kernels' first.
+    """
+    engine = GramEngine(db, None, backend=be)
+    engine.blocks  # noqa: B018 - built before timing, as for the kernels
+    with sort_path():
+        for row in rows:
+            n, out = row["n"], {}
+            row["sort_s"] = round(seconds(lambda: out.setdefault("r", engine.count(n)), be), 5)
+            row["sort_distinct"] = int(out["r"][1].shape[0])
+            print({"n": n, "sort_s": row["sort_s"]}, flush=True)
+
+
 def release_seconds(db, be, repeat: int) -> float:
     """Best time of the full default N-gram release on ``db``."""
     return seconds(lambda: ngram(db, 1.0, seed=1, backend=be), be, repeat)
@@ -177,11 +211,13 @@ def write(result: dict) -> Path:
              f"{result['bandwidth_GBps']:.0f} GB/s; nominal INT32 rate "
              f"{result['peak_int_ops'] / 1e12:.3g} Tops/s.", "",
              "| n | distinct grams | time (s) | bandwidth floor (s) | ops floor (s) | x floor "
-             "| own kernels (s) | launches | work items |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| own kernels (s) | launches | work items | sort path (s) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['n']} | {r['distinct']:,} | {r['seconds']} | {r['bandwidth_floor_s']} | "
               f"{r['ops_floor_s']} | {r['x_floor']} | {r.get('kernel_s', '-')} | "
-              f"{r.get('launches', '-')} | {format(r['work_items'], ',') if 'work_items' in r else '-'} |"
+              f"{r.get('launches', '-')} | "
+              f"{format(r['work_items'], ',') if 'work_items' in r else '-'} | "
+              f"{r.get('sort_s', '-')} |"
               for r in result["levels"]]
     lines += ["", f"All levels: {result['count_total_s']} s, {result['count_x_floor']}x the "
               f"summed floors.  Building the padded blocks on the device (host to "
@@ -215,6 +251,8 @@ def main() -> None:
     count_levels(markov_sequences(2_000_000, seed=2), be, args.n_max, bandwidth, peak)  # warm-up
     db = markov_sequences(int(args.tokens), seed=1)
     levels, t_blocks = count_levels(db, be, args.n_max, bandwidth, peak, args.repeat)
+    if be.is_gpu:
+        sort_levels(db, be, levels)
     total = sum(r["seconds"] for r in levels)
     floor = sum(max(r["bandwidth_floor_s"], r["ops_floor_s"]) for r in levels)
     result.update(tokens=db.n_events, sequences=len(db), levels=levels,
