@@ -143,3 +143,19 @@ def test_no_two_draws_of_a_release_share_key_tag_and_identity(mechanism, noise_d
     RELEASES[mechanism](db)
     assert noise_draws
     noise_draws.assert_distinct()
+
+
+def test_ngram_sampling_delta_counts_touched_counts_not_candidates():
+    """Regression: N-gram charged (1 + e^eps) * min(max_draws, possible nodes) * tv, which
+    grew with the vocabulary size (|I| * (|I| + 1)**(n_max - 1) nodes, a statistic of the
+    data when the vocabulary comes from it) and passed 1e-8 for big alphabets.  Only the
+    n_max * l_max counts one sequence touches need exact noise."""
+    from dpgpu.privacy import sampling_delta
+    from dpgpu.privacy.samplers import LAPLACE_TV_BOUND
+
+    small = dpgpu.SequenceDB.from_sequences([["a", "b"]] * 20, vocab=["a", "b"])
+    big = dpgpu.SequenceDB.from_sequences([["a", "b"]] * 20,
+                                          vocab=["a", "b"] + [f"x{i}" for i in range(5000)])
+    charged = [dpgpu.ngram(db, 1.0, l_max=6, n_max=3, seed=1, synthetic=False
+                           ).report["ledger"]["steps"][0]["sampling_delta"] for db in (small, big)]
+    assert charged[0] == charged[1] == sampling_delta(LAPLACE_TV_BOUND, 3 * 6, 1.0)

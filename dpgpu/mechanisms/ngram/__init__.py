@@ -36,10 +36,19 @@ are post-processing.
 
 The samplers are within a total-variation distance ``tv`` of exact discrete
 Laplace per draw (:mod:`dpgpu.privacy.samplers`); the ledger charges
-``(1 + e^epsilon) * max_draws * tv`` as sampling delta, with ``max_draws``
-(a public cap on the number of noisy counts; the frontier with the largest
-noisy counts is expanded first when the cap binds) fixed before any data is
-read.
+``(1 + e^epsilon) * n_max * l_max * tv`` as sampling delta.  Why that
+suffices: fix a neighbouring pair and let ``M'`` draw *exactly* the noise of
+the counts the differing sequence changes -- at most ``l_max`` per level,
+one per root-to-leaf path it touches (:func:`_sensitivity`) -- and every
+other count as the release does.  Given the released levels so far (the
+same in both), a level's candidate list is the same, and every count the
+sequence does not touch is equal and gets the same keyed draw in both,
+hence the same value; so ``M'`` is the exact mechanism of the proof above
+on the touched counts, epsilon-DP, and it differs from the release in at
+most ``n_max * l_max`` draws on either dataset.  The number of candidates
+drawn does not enter: ``max_draws`` (a public cap on the number of noisy
+counts, fixed before any data is read; the frontier with the largest noisy
+counts is expanded first when it binds) only bounds the work.
 
 Noise identities: each count's noise is drawn from the run's keyed ChaCha20
 stream (tag: the gram length) at the gram's row in its level's candidate
@@ -195,7 +204,8 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     synthetic : bool
         Also generate the synthetic database.
     max_draws : int
-        Public cap on the number of noisy counts (see the module docstring).
+        Work cap: the most noisy counts the tree draws (see the module
+        docstring; it does not enter the privacy accounting).
     engine : {"local", "dask"}
         Count on this machine, or over Dask partitions (same release for the
         same key; see :mod:`dpgpu.scale.dask`).
@@ -224,9 +234,10 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     ledger = PrivacyLedger(epsilon, max_sampling_delta=1e-6, seed=seed)
     n_items = db.vocab.size
     draws = min(max_draws, _possible_nodes(n_items, n_max))
-    if private:
+    if private:  # the draws one sequence can change (module doc), never the candidates
+        touched = n_max * _sensitivity(l_max)
         step = ledger.charge("ngram: exploration tree counts", epsilon,
-                             sampling_delta=sampling_delta(LAPLACE_TV_BOUND, draws, epsilon))
+                             sampling_delta=sampling_delta(LAPLACE_TV_BOUND, touched, epsilon))
         noise = _laplace_noise(step.key, draws)
     else:
         noise = _no_noise
