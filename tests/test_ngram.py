@@ -233,39 +233,224 @@ def test_estimate_and_top_k():
 
 
 # ----------------------------------------------------------------- privacy audit
-# d1 adds the sequence "a a": it touches l_max = 2 root-to-leaf paths (a, a a) and
-# (a, a &); with n_max = 2 every budget is epsilon / 2 and the joint upper-tail event
-# on the three counts it moves has probability ratio exactly e^epsilon.
-D0 = SequenceDB.from_sequences([["a", "b"]] * 30 + [["b"]] * 30, vocab=["a", "b"])
-D1 = SequenceDB.from_sequences([["a", "b"]] * 30 + [["b"]] * 30 + [["a", "a"]], vocab=["a", "b"])
-ENGINES = {id(D0): GramEngine(D0, 2, end="all", backend="numpy"),
-           id(D1): GramEngine(D1, 2, end="all", backend="numpy")}
+# Every audit below runs the mechanism's private core, build_tree, with the arguments
+# ngram() passes it: the mechanism's own sensitivity and allocation functions (looked up
+# when the audit runs, so a test can swap in a broken twin) and its own noise function,
+# _laplace_noise.  Two things happen once per batch of runs instead of once per tree, and
+# neither touches calibration: exact histograms are memoised (they are data, not noise),
+# and _laplace_noise draws its values in large blocks at each scale build_tree asks for,
+# handed out in order (every value has its own identity under a fresh key, so the values
+# are independent draws at exactly that scale).
+#
+# Events: a count moved by k whose discrete-Laplace noise has scale s reaches its value
+# in d1 with probability 1 / (1 + e^(-1/s)) under d1, and e^(-k/s) times that under d0.
+# The joint upper tail over all counts the added sequence moves therefore has likelihood
+# ratio exactly e^(sum k/s), the pair's whole privacy loss, with probability about
+# 2^-(counts moved); the joint lower tail at d0's counts does the same in the other
+# direction.  On a pair where the correct mechanism's loss is exactly epsilon, a twin
+# that loses more shows it on these two events.
+ALPHA = 1e-4
+NOT_IN_TREE = np.iinfo(np.int64).min  # a node whose parent was not expanded
 
 
-def tree_counts(db, seed):
-    """The mechanism's DP core: the tree's noisy counts of a, (a a), (a &)."""
-    levels = build_tree(ENGINES[id(db)], epsilon=1.0, l_max=2, n_max=2, allocation="adaptive",
-                        noise=_laplace_noise(NoiseKey.from_seed(seed), 100),
-                        sensitivity=ngram_module._sensitivity(2))
-    return np.array([levels[0].noisy[0], levels[1].noisy[0], levels[1].noisy[2]])
+def _ngram_tree(engine, *, epsilon, l_max, n_max, noise):
+    """build_tree as ngram() calls it for the adaptive variant."""
+    return build_tree(engine, epsilon=epsilon, l_max=l_max, n_max=n_max, allocation="adaptive",
+                      noise=noise, sensitivity=ngram_module._sensitivity(l_max),
+                      max_draws=ngram_module._possible_nodes(engine.vocab.size, n_max),
+                      min_eps=2 * l_max / ngram_module.MAX_LAPLACE_SCALE)
 
 
-def joint_events(out):
-    a, aa, ae = out  # true counts in d0: 30, 0, 0; in d1: 32, 1, 1
-    return [a >= 32 and aa >= 1 and ae >= 1, a >= 32, aa >= 1, a <= 30 and aa <= 0 and ae <= 0]
+class _Histograms:
+    """The truncated database's GramEngine, each exact histogram computed once."""
+
+    def __init__(self, db, l_max):
+        self._engine = GramEngine(db, l_max, end="all", backend="numpy")
+        self.vocab, self.n_symbols = self._engine.vocab, self._engine.n_symbols
+        self._memo = {}
+
+    def next_symbol_histogram(self, contexts):
+        contexts = np.ascontiguousarray(contexts, dtype=np.int32)
+        key = (contexts.shape, contexts.tobytes())
+        if key not in self._memo:
+            hist = np.array(self._engine.next_symbol_histogram(contexts))
+            hist.setflags(write=False)  # shared by every run: must not be changed in place
+            self._memo[key] = hist
+        return self._memo[key]
+
+    def count(self, gram):
+        """Exact count of a gram of ids (the last one may be the end marker)."""
+        context = np.asarray(gram[:-1], dtype=np.int32).reshape(1, len(gram) - 1)
+        return int(self.next_symbol_histogram(context)[0, gram[-1]])
+
+
+class _NoisePool:
+    """build_tree's noise(grams, scales), served from block draws of _laplace_noise."""
+
+    def __init__(self, seed, block):
+        self._key, self._block, self._left, self._blocks = NoiseKey.from_seed(seed), block, {}, 0
+
+    def _take(self, scale, n):
+        left = self._left.get(scale, np.empty(0, dtype=np.int64))
+        if left.size < n:
+            size = max(self._block, n)
+            self._blocks += 1
+            draw = ngram_module._laplace_noise(self._key.derive(f"block {self._blocks}"), size)
+            left = np.concatenate([left, draw(np.zeros((size, 1), np.int32),
+                                              np.full(size, scale))])
+        self._left[scale] = left[n:]
+        return left[:n]
+
+    def __call__(self, grams, scales):
+        out = np.empty(grams.shape[0], dtype=np.int64)
+        for scale in np.unique(scales):
+            rows = np.flatnonzero(scales == scale)
+            out[rows] = self._take(float(scale), rows.size)
+        return out
+
+
+class _Pair:
+    """Neighbours d0 and d1 = d0 + one sequence, and the audit of the tree on them.
+
+    One run's output is the noisy counts of ``grams`` (label tuples: the nodes the added
+    sequence moves), NOT_IN_TREE for a node the run did not draw.
+    """
+
+    def __init__(self, sequences, added, vocab, *, l_max, n_max, grams, epsilon=1.0):
+        self.d0 = SequenceDB.from_sequences(sequences, vocab=vocab)
+        self.d1 = SequenceDB.from_sequences(sequences + [added], vocab=vocab)
+        self.engines = {id(d): _Histograms(d, l_max) for d in (self.d0, self.d1)}
+        self.l_max, self.n_max, self.epsilon = l_max, n_max, epsilon
+        self.grams = [tuple(self.d0.vocab.id_of(x) for x in g) for g in grams]
+        self.low = np.array([self.engines[id(self.d0)].count(g) for g in self.grams])
+        self.high = np.array([self.engines[id(self.d1)].count(g) for g in self.grams])
+
+    def tree(self, db, noise):
+        return _ngram_tree(self.engines[id(db)], epsilon=self.epsilon, l_max=self.l_max,
+                           n_max=self.n_max, noise=noise)
+
+    def node(self, levels, labels):
+        """Level and row of a node in a tree (row -1 when absent)."""
+        gram = np.asarray([[self.d0.vocab.id_of(x) for x in labels]], dtype=np.int32)
+        lvl = levels[len(labels) - 1]
+        return lvl, int(lvl.index.find(gram)[0])
+
+    def counts(self, levels):
+        out = np.full(len(self.grams), NOT_IN_TREE, dtype=np.int64)
+        for n in {len(g) for g in self.grams} & set(range(1, len(levels) + 1)):
+            lvl = levels[n - 1]
+            noisy = dict(zip(map(tuple, lvl.grams.tolist()), lvl.noisy.tolist()))
+            for j, g in enumerate(self.grams):
+                out[j] = noisy.get(g, out[j])
+        return out
+
+    def mechanism(self, db, seed, trials):
+        noise = _NoisePool(seed, block=16 * trials)
+        return np.stack([self.counts(self.tree(db, noise)) for _ in range(trials)])
+
+    def events(self, out):
+        return np.stack([(out >= self.high).all(axis=1), (out <= self.low).all(axis=1)],
+                        axis=1)
+
+    def audit(self, trials, seed):
+        return audit(self.mechanism, self.d0, self.d1, self.events, epsilon=self.epsilon,
+                     trials=trials, alpha=ALPHA, seed=seed, batch=True)
+
+
+# Two levels.  d1 adds "a a"; truncated and ended (a a &) it starts l_max = 2 root-to-leaf
+# paths, (a, a a) and (a, a &), so it moves a by 2 and (a a), (a &) by 1.  With n_max = 2
+# every count has budget epsilon / 2, so the loss is (2 + 1 + 1) / l_max * epsilon / 2:
+# epsilon exactly.  With two items every threshold is 0; a's count of 100 keeps it expanded.
+TWO_LEVELS = _Pair([["a", "b"]] * 100 + [["b"]] * 100, ["a", "a"], ["a", "b"], l_max=2,
+                   n_max=2, grams=[("a",), ("a", "a"), ("a", "&")])
+TWO_LEVEL_TRIALS = 8000
 
 
 def test_audit_passes_the_mechanism():
-    result = audit(tree_counts, D0, D1, joint_events, epsilon=1.0, trials=1500, alpha=1e-4,
-                   seed=5)
+    result = TWO_LEVELS.audit(TWO_LEVEL_TRIALS, seed=5)
     assert result.passed, result.summary()
+    assert result.epsilon_lower_bound > 0.6, result.summary()  # the events see the loss
 
 
-def test_audit_rejects_half_the_sensitivity(monkeypatch):
-    monkeypatch.setattr(ngram_module, "_sensitivity", lambda l_max: l_max / 2)
-    result = audit(tree_counts, D0, D1, joint_events, epsilon=1.0, trials=1500, alpha=1e-4,
-                   seed=5)
+@pytest.mark.parametrize("sensitivity", [lambda l_max: l_max - 1, lambda l_max: 2 * l_max / 3],
+                         ids=["l_max-1", "two-thirds"])
+def test_audit_rejects_an_undercalibrated_twin(monkeypatch, sensitivity):
+    # l_max - 1 (one path short, at l_max = 2): this pair loses 2 epsilon; 2 l_max / 3
+    # (every noise scale times 2/3): 1.5 epsilon
+    monkeypatch.setattr(ngram_module, "_sensitivity", sensitivity)
+    result = TWO_LEVELS.audit(TWO_LEVEL_TRIALS, seed=5)
     assert not result.passed, result.summary()
+
+
+# Adaptive allocation with levels to spare (n_max = 3).  Twelve items of 30 one-item
+# sequences each, l_max = 1: every item clears its threshold (l_max / (eps/3)) ln(12/2),
+# about 5.4, and with the unigram P_max near 1/12 subtree_height predicts a subtree of
+# height 1 although two levels remain, so each item's children get all the remaining
+# 2 eps / 3 (the uniform allocation would give them eps / 3).  d1 adds "i0", which moves
+# i0 and (i0 &) by 1: loss eps / 3 + 2 eps / 3 = eps, tight again.
+ITEMS = [f"i{k}" for k in range(12)]
+ADAPTIVE = _Pair([[x] for x in ITEMS for _ in range(30)], ["i0"], ITEMS, l_max=1, n_max=3,
+                 grams=[("i0",), ("i0", "&")])
+ADAPTIVE_TRIALS = 6000
+
+
+def _overspending_subtree_height(*args):
+    """A broken allocation: children get 1.5 * remaining / h instead of remaining / h."""
+    return subtree_height(*args) / 1.5
+
+
+def test_adaptive_audit_passes_the_mechanism():
+    levels = ADAPTIVE.tree(ADAPTIVE.d1, _NoisePool(0, 1000))  # the pair's premise, one run
+    (top, i0), (below, end) = ADAPTIVE.node(levels, ["i0"]), ADAPTIVE.node(levels, ["i0", "&"])
+    assert below.eps[end] == pytest.approx(1.0 - top.eps[i0]) and below.eps[end] > 1.0 / 3
+    result = ADAPTIVE.audit(ADAPTIVE_TRIALS, seed=7)
+    assert result.passed, result.summary()
+    assert result.epsilon_lower_bound > 0.6, result.summary()
+
+
+def test_adaptive_audit_rejects_an_overspending_allocation(monkeypatch):
+    monkeypatch.setattr("dpgpu.mechanisms.ngram.tree.subtree_height",
+                        _overspending_subtree_height)
+    result = ADAPTIVE.audit(ADAPTIVE_TRIALS, seed=7)
+    assert not result.passed, result.summary()
+
+
+# Below level 2 such an overspend is largely absorbed: the next level gets what is left
+# of the path's budget, so on a pair whose counts reach level 3 the loss only grows to
+# about 1.2 epsilon, spread over five or more counts, and no joint event of useful
+# probability shows that within a minute of runs.  There the property the privacy
+# argument rests on is checked on the trees themselves: along every root-to-node path
+# the budgets add up to at most epsilon.
+def _largest_path_budget(levels):
+    total = levels[0].eps
+    largest = total.max()
+    for lvl in levels[1:]:
+        total = lvl.eps + total[lvl.parent]
+        largest = max(largest, total.max())
+    return largest
+
+
+def _deep_trees(seeds):
+    """Adaptive trees of 4 levels over the toy data (their level-3 budgets vary by node)."""
+    engine = GramEngine(SequenceDB.from_sequences(TABLE1 * 30, vocab=VOCAB), 5, end="all",
+                        backend="numpy")
+    return [_ngram_tree(engine, epsilon=1.0, l_max=5, n_max=4,
+                        noise=ngram_module._laplace_noise(NoiseKey.from_seed(seed), 10 ** 6))
+            for seed in seeds]
+
+
+def test_adaptive_budgets_along_every_path_add_up_to_at_most_epsilon():
+    trees = _deep_trees(range(100))
+    assert max(_largest_path_budget(levels) for levels in trees) <= 1.0 + 1e-9
+    assert all(len(levels) == 4 for levels in trees)
+    # not vacuous: the rule gave level-3 nodes different budgets (h = 1 and h = 2)
+    assert len(np.unique(np.concatenate([levels[2].eps for levels in trees]).round(9))) >= 2
+
+
+def test_path_budgets_reject_an_overspending_allocation(monkeypatch):
+    monkeypatch.setattr("dpgpu.mechanisms.ngram.tree.subtree_height",
+                        _overspending_subtree_height)
+    assert max(_largest_path_budget(levels) for levels in _deep_trees(range(10))) > 1.1
 
 
 # ----------------------------------------------------------------------- CLI
