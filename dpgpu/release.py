@@ -2,8 +2,13 @@
 
 A mechanism run writes one directory: ``report.json`` (mechanism, public
 parameters, epsilon/delta, ledger steps, backend, device, version, seeded or
-not, timings), its release files (``ngrams.tsv``, ``pst.json``,
-``frequent.tsv``, ...) and, where it makes one, the synthetic dataset.  Files
+not), its release files (``ngrams.tsv``, ``pst.json``, ``frequent.tsv``,
+...), where it makes one the synthetic dataset, and ``diagnostics.json``.
+The run's wall-clock timings go to ``diagnostics.json``, not to the report:
+they grow with the size of the data, which a release must not show (DESIGN:
+diagnostics with exact values go to a separate file that says it is not
+private), so that file says ``"private": false`` and is not one of the
+release's ``files``; publish the directory without it.  Files
 are written into a hidden staging directory beside the target, which is
 renamed to the target only when the whole release is complete, so a failed
 run leaves nothing half-written.  An existing target is replaced only with
@@ -30,6 +35,10 @@ from .errors import InputError
 log = logging.getLogger("dpgpu")
 
 REPORT = "report.json"
+#: The run's diagnostics (timings): not private, not part of the release.
+DIAGNOSTICS = "diagnostics.json"
+DIAGNOSTICS_NOTE = ("Not private: wall-clock timings of the run grow with the size of the data. "
+                    "This file is not part of the release; do not publish it.")
 #: File name extensions of synthetic data, by format (default: the format's name).
 _EXTENSIONS = {"lines": "txt", "spmf": "txt"}
 
@@ -165,7 +174,7 @@ class ReleaseWriter:
 
     def path(self, name: str) -> Path:
         """Path of release file ``name`` inside the staging directory."""
-        if "/" in name or name in ("", ".", "..", REPORT):
+        if "/" in name or name in ("", ".", "..", REPORT, DIAGNOSTICS):
             raise ValueError(f"bad release file name {name!r}")
         self.files.append(name)
         return self.staging / name
@@ -204,14 +213,18 @@ class ReleaseWriter:
             f.write("\n")
 
     def finish(self, report: dict) -> Path:
-        """Write ``report.json`` and move the release into place.
+        """Write ``report.json`` and ``diagnostics.json``, and move the release into place.
 
-        The report gets ``dpgpu`` (version) and ``files`` added.
+        The report gets ``dpgpu`` (version) and ``files`` added; its
+        ``timings`` go to ``diagnostics.json`` instead (module doc).
         """
         report = {**report, "dpgpu": __version__, "files": sorted(self.files)}
-        with open(self.staging / REPORT, "w", encoding="utf-8") as f:
-            json.dump(report, f, indent=2, default=_jsonable)
-            f.write("\n")
+        diagnostics = {"private": False, "note": DIAGNOSTICS_NOTE,
+                       "timings": report.pop("timings", {})}
+        for name, obj in ((REPORT, report), (DIAGNOSTICS, diagnostics)):
+            with open(self.staging / name, "w", encoding="utf-8") as f:
+                json.dump(obj, f, indent=2, default=_jsonable)
+                f.write("\n")
         old = None
         if self.target.exists():
             old = self.target.with_name(f".{self.target.name}.old-{os.getpid()}")
@@ -224,7 +237,7 @@ class ReleaseWriter:
 
 
 def read_report(release_dir: Any) -> dict:
-    """The ``report.json`` of a release directory.
+    """The ``report.json`` of a release directory, with the timings of its ``diagnostics.json``.
 
     Raises
     ------
@@ -233,12 +246,20 @@ def read_report(release_dir: Any) -> dict:
     """
     p = Path(release_dir) / REPORT
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
+        report = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"{p}: no such file (is {release_dir} a dpgpu release "
                          "directory?)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"{p}: not valid JSON ({exc})") from None
+    diagnostics = Path(release_dir) / DIAGNOSTICS
+    if diagnostics.exists() and isinstance(report, dict):
+        try:
+            report["timings"] = json.loads(diagnostics.read_text(encoding="utf-8")).get(
+                "timings", {})
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as exc:
+            raise InputError(f"{diagnostics}: not valid diagnostics JSON ({exc})") from None
+    return report
 
 
 def _jsonable(obj: Any) -> Any:

@@ -92,7 +92,8 @@ def test_json_summary(tmp_path, command):
     summary = json.loads(done.stdout)
     assert set(summary) == {"mechanism", "epsilon", "delta", "out", "files", "seeded", "timings"}
     assert summary["epsilon"] == pytest.approx(2.0) and summary["seeded"] is True
-    assert summary["out"] == str(out) and set(summary["files"]) == COMMANDS[command][3]
+    assert summary["out"] == str(out)
+    assert set(summary["files"]) == COMMANDS[command][3] | {"diagnostics.json"}
     assert all((out / f).is_file() for f in summary["files"])
     report = json.loads((out / "report.json").read_text())
     assert summary["mechanism"] == report["mechanism"] and summary["delta"] == report["delta"]

@@ -184,7 +184,10 @@ def test_release_files_report_and_reproducibility(tmp_path):
     assert report["split_test"]["lambda"] == pytest.approx(7 / 3 * 4 / 0.5)
     tree = json.loads((out / "pst.json").read_text())
     assert tree["symbols"] == ["a", "b", "c", "&"] and tree["nodes"][0]["context"] == []
-    assert (out / "synthetic.txt").exists() and "timings" in report
+    assert (out / "synthetic.txt").exists() and "timings" not in report
+    diagnostics = json.loads((out / "diagnostics.json").read_text())
+    assert diagnostics["private"] is False and "build_s" in diagnostics["timings"]
+    assert "diagnostics.json" not in report["files"]
     assert '"sequences"' not in json.dumps(report)
 
 

@@ -107,3 +107,24 @@ def test_a_sequence_level_release_on_data_with_users_says_so(release, caplog):
     assert "protected at k * epsilon" in report["privacy_unit"] and "k * epsilon" in caplog.text
     assert report["private"] is True
     assert "Privacy unit: one sequence" in dpgpu.report.report_facts(report)["caveat"]
+
+
+def test_saved_reports_of_neighbours_are_identical_and_timings_go_to_diagnostics(tmp_path,
+                                                                                  capsys):
+    """Regression: report.json held the run's wall-clock timings, which grow with the data
+    (DESIGN: exact-value diagnostics go to a separate file that says it is not private)."""
+    import json
+
+    base = [["a", "b", "c"], ["b", "c"], ["c", "a", "b"]] * 200
+    d0 = SequenceDB.from_sequences(base, vocab=list("abc"))
+    d1 = SequenceDB.from_sequences(base * 50, vocab=list("abc"))  # same grams, 50x the data
+    for i, db in enumerate((d0, d1)):
+        dpgpu.dpne(db, 8.0, 1e-6, max_n=2, contribution=2, seed=3).save(tmp_path / f"r{i}")
+    reports = [(tmp_path / f"r{i}" / "report.json").read_bytes() for i in (0, 1)]
+    assert b"timings" not in reports[0] and b"_s\"" not in reports[0]
+    diagnostics = json.loads((tmp_path / "r1" / "diagnostics.json").read_text())
+    assert diagnostics["private"] is False and diagnostics["timings"]["total_s"] > 0
+    assert "diagnostics.json" not in json.loads(reports[1])["files"]
+    assert reports[0] == reports[1]         # the same grams released: nothing tells the size
+    assert main(["report", str(tmp_path / "r1"), "--json"]) == 0
+    assert "total_s" in capsys.readouterr().out             # shown to the data holder

@@ -1,9 +1,10 @@
 """``dpgpu pst DATA --epsilon E --out DIR``: PrivTree's private prediction suffix tree.
 
 Writes a release directory: ``report.json`` (parameters, lambda/delta of the
-split test, ledger, tree shape, timings), ``pst.json`` (every node: context,
-depth, leaf flag, noisy histogram over the items and ``&``) and
-``synthetic.<ext>`` in the input's format (unless ``--no-synthetic``).
+split test, ledger, tree shape), ``pst.json`` (every node: context, depth,
+leaf flag, noisy histogram over the items and ``&``), ``synthetic.<ext>`` in
+the input's format (unless ``--no-synthetic``) and ``diagnostics.json``
+(timings; not private, not part of the release).
 """
 
 from __future__ import annotations
