@@ -41,6 +41,10 @@ DIAGNOSTICS_NOTE = ("Not private: wall-clock timings of the run grow with the si
                     "This file is not part of the release; do not publish it.")
 #: File name extensions of synthetic data, by format (default: the format's name).
 _EXTENSIONS = {"lines": "txt", "spmf": "txt"}
+#: Synthetic sentences of a user-level text input are written one per line.
+_SYNTHETIC_FORMATS = {"jsonl": "lines", "text-csv": "lines", "text-parquet": "lines"}
+#: Tried in order when the input's format cannot hold every generated label.
+_FALLBACK_FORMATS = ("spmf", "lines", "csv", "xes", "seq", "parquet")
 
 
 def encode_gram(labels: Sequence[str]) -> str:
@@ -189,19 +193,23 @@ class ReleaseWriter:
     def write_synthetic(self, db: Any) -> str:
         """Write a synthetic database as ``synthetic.<ext>``; return the name.
 
-        The format is the input's own, unless it cannot hold a generated
-        label (a label of a public vocabulary with a space, for a ``lines``
-        input): then the first format that can (:func:`dpgpu.data.writers.writable_formats`),
-        with a warning, so a finished release is never lost at its last step.
+        The format is the input's own (sentences of a user-level text input:
+        ``lines``), unless it cannot hold a generated label (a label of a
+        public vocabulary with a space, for a ``lines`` input): then SPMF, or
+        the first other format that can
+        (:func:`dpgpu.data.writers.writable_formats`), with a warning that
+        says why, so a finished release is not lost at its last step.
         """
-        from .data.writers import writable_formats  # noqa: PLC0415 - writers load on demand
+        from .data.writers import label_problem, writable_formats  # noqa: PLC0415
 
         fmt = db.source.get("format", "lines")
+        fmt = _SYNTHETIC_FORMATS.get(fmt, fmt)
         formats = writable_formats(db)
         if fmt not in formats and formats:
-            log.warning("synthetic data: the input's format %s cannot hold every generated "
-                        "label unchanged; written as %s instead", fmt, formats[0])
-            fmt = formats[0]
+            fallback = next(f for f in _FALLBACK_FORMATS if f in formats)
+            log.warning("synthetic data: %s cannot hold it (%s); written as %s instead", fmt,
+                        label_problem(db, fmt) or "dpgpu does not write it", fallback)
+            fmt = fallback
         name = f"synthetic.{_EXTENSIONS.get(fmt, fmt)}"
         db.save(self.path(name), format=fmt, force=True)
         return name

@@ -56,19 +56,36 @@ class NoiseDraws(list):
 
 @pytest.fixture
 def noise_draws(monkeypatch):
-    """Spy on every keyed sampler call (:class:`NoiseDraws`); the draws themselves are kept."""
-    from dpgpu.privacy import samplers  # noqa: PLC0415
+    """Spy on every keyed draw (:class:`NoiseDraws`); the draws themselves are kept.
+
+    Sampler calls are recorded under the sampler's name; direct calls of
+    :meth:`NoiseKey.words` and :meth:`NoiseKey.packed_words` (subset choices,
+    synthetic sampling) under the method's; the calls a recorded call makes
+    itself are not recorded again.
+    """
+    from dpgpu.privacy import NoiseKey, samplers  # noqa: PLC0415
 
     seen = NoiseDraws()
-    sample, packed = samplers._Sampler.sample, samplers.Bernoulli.sample_packed
+    depth = [0]
 
-    def spy(original, is_packed):
-        def draw(self, key, identities, *, tag, backend=None):
-            seen.append((type(self).__name__, key._key, tag,
-                         np.asarray(identities).view(np.uint64).copy(), is_packed))
-            return original(self, key, identities, tag=tag, backend=backend)
+    def spy(original, name, is_packed):
+        def draw(self, *args, **kw):
+            key, identities, tag = (self, args[0], args[1] if len(args) > 1 else kw["tag"]) \
+                if isinstance(self, NoiseKey) else (args[0], args[1], kw["tag"])
+            if depth[0] == 0:
+                seen.append((name or type(self).__name__, key._key, tag,
+                             np.asarray(identities).view(np.uint64).copy(), is_packed))
+            depth[0] += 1
+            try:
+                return original(self, *args, **kw)
+            finally:
+                depth[0] -= 1
         return draw
 
-    monkeypatch.setattr(samplers._Sampler, "sample", spy(sample, False))
-    monkeypatch.setattr(samplers.Bernoulli, "sample_packed", spy(packed, True))
+    for owner, method, name, is_packed in (
+            (samplers._Sampler, "sample", None, False),
+            (samplers.Bernoulli, "sample_packed", None, True),
+            (NoiseKey, "words", "NoiseKey.words", False),
+            (NoiseKey, "packed_words", "NoiseKey.packed_words", True)):
+        monkeypatch.setattr(owner, method, spy(getattr(owner, method), name, is_packed))
     return seen

@@ -159,3 +159,13 @@ def test_ngram_sampling_delta_counts_touched_counts_not_candidates():
     charged = [dpgpu.ngram(db, 1.0, l_max=6, n_max=3, seed=1, synthetic=False
                            ).report["ledger"]["steps"][0]["sampling_delta"] for db in (small, big)]
     assert charged[0] == charged[1] == sampling_delta(LAPLACE_TV_BOUND, 3 * 6, 1.0)
+
+
+def test_an_epsilon_too_large_for_the_samplers_says_so():
+    """Regression: epsilon 800 gave 'sampling_delta: must be finite and >= 0, got inf', and
+    epsilon 20 'needs epsilon=20 ... but the run has epsilon=20 ... left'."""
+    db = dpgpu.SequenceDB.from_sequences([["a", "b"]] * 20, vocab=["a", "b"])
+    with pytest.raises(InvalidParameter, match=r"sampling_delta: inf.*lower epsilon"):
+        dpgpu.ngram(db, 800.0, seed=1)
+    with pytest.raises(BudgetExceeded, match=r"epsilon=20 is too large for the samplers"):
+        dpgpu.ngram(db, 20.0, seed=1)

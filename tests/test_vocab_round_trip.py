@@ -227,3 +227,30 @@ def test_synthetic_data_the_input_format_cannot_hold_is_written_in_another(tmp_p
         assert rel.write_synthetic(plain) == "synthetic.txt"
         rel.finish({"mechanism": "test"})
     assert dpgpu.load(tmp_path / "rel2" / "synthetic.txt").source["format"] == "lines"
+
+
+@pytest.mark.parametrize("prefix", ["é", "xé", "€", "x€", "xx€", "𝄞"])
+def test_a_first_line_longer_than_detection_reads_back(tmp_path, prefix):
+    """Regression: format detection looks at the first 64 KiB; when that cut a character of a
+    long first line, reading it (and the check after writing it) said 'not UTF-8 text'."""
+    labels = [f"{prefix}{i}" for i in range(30_000)]
+    db = SequenceDB.from_sequences([labels, labels[:3]], vocab=labels)
+    db.save(tmp_path / "long.txt", format="lines")
+    back = dpgpu.load(tmp_path / "long.txt", vocab=labels)
+    assert back.source["format"] == "lines" and list(back) == list(db)
+
+
+def test_synthetic_sentences_of_a_text_input_are_written_as_lines(tmp_path, caplog):
+    """Regression: N-gram and PST on a jsonl input failed at the very end: dpgpu cannot write
+    jsonl, and the synthetic sentences were written in the input's format."""
+    import json
+
+    posts = [{"author": f"u{i % 7}", "content": "the cat sat. the dog ran."} for i in range(40)]
+    path = tmp_path / "posts.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in posts))
+    db = dpgpu.load(path)
+    with caplog.at_level(logging.WARNING, logger="dpgpu"):
+        dpgpu.ngram(db, 1.0, seed=1).save(tmp_path / "rel")
+    assert "written as" not in caplog.text
+    back = dpgpu.load(tmp_path / "rel" / "synthetic.txt")
+    assert back.source["format"] == "lines" and set(back.vocab.labels) <= set(db.vocab.labels)

@@ -54,7 +54,8 @@ def _release(args: argparse.Namespace, db: Any, progress: Progress) -> DPNERelea
                 contribution=args.contribution, eta=args.eta, rule=args.rule,
                 schedule=args.schedule, decay=args.decay, seed=args.seed,
                 backend=args.backend, method=args.method, policy=args.policy,
-                alpha=args.alpha, max_candidates=args.max_candidates, engine=args.engine, client=args.client, progress=progress)
+                alpha=args.alpha, max_candidates=args.max_candidates, engine=args.engine,
+                client=args.client, progress=progress)
 
 
 def _describe(release: DPNERelease) -> str:

@@ -117,6 +117,16 @@ def is_parquet(format: str | None, head: bytes) -> bool:
     return format in ("parquet", "text-parquet") or (format is None and head.startswith(b"PAR1"))
 
 
+def _whole_characters(data: bytes) -> bytes:
+    """``data`` without a UTF-8 character that its end cuts in two."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 != 0x80:          # ASCII or the first byte of a character
+            size = 1 if byte < 0x80 else 2 if byte >> 5 == 6 else 3 if byte >> 4 == 14 else 4
+            return data if size <= back else data[:-back]
+    return data
+
+
 def check_options(fmt: str, options: dict) -> None:
     """Raise InvalidParameter for an option the format ``fmt`` does not take."""
     unknown = set(options) - set(_OPTIONS[fmt])
@@ -125,10 +135,19 @@ def check_options(fmt: str, options: dict) -> None:
                                f"(it takes: {', '.join(_OPTIONS[fmt]) or 'none'})")
 
 
+#: Bytes of a file's start that :func:`detect_format` looks at.
+DETECT_BYTES = 1 << 16
+
+
 def detect_format(path: Path, data: bytes) -> str:
-    """Name of the format of ``data`` (content first, file name as a tie-break)."""
-    head = data[:65536]
-    check_not_binary(path, head[:head.rfind(b"\n") + 1] or head)
+    """Name of the format of ``data`` (content first, file name as a tie-break).
+
+    Only the first :data:`DETECT_BYTES` are looked at; where that cuts a
+    line, the cut line is checked for text up to its last whole character.
+    """
+    head = data[:DETECT_BYTES]
+    whole = _whole_characters(head) if len(data) > DETECT_BYTES else head
+    check_not_binary(path, head[:head.rfind(b"\n") + 1] or whole)
     if text.looks_like_seq(head):
         return "seq"
     from . import eventlog  # noqa: PLC0415 - event-log support loads on demand

@@ -20,9 +20,9 @@ from typing import Any, Iterator, TextIO
 
 import numpy as np
 
-from ..errors import InvalidParameter
+from ..errors import InputError, InvalidParameter
 from .io import atomic_output
-from .load import detect_format
+from .load import DETECT_BYTES, detect_format
 from .text import SEQ_DATA_VOCABULARY
 
 log = logging.getLogger("dpgpu")
@@ -34,8 +34,6 @@ _INT_TOKEN = re.compile(r"-?[0-9]{1,18}")
 _CANONICAL_INT = re.compile(r"0|-?[1-9][0-9]{0,17}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-#: Bytes of a file that format detection looks at (see :func:`dpgpu.data.load.detect_format`).
-_DETECTED_BYTES = 1 << 16
 
 
 def write(db: Any, path: Any, format: str | None = None, *, force: bool = False) -> None:
@@ -107,6 +105,12 @@ def check_writable(db: Any, fmt: str, path: Any) -> None:
     advice = f"write {listed} instead" if others else "no format dpgpu writes can hold it"
     raise InvalidParameter(f"format: cannot write {path} as {fmt}: item {label!r} {why}; "
                            f"{advice}")
+
+
+def label_problem(db: Any, fmt: str) -> str | None:
+    """Why ``fmt`` cannot hold ``db``'s labels unchanged (:func:`check_writable`), or None."""
+    problem = _label_problem(db, fmt, _occurring_labels(db))
+    return None if problem is None else f"item {problem[0]!r} {problem[1]}"
 
 
 def writable_formats(db: Any) -> list[str]:
@@ -262,11 +266,14 @@ def _warn_unless_detected_as_lines(db: Any, path: Path) -> None:
     """
     head, size = [], 0
     for line in _lines(db):
-        if size >= _DETECTED_BYTES:
+        if size > DETECT_BYTES:
             break
-        head.append(line)
-        size += len(line)
-    seen = detect_format(path, "".join(head).encode("utf-8"))
+        head.append(line.encode("utf-8"))
+        size += len(head[-1])
+    try:
+        seen = detect_format(path, b"".join(head))
+    except InputError:  # not for this warning to refuse a file already written
+        return
     if seen != "lines":
         log.warning("%s: its items make this lines file look like %s; read it back with "
                     "format='lines' (--format lines)", path, seen)

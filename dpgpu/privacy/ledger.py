@@ -199,9 +199,21 @@ class PrivacyLedger:
                 composition: str, parts: tuple[tuple[float, float], ...]) -> Step:
         if not isinstance(name, str) or not name:
             raise InvalidParameter(f"name: expected a non-empty string, got {name!r}")
+        if isinstance(sampling_delta, (int, float)) and sampling_delta >= 1:
+            raise InvalidParameter(
+                f"sampling_delta: {sampling_delta:g}, not below 1: the samplers' accounted "
+                f"distance from exact noise, (1 + e^epsilon) x draws x tv, has no useful bound "
+                f"at epsilon={eps:g} (none above 700); lower epsilon")
         sdl = check_probability(sampling_delta, "sampling_delta", allow_zero=True)
         spent = (self._spent[0] + Fraction(eps), self._spent[1] + Fraction(dlt),
                  self._spent[2] + Fraction(sdl))
+        if spent[0] <= Fraction(self.epsilon) and spent[1] <= Fraction(self.delta) \
+                and spent[2] > Fraction(self.max_sampling_delta):
+            raise BudgetExceeded(
+                f"step {name!r} needs sampling_delta={sdl:g} (the samplers' accounted distance "
+                f"from exact noise, which grows with e^epsilon) but the run has "
+                f"{float_at_most(Fraction(self.max_sampling_delta) - self._spent[2]):g} left: "
+                f"epsilon={eps:g} is too large for the samplers; lower it; nothing was released")
         if (spent[0] > Fraction(self.epsilon) or spent[1] > Fraction(self.delta)
                 or spent[2] > Fraction(self.max_sampling_delta)):
             raise BudgetExceeded(

@@ -51,7 +51,9 @@ identities of one ``(key, tag)`` are distinct *by construction*, so the draws
 are independent.  Level 1 (tag ``1``) uses the item id; level ``k`` uses the
 candidate key ``a * n_right + b`` (:class:`~.levels.Space`), for the noise of
 supported candidates (tag ``4k + 1``) and the Bernoulli bits of unsupported
-ones (tag ``4k + 2``) alike: ``(a, b)`` are indices into the released
+ones (tag ``4k + 2``, drawn packed only: candidate ``c`` takes word ``c % 8`` of
+the block of ``c // 8``, :meth:`~dpgpu.privacy.NoiseKey.packed_words`) alike:
+``(a, b)`` are indices into the released
 ``S_{k-1}`` and right set, so the key is an injective index of ``V_k``
 computed from released sets only (a level whose keys would not fit 63 bits
 is not extracted).  Content hashes were used before; they collide for long
@@ -185,7 +187,10 @@ class DPNERelease(Displayed):
 
 
 def sigma_schedule(sigma_star: float, max_n: int, schedule: str, decay: float) -> list[float]:
-    """``sigma_1 .. sigma_T`` with ``sum sigma_k**-2 = sigma***-2``: equal, or ``sigma_k = c sigma_{k-1}``."""
+    """``sigma_1 .. sigma_T`` with ``sum sigma_k**-2 = sigma***-2``.
+
+    Equal, or geometric: ``sigma_k = c sigma_{k-1}``.
+    """
     weights = [1.0] * max_n if schedule == "equal" else \
         [decay ** (-2 * k) for k in range(max_n)]
     return split_gaussian_sigma(sigma_star, weights)
@@ -374,7 +379,8 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
 def _contributions(contribution: Any, max_n: int) -> list[int]:
     if isinstance(contribution, (list, tuple)):
         if len(contribution) != max_n:
-            raise InvalidParameter(f"contribution: expected {max_n} values, got {len(contribution)}")
+            raise InvalidParameter(f"contribution: expected {max_n} values, "
+                                   f"got {len(contribution)}")
         return [check_positive_int(c, "contribution", maximum=MAX_CONTRIBUTION)
                 for c in contribution]
     return [check_positive_int(contribution, "contribution", maximum=MAX_CONTRIBUTION)] * max_n

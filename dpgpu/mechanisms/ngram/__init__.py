@@ -3,8 +3,9 @@
 Algorithm 1 of the paper: truncate every sequence to its first ``l_max``
 items and end it with ``&`` (the truncated database: a cut sequence ends
 after its ``l_max``-th item, so every n-gram is followed by an item or by
-``&`` and the children of a node account for all of its count), build an exploration tree of noisy n-gram counts level by level
-(``n <= n_max``), make it consistent and turn it into a synthetic database.
+``&`` and the children of a node account for all of its count), build an
+exploration tree of noisy n-gram counts level by level (``n <= n_max``),
+make it consistent and turn it into a synthetic database.
 
 Why ``&`` follows a cut sequence too: Section 4.3.4 takes a node's count to
 be the sum of its children's, and Theorem 4.1 reconstructs the *truncated*
@@ -18,8 +19,9 @@ but breaks both properties, so it is not done.
 Privacy argument (Theorem 5.1)
 ------------------------------
 Neighbouring databases differ in one sequence.  After truncation a sequence
-holds at most ``l_max`` items followed by the end marker ``&``.  A root-to-leaf path of the tree starts at an item (the root's
-children are the items; ``&`` is never a root child), so one sequence
+holds at most ``l_max`` items followed by the end marker ``&``.  A
+root-to-leaf path of the tree starts at an item (the root's children are
+the items; ``&`` is never a root child), so one sequence
 touches at most ``l_max`` paths, and the count of a node changes by the
 number of touched paths through it.  Every node's count gets discrete
 Laplace noise of scale ``l_max / eps_v`` (``P[k] ~ exp(-eps_v |k| / l_max)``,
@@ -41,7 +43,9 @@ suffices: fix a neighbouring pair and let ``M'`` draw *exactly* the noise of
 the counts the differing sequence changes -- at most ``l_max`` per level,
 one per root-to-leaf path it touches (:func:`_sensitivity`) -- and every
 other count as the release does.  Given the released levels so far (the
-same in both), a level's candidate list is the same, and every count the
+same in both), a level's candidate list is the same (level 1 is every item
+of the vocabulary, which must be public for that; a release on a vocabulary
+taken from the data is marked not private), and every count the
 sequence does not touch is equal and gets the same keyed draw in both,
 hence the same value; so ``M'`` is the exact mechanism of the proof above
 on the touched counts, epsilon-DP, and it differs from the release in at
@@ -250,7 +254,8 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     timings["prepare_s"] = time.perf_counter() - t0
     t = time.perf_counter()
     levels = build_tree(counter, epsilon=epsilon, l_max=l_max, n_max=n_max,
-                        allocation="adaptive" if variant in ("adaptive", "no-approx") else "uniform",
+                        allocation="adaptive" if variant in ("adaptive", "no-approx")
+                        else "uniform",
                         thresholds=private,
                         noise=noise, sensitivity=_sensitivity(l_max), max_draws=draws,
                         progress=progress,
