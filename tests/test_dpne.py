@@ -204,6 +204,108 @@ def test_audit_passes_at_claimed_and_rejects_uncapped():
     assert not bad.passed, bad.summary()
 
 
+# The whole first level (DPNE's DPSU, max_n = 1) with the release's own calibration: the
+# report gives sigma_1 (zcdp_sigma of (epsilon, delta / 2)) and rho_1
+# (dpsu_integer_threshold), and each batch runs the level's own steps as dpne() does --
+# the users' bounded histogram (Occurrences.first_histogram, partitioned by user) and
+# _dpsu (noise, threshold) on it tiled over the trials, every (trial, item) its own noise
+# identity.  (No user holds more than Delta items, so no subset choice is made.)  The
+# proof splits delta in two: the noisy histogram is a Gaussian mechanism, (epsilon,
+# delta / 2) by the zCDP conversion, and rho_1 keeps the items only the added user holds
+# unreleased except with probability delta / 2.  A pair of neighbours reaches one half
+# or the other, so each audit claims (epsilon, delta / 2) plus the samplers' delta; a
+# large delta, 0.1, brings both halves within reach of the runs.
+LEVEL_ONE = dict(epsilon=1.0, delta=0.1, max_n=1, contribution=4)
+LEVEL_ONE_VOCAB = ["b", "p", "q", "r", "s", "x"]
+
+
+def _level_one_claim(d1):
+    """``(epsilon, delta / 2 + sampling delta)`` and the grid's ``sigma_1``, ``rho_1``,
+    from the report of a release of ``d1``."""
+    rep = dpne(d1, seed=0, **LEVEL_ONE).report
+    cal = rep["calibration"]
+    return (rep["epsilon"], rep["delta"] - LEVEL_ONE["delta"] / 2, GRID * cal["sigmas"][0],
+            cal["thresholds_grid"][0])
+
+
+def _level_one(sigma, rho, watch):
+    """Batched level 1 of dpne(): whether each run releases each of the ``watch`` items."""
+    from dpgpu.mechanisms.dpne import Occurrences, _dpsu  # noqa: PLC0415
+    from dpgpu.mechanisms.dpne.histogram import merge_histograms  # noqa: PLC0415
+    from dpgpu.scale.partitions import partition  # noqa: PLC0415
+
+    def mech(db, seed, trials):
+        occ = partition(db, "local", by_user=True).map(Occurrences.of)
+        bounding = NoiseKey.from_seed(11).derive("dpne: contribution bounding")
+        keys, weights = merge_histograms(occ.gather(Occurrences.first_histogram,
+                                                    LEVEL_ONE["contribution"], bounding, 0))
+        n = db.vocab.size
+        ids = (np.arange(trials, dtype=np.int64)[:, None] * n + keys[None, :]).ravel()
+        out = np.zeros((trials, n), dtype=bool)
+        hits = _dpsu((ids, np.tile(weights, trials)), sigma, rho, NoiseKey.from_seed(seed), 0)
+        out[hits // n, hits % n] = True
+        return out[:, [db.vocab.id_of(x) for x in watch]]
+    return mech
+
+
+def _released_any(out):
+    return threshold_events([0.5])(out.any(axis=1).astype(np.int64))
+
+
+def _audit_level_one(d0, d1, watch, trials):
+    eps, delta, sigma, rho = _level_one_claim(d1)
+    return audit(_level_one(sigma, rho, watch), d0, d1, _released_any, eps, delta,
+                 trials=trials, alpha=1e-4, seed=5, batch=True)
+
+
+# The Gaussian half: d0 has one user holding x, d1 a second one.  The added user's one
+# item gets weight GRID, its whole L2 budget on one count, and with rho_1 1.9 sigma above
+# d0's weight "x released" is the threshold test of a one-dimensional discrete Gaussian
+# mechanism -- the best test of this pair at that threshold.  P[x released] is 0.027 in
+# d0 and 0.094 in d1: 0.094 - e 0.027 = 0.021, the Gaussian's true delta at epsilon 1 (the
+# zCDP conversion's delta / 2 = 0.05 is an upper bound).  A twin with sigma times 2/3 (and
+# rho_1 recalibrated with it, so its lone items stay covered) has 0.196 - e 0.038 = 0.093
+# > 0.05: at 100,000 runs it is rejected with probability above 0.9999.
+GAUSSIAN_PAIR = ([["x"]], [["x"]] * 2)
+
+
+def test_level_one_audit_passes_dpne_on_the_gaussian_half():
+    d0, d1 = (SequenceDB.from_sequences(s, vocab=LEVEL_ONE_VOCAB) for s in GAUSSIAN_PAIR)
+    result = _audit_level_one(d0, d1, ["x"], 100_000)
+    assert result.passed, result.summary()
+    assert result.delta_lower_bound > 0.005, result.summary()  # the events see the curve
+
+
+def test_level_one_audit_rejects_two_thirds_of_sigma(monkeypatch):
+    monkeypatch.setattr("dpgpu.mechanisms.dpne.zcdp_sigma",
+                        lambda epsilon, delta: 2 / 3 * zcdp_sigma(epsilon, delta))
+    d0, d1 = (SequenceDB.from_sequences(s, vocab=LEVEL_ONE_VOCAB) for s in GAUSSIAN_PAIR)
+    result = _audit_level_one(d0, d1, ["x"], 100_000)
+    assert not result.passed, result.summary()
+
+
+# The threshold half: d1 adds a user holding four items no one else holds (t = Delta = 4,
+# weight 128 each: the t with the largest w_t + c_t, which sets rho_1).  One of them is
+# released with probability 1 - P[X <= rho_1 - 128]^4, just under delta / 2, and never in
+# d0.  A twin whose threshold spends the whole delta (the Gaussian's half too) releases
+# one with probability about delta: rejected at 50,000 runs with probability above 0.9999.
+LONE_PAIR = ([["b"]], [["b"], ["p", "q", "r", "s"]])
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["dpne", "threshold-at-full-delta"])
+def test_level_one_audit_on_the_threshold_half(monkeypatch, broken):
+    if broken:
+        monkeypatch.setattr("dpgpu.mechanisms.dpne.dpsu_integer_threshold",
+                            lambda s, delta, max_items: dpsu_integer_threshold(s, 2 * delta,
+                                                                               max_items))
+    d0, d1 = (SequenceDB.from_sequences(s, vocab=LEVEL_ONE_VOCAB) for s in LONE_PAIR)
+    result = _audit_level_one(d0, d1, ["p", "q", "r", "s"], 50_000)
+    assert result.passed != broken, result.summary()
+    if not broken:
+        assert result.counts[0, 0] == 0, result.summary()      # never released in d0
+        assert result.delta_lower_bound > 0.04, result.summary()  # the events see delta / 2
+
+
 def test_cli_dpne(tmp_path):
     path = tmp_path / "d.txt"
     path.write_text("\n".join(" ".join(s) for s in _popular_db()) + "\n")

@@ -386,7 +386,9 @@ def test_audit_weighted_passes_and_rejects_uncapped(method, n_pairs):
 # user's GRID units land on it between 2 and 3 GRID below the threshold rho: the
 # release ratio there is e^epsilon exactly.  Twice the budget doubles the base count (here
 # past rho) and the added user's step (to 2 GRID), a ratio near e^(2 epsilon) on "not
-# released".  alpha = 8 puts the cutoff Gamma above what either variant reaches.
+# released".  alpha = 8 puts the cutoff Gamma above what either variant reaches.  A twin
+# with the noise scale times 2/3 (rho and Gamma recalibrated with it) loses about 2.35 on
+# this pair ("released": 0.84 vs 0.08); its bound, 2.28 to 2.32 over seeds, rejects it.
 @pytest.mark.parametrize("method", ["dpsu-all", "dpsu-single"])
 def test_audit_laplace_passes_and_rejects_over_budget(method):
     params = dict(epsilon=2.0, delta=1e-5, contribution=2, alpha=8.0)
@@ -418,6 +420,90 @@ def test_audit_laplace_passes_and_rejects_over_budget(method):
     bad = audit(_core(method, "laplace", 2, calib, watch, _over_budget), d0, d1, on_watch,
                 eps, delta, **kw)
     assert not bad.passed, bad.summary()
+    with pytest.MonkeyPatch.context() as mp:
+        scale = baselines.laplace_scale
+        mp.setattr(baselines, "laplace_scale", lambda e, s=1.0: 2 / 3 * scale(e, s))
+        _, _, twin = _claim(_neighbours(background, [gram], items)[1], method, "laplace",
+                            **params)
+    assert twin[0][1].scale < noise.scale
+    bad = audit(_core(method, "laplace", 2, twin, watch), d0, d1, on_watch, eps, delta, **kw)
+    assert not bad.passed, bad.summary()
+
+
+# Both halves of delta, as for DPNE (tests/test_dpne.py): the weighted policy's proof
+# splits delta into the Gaussian mechanism's (epsilon, delta / 2) (zCDP conversion) and the
+# threshold's delta / 2 for the grams only the added user holds, and a pair of neighbours
+# reaches one half or the other, so each audit below claims (epsilon, delta / 2) plus the
+# samplers' delta -- at delta = 0.1, which brings both halves within reach of the runs.
+# (The audit above, at delta = 1e-6, sees little of the Gaussian curve: a twin with sigma
+# times 2/3 gets epsilon lower bounds of 0.6 to 1.0 there, for the claimed 2.)
+HALVES = dict(epsilon=1.0, delta=0.1, contribution=2)   # dpsu-all keeps 4 grams, -single 2
+HALVES_ITEMS = ["a", "b", "p", "q", "r", "s", "x", "y"]
+
+
+def _halves_claim(d1, method):
+    eps, delta, calib = _claim(d1, method, "weighted", **HALVES)
+    return eps, delta - HALVES["delta"] / 2, calib
+
+
+def _released_any(out):
+    """Events: some watched gram released, or none."""
+    return threshold_events([0.5])(out.any(axis=1).astype(np.int64))
+
+
+# The Gaussian half: one base user holds the added user's only gram (the item x for
+# dpsu-all, the bigram x y for dpsu-single), which gets weight GRID from each, so "the gram
+# released" is the threshold test of a one-dimensional discrete Gaussian at 1.9 (-all) or
+# 1.8 (-single) sigma above d0's weight.  The honest release reaches 0.021 (0.020) of the
+# allowed 0.05 at epsilon 1; a twin with sigma times 2/3 (thresholds recalibrated with it)
+# 0.093 (0.097): rejected at 100,000 runs with probability above 0.9999.
+@pytest.mark.parametrize("method,gram", [("dpsu-all", ["x"]), ("dpsu-single", ["x", "y"])])
+@pytest.mark.parametrize("broken", [False, True], ids=["honest", "two-thirds-sigma"])
+def test_audit_weighted_gaussian_half(monkeypatch, method, gram, broken):
+    d0, d1 = _neighbours([gram], [gram], HALVES_ITEMS)
+    watch = [tuple(d1.vocab.id_of(x) for x in gram)]
+    eps, delta, calib = _halves_claim(d1, method)
+    h0, h1 = (_histogram(d, method, "weighted", calib) for d in (d0, d1))
+    assert (h0[watch[0]], h1[watch[0]]) == (GRID, 2 * GRID)                # the premise
+    if broken:
+        from dpgpu.mechanisms.dpne.calibration import zcdp_sigma  # noqa: PLC0415
+
+        monkeypatch.setattr("dpgpu.mechanisms.dpne.zcdp_sigma",
+                            lambda e, d: 2 / 3 * zcdp_sigma(e, d))
+        eps, delta, calib = _halves_claim(d1, method)
+    result = audit(_core(method, "weighted", 2, calib, watch), d0, d1, _released_any, eps,
+                   delta, trials=100_000, alpha=AUDIT_ALPHA, seed=3, batch=True)
+    assert result.passed != broken, result.summary()
+    if not broken:
+        assert result.delta_lower_bound > 0.005, result.summary()  # the events see the curve
+
+
+# The threshold half: the added user holds as many grams as it may keep (4 items for
+# dpsu-all, 2 bigrams for dpsu-single; weight w_t each, the t with the largest w_t + c_t,
+# which sets rho), no one else holds them.  One of them is released with probability just
+# under delta / 2, and never in d0.  A twin whose threshold spends the whole delta (the
+# Gaussian's half too) releases one with probability about delta: rejected at 50,000 runs
+# with probability above 0.9999.
+@pytest.mark.parametrize("method,added", [("dpsu-all", [["p"], ["q"], ["r"], ["s"]]),
+                                          ("dpsu-single", [["p", "q"], ["r", "s"]])])
+@pytest.mark.parametrize("broken", [False, True], ids=["honest", "threshold-at-full-delta"])
+def test_audit_weighted_threshold_half(monkeypatch, method, added, broken):
+    if broken:
+        threshold = baselines.dpsu_integer_threshold
+        monkeypatch.setattr(baselines, "dpsu_integer_threshold",
+                            lambda s, delta, cap: threshold(s, 2 * delta, cap))
+    d0, d1 = _neighbours([["a", "b"]], added, HALVES_ITEMS)
+    eps, delta, calib = _halves_claim(d1, method)
+    (cap, _, _, _), = calib
+    h0, h1 = (_histogram(d, method, "weighted", calib) for d in (d0, d1))
+    watch = sorted(set(h1) - set(h0))                                     # the premise
+    assert len(watch) == cap and {h1[g] for g in watch} == {unit_weights(cap)[cap]}
+    result = audit(_core(method, "weighted", 2, calib, watch), d0, d1, _released_any, eps,
+                   delta, trials=50_000, alpha=AUDIT_ALPHA, seed=3, batch=True)
+    assert result.passed != broken, result.summary()
+    if not broken:
+        assert result.counts[0, 0] == 0, result.summary()                  # never in d0
+        assert result.delta_lower_bound > 0.04, result.summary()  # the events see delta / 2
 
 
 @pytest.mark.parametrize("policy", ["weighted", "laplace"])

@@ -280,50 +280,147 @@ def test_supports_equal_brute_force():
 
 
 # --------------------------------------------------------------- privacy audit
-# Mining phase with fixed public pre-mining results (|D|~ = 30, l_max = 3, L_f = 3)
-# over the single item "a": C_k = {a^k}, Delta_k = 1.  d1 adds "a a a", which
-# lands in one of the 3 samples; eps_4 = 1.5 covers the one local support it
-# moves.  The broken twin counts every level on the whole database with the
-# sample's sensitivity, so all three local supports move: loss 3 * eps_4.
-D0 = SequenceDB.from_sequences([["a"] * 3] * 30, vocab=["a"])
-D1 = SequenceDB.from_sequences([["a"] * 3] * 31, vocab=["a"])
-PRE = PreMining(n_noisy=30, l_max=3, L_f=3)
-EPS_PRUNE, EPS_SUPPORT = 1.5, 0.5
-# Trials per side.  The broken twin's events "all >= 31" / "all <= 30" have
-# probabilities ~0.55 vs ~0.0058 (log ratio 4.5 > 2.0); with 750 trials the
-# Clopper-Pearson bound (alpha 1e-4 over 12 tests) exceeds 2.0 with median
-# 2.8 and misses in < 1 of 20,000 simulated count draws per event (300: 32%,
-# 500: 0.2%).  The passing audit holds at any trial count (bounds are valid).
-AUDIT_TRIALS = 750
+# The mining phase (Algorithm 3, lines 11-23) with fixed public pre-mining results
+# |D|~ = 3, l_max = 3, L_f = 2 over the single item "a": C_k = {a^k}, Delta_k = 1, so a
+# local support gets scale 1 / eps_4 and a full support 1 / (eps_5 / 2).  d0 is empty and
+# d1 holds the one sequence "a a a".  With threshold 0.3, a^k is frequent iff its noisy
+# full support is >= 1 (0.3 |D|~ = 0.9), and the relaxed local threshold (-0.34) keeps
+# every local support >= 0.
+#
+# The added sequence moves the full supports of a and a a by one (eps_5 / 2 each) and, in
+# the one sample it lands in, one local support by one (eps_4).  Which sample is random and
+# never released, but for discrete Laplace noise P[1 + Z >= 1] = e^(1/scale) P[Z >= 1], so
+# the joint upper tail {all four supports >= 1} has likelihood ratio e^eps_4 whichever
+# sample it is, times e^eps_5: exactly e^(eps_4 + eps_5), the claim.  Its d0 probability is
+# only 0.0125, so 12,000 runs per side: a twin with every scale times 2/3 (loss 3.0 for the
+# claimed 2.0; d0 probability 0.0048) is rejected with probability 0.9999, and one that
+# counts every level on the whole database (the partition skipped: both local supports
+# move, loss 2 eps_4 + eps_5 = 2.75) with probability above 0.9999.  The lower tail at
+# d0's values ({a's local support <= 0 and a not frequent}: mining stops after level 1)
+# loses much less; it is there for the direction d0/d1.
+#
+# Each run is mine() itself, on a fresh ledger (so a fresh random partition).  Per batch,
+# the data steps are memoised (the samples, the shrunk samples and their exact supports:
+# data, not noise), the relaxed threshold too (a function of public values), and mine()'s
+# DiscreteLaplace(scale) serves values from large block draws of the real sampler at each
+# scale it asks for (independent values, at exactly that scale).
+PRE = PreMining(n_noisy=3, l_max=3, L_f=2)
+EPS_PRUNE, EPS_SUPPORT = 0.75, 1.25
+AUD_D0 = SequenceDB.from_sequences([], vocab=["a"])
+AUD_D1 = SequenceDB.from_sequences([["a"] * 3], vocab=["a"])
+AUDIT_TRIALS = 12_000
+NOT_RELEASED = np.iinfo(np.int64).min  # a level not mined, or a pattern not frequent
 
 
-def local_supports(db, seed):
-    ledger = PrivacyLedger(EPS_PRUNE + EPS_SUPPORT, max_sampling_delta=1e-6, seed=seed)
-    levels = mine(db, ledger, PRE, threshold=0.3, eps_prune=EPS_PRUNE, eps_support=EPS_SUPPORT,
-                  zeta=0.3, max_candidates=100, backend=get_backend("numpy"))
-    out = np.full(3, -10 ** 9)
+class _Memo:
+    """``fn`` with its results kept by ``key(*args)``."""
+
+    def __init__(self, fn, key):
+        self._fn, self._key, self._memo = fn, key, {}
+
+    def __call__(self, *args):
+        k = self._key(*args)
+        if k not in self._memo:
+            self._memo[k] = self._fn(*args)
+        return self._memo[k]
+
+
+def _content(db):
+    return db.items.tobytes(), db.offsets.tobytes()
+
+
+class _NoisePool:
+    """mine()'s DiscreteLaplace(scale).sample(...), served from block draws at that scale."""
+
+    def __init__(self, seed, block):
+        from dpgpu.privacy import NoiseKey  # noqa: PLC0415
+
+        self._key, self._block, self._left, self._blocks = NoiseKey.from_seed(seed), block, {}, 0
+
+    def __call__(self, scale):
+        pool = self
+
+        class Sampler:
+            def sample(self, key, identities, *, tag, backend=None):
+                return pool.take(scale, len(identities))
+
+        return Sampler()
+
+    def take(self, scale, n):
+        from dpgpu.privacy import DiscreteLaplace  # noqa: PLC0415 - the real sampler
+
+        left = self._left.get(scale, np.empty(0, dtype=np.int64))
+        if left.size < n:
+            self._blocks += 1
+            size = max(self._block, n)
+            left = np.concatenate([left, DiscreteLaplace(scale).sample(
+                self._key, np.arange(size), tag=self._blocks, backend="numpy")])
+        self._left[scale] = left[n:]
+        return left[:n]
+
+
+def _supports_of(levels):
+    """Per run: a^k's noisy local support for k = 1 .. L_f, then its released support."""
+    out = np.full(2 * PRE.L_f, NOT_RELEASED, dtype=np.int64)
     for lvl in levels:
-        out[lvl.k - 1] = lvl.local_noisy[(0,) * lvl.k]
+        pattern = (0,) * lvl.k
+        out[lvl.k - 1] = lvl.local_noisy[pattern]
+        out[PRE.L_f + lvl.k - 1] = dict(lvl.frequent).get(pattern, NOT_RELEASED)
     return out
 
 
-def local_events(out):
-    return [bool(np.all(out >= 31)), bool(out[0] >= 31), bool(np.all(out <= 30))]
+def _mine(db, ledger):
+    return mine(db, ledger, PRE, threshold=0.3, eps_prune=EPS_PRUNE, eps_support=EPS_SUPPORT,
+                zeta=0.3, max_candidates=100, backend=get_backend("numpy"))
+
+
+def mining_runs(db, seed, trials):
+    with pytest.MonkeyPatch.context() as mp:
+        for name, key in [("_mining_data", lambda part, n, rows: (_content(part), n,
+                                                                  rows.tobytes())),
+                          ("shrink", lambda sample, cands, k, l_max: (_content(sample),
+                                                                      tuple(cands), k, l_max)),
+                          ("supports", lambda sample, weights, cands, backend: (
+                              _content(sample), weights.tobytes(), tuple(cands))),
+                          ("relaxed_threshold", lambda *args: args)]:
+            mp.setattr(pfs2_module, name, _Memo(getattr(pfs2_module, name), key))
+        mp.setattr(pfs2_module, "DiscreteLaplace", _NoisePool(seed, 4 * trials))
+        return np.stack([_supports_of(_mine(db, PrivacyLedger(
+            EPS_PRUNE + EPS_SUPPORT, max_sampling_delta=1e-6, seed=seed * trials + i)))
+            for i in range(trials)])
+
+
+def mining_events(out):
+    local, released = out[:, :PRE.L_f], out[:, PRE.L_f:]
+    return np.stack([(out >= 1).all(axis=1),
+                     (local[:, 0] <= 0) & (released[:, 0] == NOT_RELEASED)], axis=1)
+
+
+def mining_audit():
+    return audit(mining_runs, AUD_D0, AUD_D1, mining_events,
+                 epsilon=EPS_PRUNE + EPS_SUPPORT, trials=AUDIT_TRIALS, alpha=1e-4, seed=7,
+                 batch=True)
 
 
 @pytest.mark.slow
 def test_audit_passes_the_mining_phase():
-    result = audit(local_supports, D0, D1, local_events, epsilon=EPS_PRUNE + EPS_SUPPORT,
-                   trials=AUDIT_TRIALS, alpha=1e-4, seed=7)
+    levels = _mine(AUD_D1, PrivacyLedger(2.0, max_sampling_delta=1e-6, seed=1))
+    assert levels[0].sensitivity == 1 and levels[0].relaxed_threshold < 0  # the premise
+    result = mining_audit()
     assert result.passed, result.summary()
+    assert result.epsilon_lower_bound > 1.3, result.summary()  # the events see the loss
 
 
 @pytest.mark.slow
-def test_audit_rejects_skipping_the_partition(monkeypatch):
-    monkeypatch.setattr(pfs2_module, "sample_databases",
-                        lambda db, n, key: [_dedupe(db)] * n)
-    result = audit(local_supports, D0, D1, local_events, epsilon=EPS_PRUNE + EPS_SUPPORT,
-                   trials=AUDIT_TRIALS, alpha=1e-4, seed=7)
+@pytest.mark.parametrize("twin", ["partition-skipped", "scales-two-thirds"])
+def test_audit_rejects_a_broken_mining_phase(monkeypatch, twin):
+    if twin == "partition-skipped":
+        monkeypatch.setattr(pfs2_module, "sample_databases", lambda db, n, key: [_dedupe(db)] * n)
+    else:
+        scale = pfs2_module.laplace_scale
+        monkeypatch.setattr(pfs2_module, "laplace_scale",
+                            lambda epsilon, sensitivity=1.0: 2 / 3 * scale(epsilon, sensitivity))
+    result = mining_audit()
     assert not result.passed, result.summary()
 
 
@@ -342,7 +439,8 @@ def test_pfs2_finds_the_frequent_sequences_and_spends_epsilon(tmp_path):
     rel = pfs2(db, 2.0, 0.1, seed=1)
     exact, _ = frequent_subsequences(db, 300)
     found = set(rel.patterns)
-    assert len(found & set(exact)) >= 0.6 * len(exact) and len(found - set(exact)) <= 0.2 * len(found)
+    assert len(found & set(exact)) >= 0.6 * len(exact)
+    assert len(found - set(exact)) <= 0.2 * len(found)
     r = rel.report
     assert r["epsilon"] <= 2.0 and r["ledger"]["spent"]["epsilon"] <= 2.0
     assert r["pre_mining"]["L_f"] == len(r["levels"]) or r["levels"][-1]["frequent"] == 0

@@ -221,52 +221,81 @@ def test_cli_pst(tmp_path, capsys):
 
 
 # ----------------------------------------------------------------- privacy audit
-# d1 adds the sequence "a a" (l_top = 2 symbols, no '&'): the root's score goes 1 -> 2 and
-# hist(root)[a] 0 -> 2, hist($)[a] and hist(a)[a] 0 -> 1.  Each trial is one tree of a
-# forest grown by the mechanism's own code (grow + noisy_histograms).
-AUD_D0 = SequenceDB.from_sequences([["b"]], vocab=["a", "b"])
-AUD_D1 = SequenceDB.from_sequences([["b"], ["a", "a"]], vocab=["a", "b"])
-AUD_EPS, AUD_LTOP = 2.0, 2
+# Each trial is one tree of a forest grown by the mechanism's own code (grow +
+# noisy_histograms) with the release's own budgets and scales (pst_module.calibrate, looked
+# up when the audit runs, so a test can swap in a broken twin).
+#
+# Neighbours: ten items (beta = 11), l_top = 3; d0 holds "z z z" twice and d1 adds
+# "a a a" (both fill l_top, so no '&').  The added sequence is three one-symbol steps, one
+# root-to-leaf path each.  With the root a leaf they move exactly two noisy quantities:
+# the root's score ||hist||_1 - max hist (max: z's 6) goes 0 -> 3 and its hist[a] 0 -> 3.
+# For discrete Laplace noise Z and an integer b >= 0, P[b + Z <= 0] shrinks by exactly
+# e^(-1/scale) per unit of b, so the joint lower tail at d0's values, {root not split,
+# noisy root hist[a] <= 0}, has likelihood ratio exactly e^(3 / lambda + 3 / s):
+# eps_tree (beta - 1) / (2 beta - 1) + eps_hist = 20/21 epsilon.  (One split test reaches
+# about half of eps_tree, Theorem 4.1 bounds whole paths; with beta = 11 the tree holds
+# only 1/11 of epsilon, so the pair still reaches all but 1/21 of it.)  With the root
+# split, the three symbols land in depth-1 leaves ('$'[a] + 1, 'a'[a] + 2; node 'a' has
+# score 0 in both, so its split test is the same), and the joint upper tail at d1's values
+# has ratio e^(3 / s) times the root's split ratio (about e^0.08): 0.95 epsilon as well.
+AUD_ITEMS = list("abcdefghiz")
+AUD_D0 = SequenceDB.from_sequences([["z"] * 3] * 2, vocab=AUD_ITEMS)
+AUD_D1 = SequenceDB.from_sequences([["z"] * 3] * 2 + [["a"] * 3], vocab=AUD_ITEMS)
+AUD_EPS, AUD_LTOP, AUD_TRIALS = 2.0, 3, 20_000
 
 
 def pst_forest(db, seed, trials):
-    """Per trial: root split?, noisy root hist[a], noisy hist('$')[a], noisy hist('a')[a].
-
-    Budgets and scales are the release's own (:func:`pst_module.calibrate`)."""
+    """Per trial: root split?, noisy root hist[a], noisy hist('$')[a], node 'a' a leaf?,
+    noisy hist('a')[a] (-1 where the node does not exist)."""
     _, _, params, hist_scale = pst_module.calibrate(AUD_EPS, AUD_LTOP, db.vocab.size)
     key = NoiseKey.from_seed(seed)
     flat, events = pst_symbols(db, AUD_LTOP)
     levels, exact = grow(flat, events, db.vocab.size, SplitTest(params, key.derive("tree")),
                          n_trees=trials, backend="numpy")
     noisy_histograms(levels, exact, key.derive("hist"), hist_scale)
-    out = np.full((trials, 4), -1, dtype=np.int64)
+    a = db.vocab.id_of("a")
+    out = np.full((trials, 5), -1, dtype=np.int64)
     out[:, 0] = ~levels[0].leaf
-    out[:, 1] = levels[0].hist[:, 0]
+    out[:, 1] = levels[0].hist[:, a]
     if len(levels) > 1:
         lv = levels[1]
-        for col, sym in ((2, db.vocab.start_id), (3, 0)):
-            rows = np.flatnonzero(lv.contexts[:, 0] == sym)
-            out[lv.tree[rows], col] = lv.hist[rows, 0]
+        start = np.flatnonzero(lv.contexts[:, 0] == db.vocab.start_id)
+        out[lv.tree[start], 2] = lv.hist[start, a]
+        node = np.flatnonzero(lv.contexts[:, 0] == a)
+        out[lv.tree[node], 3] = lv.leaf[node]
+        out[lv.tree[node], 4] = lv.hist[node, a]
     return out
 
 
 def pst_events(out):
-    split, root_a, start_a, a_a = out.T
-    return np.stack([(split == 0) & (root_a >= 2), (split == 0) & (root_a >= 1), split == 1,
-                     (split == 1) & (start_a >= 1) & (a_a >= 1),
-                     (split == 0) & (root_a <= 0)], axis=1)
+    split, root_a, start_a, a_leaf, a_a = out.T
+    leaf_root, leaf_a = split == 0, (split == 1) & (a_leaf == 1)
+    return np.stack([leaf_root & (root_a <= 0), leaf_root & (root_a >= 3),       # root a leaf
+                     leaf_a & (start_a >= 1) & (a_a >= 2),                        # root split
+                     leaf_a & (start_a <= 0) & (a_a <= 0)], axis=1)
+
+
+def pst_audit():
+    return audit(pst_forest, AUD_D0, AUD_D1, pst_events, epsilon=AUD_EPS, trials=AUD_TRIALS,
+                 alpha=1e-4, seed=11, batch=True)
 
 
 def test_audit_passes_the_pst():
-    result = audit(pst_forest, AUD_D0, AUD_D1, pst_events, epsilon=AUD_EPS, trials=40_000,
-                   alpha=1e-4, seed=11, batch=True)
+    (_, root0), (_, root1) = (exact_tree(d, AUD_LTOP, 0) for d in (AUD_D0, AUD_D1))
+    assert (scores(root0[0])[0], scores(root1[0])[0]) == (0, 3)  # the pair's premise
+    assert (root1[0][0] - root0[0][0]).tolist() == [3] + [0] * 10
+    result = pst_audit()
     assert result.passed, result.summary()
+    assert result.epsilon_lower_bound > 1.6, result.summary()  # the events see the loss
 
 
-def test_audit_rejects_the_pst_without_l_top_scaling(monkeypatch):
-    monkeypatch.setattr(pst_module, "_sensitivity", lambda l_top: 1)
-    result = audit(pst_forest, AUD_D0, AUD_D1, pst_events, epsilon=AUD_EPS, trials=40_000,
-                   alpha=1e-4, seed=11, batch=True)
+@pytest.mark.parametrize("sensitivity", [lambda l_top: 1, lambda l_top: 2 * l_top // 3],
+                         ids=["no-l_top-scaling", "two-thirds"])
+def test_audit_rejects_an_undercalibrated_pst(monkeypatch, sensitivity):
+    # sensitivity 1 instead of l_top = 3: every scale a third, this pair loses 2.9 epsilon;
+    # 2 instead of 3: every scale times 2/3, 1.43 epsilon
+    monkeypatch.setattr(pst_module, "_sensitivity", sensitivity)
+    result = pst_audit()
     assert not result.passed, result.summary()
 
 
