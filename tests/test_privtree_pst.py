@@ -334,8 +334,8 @@ def test_pst_split_decisions_are_clamped(monkeypatch):
     params = split_params(8.0 / 3, 3, pst_module._sensitivity(6))
     deep = [(d, s) for _, d, s in seen if s.size and (s - d * params.delta).min() < -params.delta]
     assert deep, "no node deep enough for the clamp to act"
-    for depth, scores in deep:  # what the mechanism adds noise to is the clamped score
-        assert biased_scores(scores, depth, params).min() == params.theta - params.delta
+    for depth, raw in deep:  # what the mechanism adds noise to is the clamped score
+        assert biased_scores(raw, depth, params).min() == params.theta - params.delta
 
 
 def test_an_empty_database_has_no_symbols_and_still_releases():
