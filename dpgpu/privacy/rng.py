@@ -253,23 +253,36 @@ class NoiseKey:
         -------
         (M,) uint64 array of the backend's namespace
         """
-        be = backend_of(identities, backend)
-        xp = be.xp
-        ids = as_identities(identities, xp)
-        out = xp.empty(ids.shape[0], dtype=xp.uint64)
-        step = chunk_size(be)
-        for start in range(0, ids.shape[0], step):
-            part = ids[start:start + step]
+        def chunk(part, be):
+            xp = be.xp
             block = part >> xp.uint64(3)
             new = xp.ones(part.shape[0], dtype=xp.bool_)
             new[1:] = block[1:] != block[:-1]
-            run = xp.cumsum(new) - 1
             words = self.words(block[new], tag, WORDS_PER_BLOCK, backend=be)
-            out[start:start + part.shape[0]] = words[(part & xp.uint64(7)).astype(xp.int64), run]
-        return out
+            return words[(part & xp.uint64(7)).astype(xp.int64), xp.cumsum(new) - 1]
+
+        return by_chunks(identities, backend, "uint64", chunk)
 
     def __repr__(self) -> str:
         return f"NoiseKey(seeded={self.seeded})"
+
+
+def by_chunks(identities: Any, backend: "str | Backend | None", dtype: str,
+              draw: Any):
+    """``draw(part, backend)`` over :func:`chunk_size` pieces of ``identities``, as one array.
+
+    ``part`` is a piece of the identities as uint64 (:func:`as_identities`);
+    ``draw`` returns one value of ``dtype`` per identity of it.  Bounds the
+    memory of the words a piece needs.
+    """
+    be = backend_of(identities, backend)
+    ids = as_identities(identities, be.xp)
+    out = be.xp.empty(ids.shape[0], dtype=dtype)
+    step = chunk_size(be)
+    for start in range(0, ids.shape[0], step):
+        part = ids[start:start + step]
+        out[start:start + part.shape[0]] = draw(part, be)
+    return out
 
 
 def chunk_size(backend: Backend) -> int:

@@ -58,7 +58,7 @@ import numpy as np
 from ..backend import Backend, backend_of, get_backend
 from ..errors import InvalidParameter
 from ..validation import check_positive_int, check_positive_real, check_probability
-from .rng import NoiseKey, as_identities, chunk_size
+from .rng import NoiseKey, by_chunks
 from .tables import WEIGHT_SLACK, CdfTable, cdf_table, exp_neg_fixed, gaussian_half_weights, \
     geometric_weights, search
 
@@ -104,16 +104,8 @@ class _Sampler:
         -------
         (M,) array of the backend's namespace
         """
-        be = backend_of(identities, backend)
-        xp = be.xp
-        ids = as_identities(identities, xp)
-        out = xp.empty(ids.shape[0], dtype=self.dtype)
-        step = chunk_size(be)
-        for start in range(0, ids.shape[0], step):
-            part = ids[start:start + step]
-            words = key.words(part, tag, self.n_words, backend=be)
-            out[start:start + part.shape[0]] = self._from_words(words, xp)
-        return out
+        return by_chunks(identities, backend, self.dtype, lambda part, be: self._from_words(
+            key.words(part, tag, self.n_words, backend=be), be.xp))
 
     def _from_words(self, words: Any, xp: Any):
         raise NotImplementedError
