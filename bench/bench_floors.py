@@ -17,11 +17,13 @@ tokens; ``dpgpu.data.generate.markov_sequences``) with
 
 and the ratio of measured time to the larger floor.  On a GPU it also
 reports, from a separate pass with CUDA events around each launch, the
-device time of dpgpu's own kernels (``cuda.launch``), their number and the
-work items (windows, padding included) they covered: the rest of a level's
-time is host work, CuPy's library calls (``flatnonzero``, sorts) and gaps
-between launches, which tells whether a level is bound by the kernel or by
-what surrounds it.  And it times every level once more on the sort path
+device time of dpgpu's own kernels (``cuda.launch``: counting, read-out
+and unpacking), their number and the work items they covered (windows,
+padding included, plus 32 lanes per read-out chunk and one per distinct
+gram unpacked): the rest of a level's time is host work, CuPy's library
+calls (allocation, the cumulative sum of the read-out, the sort of the hash
+path) and gaps between launches, which tells whether a level is bound by
+the kernels or by what surrounds them.  And it times every level once more on the sort path
 (``sort_s``: packed keys, ``unique``, no counting kernel), the alternative
 a radix-partitioned count would compete with.  It also times the whole
 N-gram release (epsilon 1, l_max 20, n_max 5) on the bundled MSNBC file on
@@ -155,15 +157,12 @@ def count_levels(db, be, n_max: int, bandwidth: float, peak: float,
 @contextlib.contextmanager
 def sort_path():
     """Make :meth:`GramEngine.count` skip its dense and hash kernels: the sort path."""
-    from dpgpu.ops import gpu_grams, grams  # noqa: PLC0415
-
-    dense, hashed = grams._gpu_dense_space, gpu_grams.hash_counts_gpu
-    grams._gpu_dense_space, gpu_grams.hash_counts_gpu = (lambda backend: 0), \
-        (lambda *args, **kw: None)
+    counting = GramEngine._count_gpu
+    GramEngine._count_gpu = lambda self, n: None
     try:
         yield
     finally:
-        grams._gpu_dense_space, gpu_grams.hash_counts_gpu = dense, hashed
+        GramEngine._count_gpu = counting
 
 
 def sort_levels(db, be, rows: list[dict]) -> None:

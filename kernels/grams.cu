@@ -1,7 +1,7 @@
 // grams.cu -- launch wrappers of the gram kernels (logic in grams.cuh).
 //
-// Both kernels take a 1-D grid of any size and loop grid-stride over the
-// flat work items t = row * n_windows + pos.
+// Each kernel takes a 1-D grid of any size and loops grid-stride over its
+// work items: the flat windows t = row * n_windows + pos, or the words.
 #include "grams.cuh"
 
 // keys[t] = packed key of window t, for an (n_rows, n_windows) int64 matrix.
@@ -36,5 +36,19 @@ extern "C" __global__ void dpgpu_level_histogram(
         dpgpu_level_bin_at(tokens, row_stride, lengths, n_windows, m, radix,
                            sorted_keys, ctx_order, n_ctx, n_symbols, t);
     if (bin >= 0) atomicAdd(out + bin, 1ULL);
+  }
+}
+
+// grams[i] = symbols of the key of packed[i], counts[i] = its count, for
+// words (key << count_bits) | count (0 < count_bits < 64).
+extern "C" __global__ void dpgpu_unpack_counts(const unsigned long long* __restrict__ packed,
+                                               long long size, int count_bits, int n,
+                                               long long radix, int* __restrict__ grams,
+                                               long long* __restrict__ counts) {
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < size;
+       i += step) {
+    counts[i] = dpgpu_unpack_word(packed[i], count_bits, n,
+                                  static_cast<unsigned long long>(radix), grams + i * n);
   }
 }

@@ -78,13 +78,71 @@ DPGPU_HD void dpgpu_cursor_advance(DpgpuCursor* c) {
   }
 }
 
-// Home slot of a key in a hash table of mask + 1 slots (a power of two):
-// the splitmix64 finaliser, so that keys differing in low digits spread out.
-DPGPU_HD unsigned long long dpgpu_hash_slot(long long key, unsigned long long mask) {
+// The splitmix64 finaliser: spreads keys that differ in low digits.
+DPGPU_HD unsigned long long dpgpu_mix64(long long key) {
   unsigned long long z = static_cast<unsigned long long>(key);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return (z ^ (z >> 31)) & mask;
+  return z ^ (z >> 31);
+}
+
+// High 64 bits of the 128-bit product a * b.
+DPGPU_HD unsigned long long dpgpu_mul_high(unsigned long long a, unsigned long long b) {
+#if defined(__CUDA_ARCH__)
+  return __umul64hi(a, b);
+#else
+  const unsigned long long low = 0xffffffffULL;
+  const unsigned long long a0 = a & low, a1 = a >> 32, b0 = b & low, b1 = b >> 32;
+  const unsigned long long middle = (a0 * b0 >> 32) + (a1 * b0 & low) + a0 * b1;
+  return a1 * b1 + (a1 * b0 >> 32) + (middle >> 32);
+#endif
+}
+
+// Home slot of a key in a hash table of `capacity` slots (any size > 0):
+// the high word of mix64(key) * capacity, a multiply instead of a modulo.
+DPGPU_HD unsigned long long dpgpu_hash_slot(long long key, unsigned long long capacity) {
+  return dpgpu_mul_high(dpgpu_mix64(key), capacity);
+}
+
+// Slot after `slot` in linear probing (wrapping at capacity).
+DPGPU_HD unsigned long long dpgpu_next_slot(unsigned long long slot,
+                                            unsigned long long capacity) {
+  return slot + 1ULL == capacity ? 0ULL : slot + 1ULL;
+}
+
+// Symbols of an exact packed key of n digits: row[i] = digit i - 1
+// (the inverse of dpgpu_window_key; a zero digit, padding, gives -1).
+// Digits come off in 32-bit arithmetic once the rest fits it (a 64-bit
+// division is a long instruction sequence on a GPU).
+DPGPU_HD void dpgpu_decode_key(unsigned long long key, int n, unsigned long long radix,
+                               int* row) {
+  int i = n - 1;
+  for (; i >= 0 && (key > 0xffffffffULL || radix > 0xffffffffULL); --i) {
+    row[i] = static_cast<int>(key % radix) - 1;
+    key /= radix;
+  }
+  unsigned int rest = static_cast<unsigned int>(key);
+  const unsigned int base = static_cast<unsigned int>(radix);
+  for (; i >= 0; --i) {
+    row[i] = static_cast<int>(rest % base) - 1;
+    rest /= base;
+  }
+}
+
+// Entry i of a counting table as written by the read-out:
+// (i << index_shift) | value, or the bare value when index_shift < 0.
+DPGPU_HD unsigned long long dpgpu_pack_entry(long long i, unsigned long long value,
+                                             int index_shift) {
+  if (index_shift < 0) return value;
+  return (static_cast<unsigned long long>(i) << index_shift) | value;
+}
+
+// Count and gram row of a packed word (key << count_bits) | count
+// (0 < count_bits < 64), the key's n digits decoded as dpgpu_decode_key does.
+DPGPU_HD long long dpgpu_unpack_word(unsigned long long word, int count_bits, int n,
+                                     unsigned long long radix, int* row) {
+  dpgpu_decode_key(word >> count_bits, n, radix, row);
+  return static_cast<long long>(word & ((1ULL << count_bits) - 1ULL));
 }
 
 // First index i with sorted[i] >= key (NumPy searchsorted, side="left").

@@ -63,6 +63,7 @@ def noise_draws(monkeypatch):
     synthetic sampling) under the method's; the calls a recorded call makes
     itself are not recorded again.
     """
+    from dpgpu.backend import to_numpy  # noqa: PLC0415
     from dpgpu.privacy import NoiseKey, samplers  # noqa: PLC0415
 
     seen = NoiseDraws()
@@ -74,7 +75,7 @@ def noise_draws(monkeypatch):
                 if isinstance(self, NoiseKey) else (args[0], args[1], kw["tag"])
             if depth[0] == 0:
                 seen.append((name or type(self).__name__, key._key, tag,
-                             np.asarray(identities).view(np.uint64).copy(), is_packed))
+                             to_numpy(identities).view(np.uint64).copy(), is_packed))  # CuPy too
             depth[0] += 1
             try:
                 return original(self, *args, **kw)

@@ -15,7 +15,8 @@ from dpgpu import SequenceDB
 from dpgpu.backend import cuda
 from dpgpu.ops import keys as K
 from dpgpu.ops.gpu_grams import (SHARED_BINS, dense_counts_gpu, hash_counts_gpu,
-                                 level_histogram_gpu, packed_keys_gpu)
+                                 level_histogram_gpu, pack_nonzero, packed_keys_gpu,
+                                 unpack_counts)
 from dpgpu.ops.grams import GramEngine
 
 pytestmark = pytest.mark.gpu
@@ -161,12 +162,13 @@ def test_dense_counts_parity(cp, n, n_symbols, shared):
     r, j = np.nonzero(K.window_valid(lengths, n, n_win))
     keys = K.packed_keys(tokens, n, radix)[r, j]
     expected = np.bincount(keys, minlength=radix ** n)
-    got = cp.zeros(radix ** n, dtype=cp.int64)
-    dense_counts_gpu(cp.asarray(tokens), cp.asarray(lengths), n, radix, got)
-    np.testing.assert_array_equal(got.get(), expected)
-    wide = np.concatenate([tokens, np.ones((tokens.shape[0], 3), dtype=np.int32)], axis=1)
-    dense_counts_gpu(cp.asarray(wide)[:, :40], cp.asarray(lengths), n, radix, got)  # row stride 43
-    np.testing.assert_array_equal(got.get(), 2 * expected)  # accumulates, deterministic
+    for dtype in (cp.int64, cp.uint32):  # 64- and 32-bit counters
+        got = cp.zeros(radix ** n, dtype=dtype)
+        dense_counts_gpu(cp.asarray(tokens), cp.asarray(lengths), n, radix, got)
+        np.testing.assert_array_equal(got.get(), expected)
+        wide = np.concatenate([tokens, np.ones((tokens.shape[0], 3), dtype=np.int32)], axis=1)
+        dense_counts_gpu(cp.asarray(wide)[:, :40], cp.asarray(lengths), n, radix, got)  # stride 43
+        np.testing.assert_array_equal(got.get(), 2 * expected)  # accumulates, deterministic
     assert (radix ** n <= SHARED_BINS) == shared
 
 
@@ -178,9 +180,13 @@ def test_dense_counts_one_bin(cp):
     np.testing.assert_array_equal(got.get(), [0, 6_400_000])
 
 
-@pytest.mark.parametrize("n,n_symbols", [(4, 150), (5, 40), (3, 3000)])
-def test_hash_counts_equal_the_engine_on_numpy(cp, n, n_symbols):
-    """Key spaces too large to hold densely: one hash-table pass over every block."""
+@pytest.mark.parametrize("n,n_symbols,packed", [(4, 150, True), (5, 40, True), (3, 3000, True),
+                                                (5, 3000, False)])
+def test_hash_counts_equal_the_engine_on_numpy(cp, n, n_symbols, packed):
+    """Key spaces too large to hold densely: one hash-table pass over every block.
+
+    Keys and counts share one word where they fit 64 bits, else a slot is a pair.
+    """
     rng = np.random.default_rng(n + n_symbols)
     zipf = np.minimum(rng.zipf(1.3, size=400_000), n_symbols) - 1  # hot grams and a long tail
     lens = rng.geometric(0.1, size=30_000)
@@ -190,13 +196,30 @@ def test_hash_counts_equal_the_engine_on_numpy(cp, n, n_symbols):
     gpu = GramEngine(db, 30, start=True, backend="cupy", max_block_cells=50_000)
     assert len(gpu.blocks) > 3 and gpu.radix ** n > 2 ** 27
     grams, counts = GramEngine(db, 30, start=True, backend="numpy").count(n)
-    found = hash_counts_gpu(gpu.blocks, n, gpu.radix, 2 ** 34)
+    windows = int(counts.sum())
+    assert ((gpu.radix ** n).bit_length() + windows.bit_length() <= 64) == packed
+    found = hash_counts_gpu(gpu.blocks, n, gpu.radix, 2 ** 34, windows)
     assert found is not None
-    np.testing.assert_array_equal(found[0].get(), K.rows_keys(grams, gpu.radix, True))
+    np.testing.assert_array_equal(found[0].get(), grams)
+    np.testing.assert_array_equal(found[1].get(), counts)
     got_grams, got_counts = gpu.count(n)
     np.testing.assert_array_equal(got_grams.get(), grams)
     np.testing.assert_array_equal(got_counts.get(), counts)
-    assert hash_counts_gpu(gpu.blocks, n, gpu.radix, 1024) is None  # too big: caller sorts
+    assert hash_counts_gpu(gpu.blocks, n, gpu.radix, 1024, windows) is None  # too big: caller sorts
+
+
+@pytest.mark.parametrize("dtype", ["uint32", "uint64"])
+def test_dense_read_out_in_key_order(cp, dtype):
+    """Both read-out passes on a large histogram: every nonzero bin, in order, with its count."""
+    rng = np.random.default_rng(5)
+    hist = np.where(rng.random(3_000_017) < 0.01, rng.integers(1, 2 ** 30, size=3_000_017), 0)
+    words = pack_nonzero(cp.asarray(hist.astype(dtype)), 31).get()
+    keys = np.flatnonzero(hist)
+    np.testing.assert_array_equal(words, (keys.astype(np.uint64) << np.uint64(31))
+                                  | hist[keys].astype(np.uint64))
+    grams, counts = unpack_counts(cp.asarray(words), 31, 3, 145)
+    np.testing.assert_array_equal(grams.get(), K.decode_packed(keys, 3, 145))
+    np.testing.assert_array_equal(counts.get(), hist[keys])
 
 
 def test_module_memoised(cp):

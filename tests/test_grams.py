@@ -171,20 +171,6 @@ def test_tiny_blocks_give_the_same_counts_and_histograms():
     assert np.array_equal(whole.next_symbol_histogram(ctx), tiny.next_symbol_histogram(ctx))
 
 
-@pytest.mark.parametrize("key_bits,count_bits", [(34, 27), (40, 30)])
-def test_sorted_pairs_packs_or_argsorts(key_bits, count_bits):
-    """The GPU hash path's final sort (array-module generic): both branches, same answer."""
-    from dpgpu.ops.gpu_grams import _sorted_pairs
-
-    rng = np.random.default_rng(key_bits)
-    keys = rng.choice(2 ** key_bits, size=5_000, replace=False).astype(np.int64)
-    counts = rng.integers(1, 2 ** count_bits, size=5_000)
-    got_keys, got_counts = _sorted_pairs(keys.copy(), counts.copy(), key_bits, count_bits)
-    order = np.argsort(keys)
-    np.testing.assert_array_equal(got_keys, keys[order])
-    np.testing.assert_array_equal(got_counts, counts[order])
-
-
 @pytest.mark.parametrize("values", [[], [5], [3, 1, 3, 2, 1], [-4, 7, 7, -4, 0, 2 ** 40]])
 def test_sorted_unique_equals_numpy_unique(values):
     from dpgpu.ops.keys import sorted_unique  # noqa: PLC0415

@@ -53,13 +53,24 @@ extern "C" void dpgpu_emulator_thread(unsigned int block, unsigned int thread,
 
 _KERNEL = re.compile(r'extern "C" __global__ void (\w+)\(([^)]*)\)')
 _SCALARS = {"int": (np.int32, ctypes.c_int), "long long": (np.int64, ctypes.c_longlong)}
-_POINTEES = {"int": (np.int32,), "long long": (np.int64,),
+_POINTEES = {"int": (np.int32,), "long long": (np.int64,), "unsigned int": (np.uint32,),
              "unsigned long long": (np.uint64, np.int64)}
 
 
+def gxx() -> str:
+    """g++ from PATH (the test skips without it)."""
+    found = shutil.which("g++")
+    if found is None:
+        pytest.skip("g++ not found on PATH")
+    return found
+
+
 def signatures(name: str) -> dict[str, list[str]]:
-    """Parameter types of each kernel of ``<name>.cu``, names and qualifiers dropped."""
-    source = (Path(str(cuda.kernel_dir())) / f"{name}.cu").read_text()
+    """Parameter types of each kernel of ``<name>.cu`` (macros expanded), names and qualifiers dropped."""
+    kernels = Path(str(cuda.kernel_dir()))
+    done = subprocess.run([gxx(), "-E", "-P", "-x", "c++", f"-I{kernels}", str(kernels / f"{name}.cu")],
+                          capture_output=True, text=True, check=True)
+    source = done.stdout
     found = {}
     for kernel, params in _KERNEL.findall(source):
         types = []
@@ -101,13 +112,10 @@ class EmulatedKernel:
 
 @pytest.fixture(scope="module")
 def library(tmp_path_factory):
-    gxx = shutil.which("g++")
-    if gxx is None:
-        pytest.skip("g++ not found on PATH")
     work = tmp_path_factory.mktemp("grams_emulated")
     (work / "emulator.cpp").write_text(SHIM)
     lib = work / "libgrams_emulated.so"
-    cmd = [gxx, "-std=c++17", "-O1", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror",
+    cmd = [gxx(), "-std=c++17", "-O1", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror",
            f"-I{Path(str(cuda.kernel_dir()))}", str(work / "emulator.cpp"), "-o", str(lib)]
     built = subprocess.run(cmd, capture_output=True, text=True)
     assert built.returncode == 0, f"{' '.join(cmd)}\n{built.stderr}"
@@ -132,7 +140,11 @@ def test_signatures_parsed():
         "dpgpu_level_histogram": ["int *", "long long", "int *", "long long", "long long",
                                   "int", "long long", "long long *", "long long *",
                                   "long long", "int", "unsigned long long *"],
+        "dpgpu_unpack_counts": ["unsigned long long *", "long long", "int", "int", "long long",
+                                "int *", "long long *"],
     }
+    assert signatures("gram_readout")["dpgpu_pack_chunks_u32"] == [
+        "unsigned int *", "long long", "long long *", "int", "unsigned long long *"]
 
 
 @pytest.mark.parametrize("n_rows,width,n,view", [
@@ -192,3 +204,100 @@ def test_engine_dispatch(launches, m):
     np.testing.assert_array_equal(emulated.next_symbol_histogram(contexts), expected)
     wide = [t for t, _ in emulated.blocks if t.shape[1] > m]
     assert launches.count("dpgpu_level_histogram") == len(wide) > 1
+
+
+class _ZeroedNumpy:
+    """NumPy posing as CuPy, with ``empty`` giving zeros (no kernel runs to fill it)."""
+
+    def __getattr__(self, name):
+        return np.zeros if name == "empty" else getattr(np, name)
+
+
+@pytest.fixture
+def checked_launches(monkeypatch):
+    """Launches of kernels that need a GPU, each only checked against its C signature.
+
+    Warp intrinsics keep gram_counts.cu and gram_readout.cu off the emulator,
+    but the arguments the launch code passes can still be checked: a wrong
+    count or type there crashes the process on a GPU rather than failing
+    cleanly.  A chunk-count launch reports one nonzero entry per chunk, so
+    that the second read-out pass is launched too.
+    """
+    types = {k: v for name in ("grams", "gram_counts", "gram_readout")
+             for k, v in signatures(name).items()}
+    done: list[str] = []
+
+    def launch(kernel, n_items, args, **options):
+        params = types[kernel]
+        assert len(args) == len(params), (kernel, args)
+        for ctype, arg in zip(params, args):
+            if ctype.endswith("*"):
+                assert arg.dtype.type in _POINTEES[ctype[:-1].strip()], (kernel, ctype, arg.dtype)
+            else:
+                assert type(arg) is _SCALARS[ctype][0], (kernel, ctype, type(arg))
+        if kernel.startswith("dpgpu_nonzero_chunks_"):
+            args[-1][:] = 1
+        done.append(kernel)
+
+    monkeypatch.setitem(sys.modules, "cupy", _ZeroedNumpy())
+    monkeypatch.setattr(cuda, "function", lambda name, kernel: kernel)
+    monkeypatch.setattr(cuda, "launch", launch)
+    monkeypatch.setattr(cuda, "multiprocessors", lambda: 132)
+    return done
+
+
+def test_gpu_only_launches_match_their_signatures(checked_launches):
+    tokens, lengths = np.zeros((50, 12), dtype=np.int32), np.full(50, 12, dtype=np.int32)
+    for dtype, space_n in [(np.uint32, 1), (np.uint64, 1), (np.int64, 1), (np.uint32, 3)]:
+        gpu_grams.dense_counts_gpu(tokens, lengths, space_n, 30, np.zeros(30 ** space_n, dtype))
+        gpu_grams.pack_nonzero(np.zeros(30 ** space_n, dtype), 9)
+    gpu_grams.hash_counts_gpu([(tokens, lengths)], 5, 30, 2 ** 30, 400)  # packed slots
+    gpu_grams.hash_counts_gpu([(tokens, lengths)], 9, 2 ** 7, 2 ** 30, 200)  # (key, count) pairs
+    assert checked_launches == [
+        "dpgpu_gram_counts_shared_u32", "dpgpu_nonzero_chunks_u32", "dpgpu_pack_chunks_u32",
+        "dpgpu_gram_counts_shared_u64", "dpgpu_nonzero_chunks_u64", "dpgpu_pack_chunks_u64",
+        "dpgpu_gram_counts_shared_u64", "dpgpu_nonzero_chunks_u64", "dpgpu_pack_chunks_u64",
+        "dpgpu_gram_counts_u32", "dpgpu_nonzero_chunks_u32", "dpgpu_pack_chunks_u32",
+        "dpgpu_gram_hash_packed", "dpgpu_nonzero_chunks_u64", "dpgpu_pack_chunks_u64",
+        "dpgpu_unpack_counts", "dpgpu_gram_hash_counts"]
+
+
+@pytest.mark.parametrize("n,radix,count_bits", [(1, 3, 1), (3, 101, 27), (5, 40, 30), (9, 101, 3)])
+def test_unpack_counts_inverts_the_packing(launches, n, radix, count_bits):
+    rng = np.random.default_rng(n * radix)
+    grams = rng.integers(0, radix - 1, size=(500, n)).astype(np.int32)
+    keys = K.rows_keys(grams, radix, True).astype(np.uint64)
+    counts = rng.integers(0, 2 ** count_bits, size=500).astype(np.uint64)
+    got_grams, got_counts = gpu_grams.unpack_counts((keys << np.uint64(count_bits)) | counts,
+                                                    count_bits, n, radix)
+    np.testing.assert_array_equal(got_grams, grams)
+    np.testing.assert_array_equal(got_counts, counts.astype(np.int64))
+    assert got_grams.dtype == np.int32 and got_counts.dtype == np.int64
+    assert launches == ["dpgpu_unpack_counts"]
+
+
+def test_dense_count_read_out(launches, monkeypatch):
+    """count_grams_gpu's dense path: 32-bit counters, packed in key order, equal to the engine's."""
+    def numpy_dense(tokens, lengths, n, radix, counts):  # stand-ins for the warp-level kernels
+        n_win = tokens.shape[1] - n + 1
+        r, j = np.nonzero(K.window_valid(lengths, n, n_win))
+        np.add.at(counts, K.packed_keys(tokens, n, radix)[r, j], 1)
+        assert counts.dtype == np.uint32
+
+    def numpy_pack(values, index_shift):
+        index = np.flatnonzero(values).astype(np.uint64)
+        return (index << np.uint64(index_shift)) | values[index]
+
+    monkeypatch.setattr(gpu_grams, "dense_counts_gpu", numpy_dense)
+    monkeypatch.setattr(gpu_grams, "pack_nonzero", numpy_pack)
+    rng = np.random.default_rng(7)
+    seqs = [[str(x) for x in rng.integers(0, 6, size=k)] for k in rng.geometric(0.1, size=300)]
+    db = SequenceDB.from_sequences(seqs, vocab=[str(i) for i in range(6)])
+    engine = GramEngine(db, start=True, backend="numpy", max_block_cells=500)
+    for n in (1, 2, 4):
+        grams, counts = engine.count(n)
+        got = gpu_grams.count_grams_gpu(engine.blocks, n, engine.radix, engine.n_windows(n),
+                                        10 ** 6, 2 ** 30)
+        np.testing.assert_array_equal(got[0], grams)
+        np.testing.assert_array_equal(got[1], counts)
+    assert launches.count("dpgpu_unpack_counts") == 3

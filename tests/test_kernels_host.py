@@ -81,6 +81,10 @@ int main() {
       DpgpuCursor c = dpgpu_cursor(t, step, n_windows);
       for (long long k = 0; k < steps; ++k, dpgpu_cursor_advance(&c))
         std::printf("%lld\n%lld\n", c.row, c.pos);
+    } else if (std::strcmp(op, "slot") == 0) {  // capacity n_keys keys
+      const unsigned long long capacity = static_cast<unsigned long long>(scan());
+      for (long long key : scan_vector<long long>(scan()))
+        std::printf("%lld\n", static_cast<long long>(dpgpu_hash_slot(key, capacity)));
     } else if (std::strcmp(op, "search") == 0) {  // size sorted n_queries queries
       const long long size = scan();
       const std::vector<long long> sorted = scan_vector<long long>(size);
@@ -246,6 +250,22 @@ def test_cursor_walks_like_division(driver, t, step, n_windows):
     """The grid-stride cursor of the counting kernels gives divmod(t + k step, n_windows)."""
     got = driver("cursor", t, step, n_windows, 50).reshape(-1, 2).tolist()
     assert got == [list(divmod(t + k * step, n_windows)) for k in range(50)]
+
+
+@pytest.mark.parametrize("capacity", [1, 7, 1_000_003, 2 ** 40 + 3, 2 ** 63 - 1])
+def test_hash_slot_is_the_high_word(driver, capacity):
+    """Home slot = (splitmix64(key) * capacity) >> 64, exactly, and below capacity."""
+    keys = [0, 1, 2, 101, 2 ** 33 + 7, 10_510_100_500, 2 ** 62 + 12345]
+    got = driver("slot", capacity, len(keys), keys).tolist()
+    mask = 2 ** 64 - 1
+
+    def mix(z):
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9 & mask
+        z = (z ^ (z >> 27)) * 0x94d049bb133111eb & mask
+        return z ^ (z >> 31)
+
+    assert got == [mix(k) * capacity >> 64 for k in keys]
+    assert all(0 <= g < capacity for g in got)
 
 
 def test_search(driver):

@@ -3,9 +3,10 @@
 GPU twins of the ``xp`` reference in :mod:`dpgpu.ops.keys` and
 :meth:`dpgpu.ops.grams.GramEngine.next_symbol_histogram`, with the same
 results bit for bit.  The kernels are ``dpgpu_packed_keys`` and
-``dpgpu_level_histogram`` in ``kernels/grams.cu`` and the dense histograms
-of ``kernels/gram_counts.cu``; their per-element logic is in
-``kernels/grams.cuh``.
+``dpgpu_level_histogram`` and ``dpgpu_unpack_counts`` in
+``kernels/grams.cu``, the dense histograms and hash tables of
+``kernels/gram_counts.cu`` and their read-out in ``kernels/gram_readout.cu``;
+the per-element logic is in ``kernels/grams.cuh``.
 
 Importing this module imports neither CuPy nor NVRTC.
 """
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..backend import cuda
-from .keys import fits_exact
+from .keys import decode_packed, fits_exact
 
 
 def packed_keys_gpu(tokens: Any, n: int, radix: int):
@@ -55,8 +56,60 @@ def packed_keys_gpu(tokens: Any, n: int, radix: int):
 
 #: Dense key spaces up to this many bins are counted in shared memory (4 B a bin: 48 KiB).
 SHARED_BINS = 12_288
-#: Blocks per multiprocessor of the shared-memory histogram kernel.
-_SHARED_BLOCKS_PER_SM = 4
+#: Blocks per multiprocessor of the shared-memory histogram kernel (best of 4, 8, 16 on an H100).
+_SHARED_BLOCKS_PER_SM = 8
+#: Table entries per warp of the read-out kernels (``kernels/gram_readout.cu``): 16 per lane.
+READOUT_CHUNK = 512
+#: Kernel name suffix of each counter type.
+_SUFFIX = {np.dtype(np.uint32): "u32", np.dtype(np.uint64): "u64", np.dtype(np.int64): "u64"}
+
+
+def count_grams_gpu(blocks: list, n: int, radix: int, windows: int, dense_space: int,
+                    max_bytes: int):
+    """All distinct length-``n`` windows of padded blocks with their counts, on the GPU.
+
+    Key spaces of at most ``dense_space`` bins are counted in a dense
+    histogram (:func:`dense_counts_gpu`) and read out in key order with no
+    sort; larger ones go through a hash table (:func:`hash_counts_gpu`).
+    Counters are 32-bit when there are fewer than ``2**32`` windows.
+
+    Parameters
+    ----------
+    blocks : list of (tokens, lengths)
+        Padded CuPy blocks: int32 symbol ids ``0 .. radix-2`` (padding -1)
+        and the valid length of each row.
+    n : int
+        Window length (>= 1); keys must be exact (``radix**n < 2**63``).
+    radix : int
+        Key radix, normally ``n_symbols + 1``.
+    windows : int
+        Number of length-``n`` windows inside their sequences in ``blocks``
+        (:meth:`dpgpu.ops.grams.GramEngine.n_windows`).
+    dense_space : int
+        Largest key space to count densely.
+    max_bytes : int
+        Device memory a hash table may take.
+
+    Returns
+    -------
+    (grams, counts) or None
+        ``(U, n)`` int32 grams in lexicographic order and their int64
+        counts; ``None`` when the hash table would need more than
+        ``max_bytes`` (the caller then sorts the keys instead).
+    """
+    import cupy  # noqa: PLC0415 - GPU path only
+
+    space = radix ** n
+    if space > dense_space:
+        return hash_counts_gpu(blocks, n, radix, max_bytes, windows)
+    hist = cupy.zeros(space, dtype=cupy.uint32 if windows < 2 ** 32 else cupy.uint64)
+    for tokens, lengths in blocks:
+        dense_counts_gpu(tokens, lengths, n, radix, hist)
+    count_bits = max(windows, 1).bit_length()
+    if (space - 1).bit_length() + count_bits > 64:  # 2**37 windows or more: unpacked read-out
+        keys = cupy.flatnonzero(hist)
+        return decode_packed(keys, n, radix), hist[keys].astype(cupy.int64)
+    return unpack_counts(pack_nonzero(hist, count_bits), count_bits, n, radix)
 
 
 def dense_counts_gpu(tokens: Any, lengths: Any, n: int, radix: int, counts: Any) -> Any:
@@ -65,8 +118,8 @@ def dense_counts_gpu(tokens: Any, lengths: Any, n: int, radix: int, counts: Any)
     One pass over the block: each window's packed key is formed from the
     tokens and counted at once (no key array is stored).  Key spaces of at
     most :data:`SHARED_BINS` bins use a private histogram per block in
-    shared memory; larger ones add straight to ``counts``.  Both merge equal
-    keys within a warp first, so frequent grams do not serialise on one
+    shared memory; larger ones add straight to ``counts``, merging equal
+    keys within a warp first so that frequent grams do not serialise on one
     counter.
 
     Parameters
@@ -79,9 +132,9 @@ def dense_counts_gpu(tokens: Any, lengths: Any, n: int, radix: int, counts: Any)
         Window length (>= 1); ``radix**n`` must be the size of ``counts``.
     radix : int
         Key radix, normally ``n_symbols + 1``.
-    counts : cupy.ndarray of int64, shape (radix**n,)
+    counts : cupy.ndarray of uint32, uint64 or int64, shape (radix**n,)
         C-contiguous histogram to add to.  Atomic additions of integers:
-        the result is deterministic.
+        the result is deterministic.  32-bit counters must not pass 2**32.
 
     Returns
     -------
@@ -96,8 +149,10 @@ def dense_counts_gpu(tokens: Any, lengths: Any, n: int, radix: int, counts: Any)
     import cupy  # noqa: PLC0415 - GPU path only
 
     space = radix ** n
-    if counts.shape != (space,) or counts.dtype != cupy.int64 or not counts.flags.c_contiguous:
-        raise ValueError(f"dense_counts_gpu: counts must be C-contiguous int64 of shape ({space},)")
+    if counts.shape != (space,) or counts.dtype not in _SUFFIX or not counts.flags.c_contiguous:
+        raise ValueError("dense_counts_gpu: counts must be C-contiguous uint32, uint64 or "
+                         f"int64 of shape ({space},)")
+    suffix = _SUFFIX[counts.dtype]
     tokens, row_stride = _rows(tokens)
     n_rows, width = tokens.shape
     n_windows = width - n + 1
@@ -109,78 +164,143 @@ def dense_counts_gpu(tokens: Any, lengths: Any, n: int, radix: int, counts: Any)
     if space <= SHARED_BINS:
         # a block's 32-bit counters see at most total / blocks < 2**32 windows
         blocks = max(_SHARED_BLOCKS_PER_SM * cuda.multiprocessors(), -(-total // 2 ** 31))
-        cuda.launch(cuda.function("gram_counts", "dpgpu_gram_counts_shared"), total,
+        cuda.launch(cuda.function("gram_counts", f"dpgpu_gram_counts_shared_{suffix}"), total,
                     args + (np.int32(space), counts), max_blocks=blocks, shared_mem=4 * space)
     else:
-        cuda.launch(cuda.function("gram_counts", "dpgpu_gram_counts"), total, args + (counts,))
+        cuda.launch(cuda.function("gram_counts", f"dpgpu_gram_counts_{suffix}"), total,
+                    args + (counts,))
     return counts
 
 
-def hash_counts_gpu(blocks: list, n: int, radix: int, max_bytes: int):
-    """Distinct packed keys of length-``n`` windows over padded blocks, with counts, by hashing.
+def hash_counts_gpu(blocks: list, n: int, radix: int, max_bytes: int, windows: int):
+    """Distinct length-``n`` windows of padded blocks with counts, by hashing.
 
     Every valid window of every block goes into one open-addressing table
-    (``kernels/gram_counts.cu``, ``dpgpu_gram_hash_counts``) in one pass;
-    only the distinct keys are then sorted, not every window.
+    (``kernels/gram_counts.cu``) in one pass, at most two thirds full; only
+    the distinct keys are then sorted, not every window.  When a key and a
+    count fit one 64-bit word together, a slot is that word
+    (``dpgpu_gram_hash_packed``): the table's nonzero slots, read out in two
+    passes (:func:`pack_nonzero`), sort as they are.  Otherwise a slot is a
+    (key, count) pair (``dpgpu_gram_hash_counts``).
 
     Parameters
     ----------
     blocks : list of (tokens, lengths)
-        Padded CuPy blocks as in :func:`dense_counts_gpu`.
+        Padded CuPy blocks as in :func:`count_grams_gpu`.
     n : int
         Window length (>= 1); keys must be exact (``radix**n < 2**63``).
     radix : int
         Key radix.
     max_bytes : int
         Device memory the table may take.
+    windows : int
+        Number of valid windows in ``blocks``.
 
     Returns
     -------
-    (keys, counts) or None
-        Ascending int64 keys and their int64 counts; ``None`` when a table
-        with room for every window would need more than ``max_bytes``.
+    (grams, counts) or None
+        As :func:`count_grams_gpu`; ``None`` when a table with room for
+        every window would need more than ``max_bytes``.
     """
     import cupy  # noqa: PLC0415 - GPU path only
 
-    windows = sum(int(cupy.maximum(lengths.astype(cupy.int64) - (n - 1), 0).sum())
-                  for _, lengths in blocks)
-    space = radix ** n
-    most = min(windows, space)  # distinct keys, at most
-    capacity = 1 << most.bit_length()  # > most: every probe ends
-    if capacity < 2 * most and 32 * capacity <= max_bytes:
-        capacity *= 2  # at most half full where memory allows, so probes stay short
-    if capacity * 16 > max_bytes:
+    most = min(windows, radix ** n)  # distinct keys, at most
+    capacity = most + most // 2 + 1  # > most: every probe ends
+    count_bits = max(windows, 1).bit_length()
+    packed = (radix ** n - 1).bit_length() + count_bits <= 64
+    if capacity * (8 if packed else 16) > max_bytes:
         return None
-    table = cupy.full((capacity, 2), -1, dtype=cupy.int64)  # (key, count) pairs
-    table[:, 1] = 0
+    if packed:
+        table = cupy.zeros(capacity, dtype=cupy.uint64)
+        extra, kernel = (np.int32(count_bits), table), "dpgpu_gram_hash_packed"
+    else:
+        table = cupy.full((capacity, 2), -1, dtype=cupy.int64)  # (key, count) pairs
+        table[:, 1] = 0
+        extra, kernel = (table,), "dpgpu_gram_hash_counts"
     for tokens, lengths in blocks:
         tokens, row_stride = _rows(tokens)
         n_rows, width = tokens.shape
         n_windows = width - n + 1
         if n_windows <= 0 or n_rows == 0:
             continue
-        cuda.launch(cuda.function("gram_counts", "dpgpu_gram_hash_counts"), n_rows * n_windows,
+        cuda.launch(cuda.function("gram_counts", kernel), n_rows * n_windows,
                     (tokens, np.int64(row_stride),
                      cupy.ascontiguousarray(lengths, dtype=cupy.int32), np.int64(n_rows),
                      np.int64(n_windows), np.int32(n), np.int64(radix),
-                     np.int64(capacity - 1), table))
+                     np.int64(capacity)) + extra)
+    if packed:
+        words = pack_nonzero(table, -1)
+        words.sort()
+        return unpack_counts(words, count_bits, n, radix)
     found = table[cupy.flatnonzero(table[:, 1])]
-    return _sorted_pairs(found[:, 0], found[:, 1], (space - 1).bit_length(),
-                         max(windows, 1).bit_length())
+    order = found[:, 0].argsort()
+    return decode_packed(found[order, 0], n, radix), found[order, 1]
 
 
-def _sorted_pairs(keys: Any, counts: Any, key_bits: int, count_bits: int):
-    """``(keys, counts)`` in ascending key order (keys distinct and non-negative).
+def pack_nonzero(values: Any, index_shift: int) -> Any:
+    """The nonzero entries of a counting table in index order, as uint64 words.
 
-    When a key and a count fit 63 bits together they are packed into one
-    int64 and sorted once; otherwise the keys are argsorted and both gathered.
+    Two passes over chunks of :data:`READOUT_CHUNK` entries, one warp a
+    chunk (``kernels/gram_readout.cu``): count each chunk's nonzero entries,
+    then write them from the chunk's offset.
+
+    Parameters
+    ----------
+    values : cupy.ndarray of uint32 or uint64, shape (S,)
+        A dense histogram or a hash table of packed slots.
+    index_shift : int
+        Entry ``i`` is written as ``(i << index_shift) | values[i]``; when
+        negative, as ``values[i]`` alone.
+
+    Returns
+    -------
+    cupy.ndarray of uint64
     """
-    if key_bits + count_bits <= 63:
-        packed = (keys << count_bits) | counts
-        packed.sort()
-        return packed >> count_bits, packed & ((1 << count_bits) - 1)
-    order = keys.argsort()
-    return keys[order], counts[order]
+    import cupy  # noqa: PLC0415 - GPU path only
+
+    suffix = _SUFFIX[values.dtype]
+    chunks = -(-values.size // READOUT_CHUNK)
+    if chunks == 0:
+        return cupy.zeros(0, dtype=cupy.uint64)
+    found = cupy.empty(chunks, dtype=cupy.int32)
+    head = (values, np.int64(values.size))
+    cuda.launch(cuda.function("gram_readout", f"dpgpu_nonzero_chunks_{suffix}"), 32 * chunks,
+                head + (found,))
+    ends = cupy.cumsum(found, dtype=cupy.int64)
+    out = cupy.empty(int(ends[-1]), dtype=cupy.uint64)
+    if out.size:
+        cuda.launch(cuda.function("gram_readout", f"dpgpu_pack_chunks_{suffix}"), 32 * chunks,
+                    head + (ends, np.int32(index_shift), out))
+    return out
+
+
+def unpack_counts(words: Any, count_bits: int, n: int, radix: int):
+    """Gram rows and counts of packed words ``(key << count_bits) | count``.
+
+    Parameters
+    ----------
+    words : cupy.ndarray of uint64, shape (U,)
+    count_bits : int
+        Low bits holding the count (1 .. 63).
+    n : int
+        Digits of each key.
+    radix : int
+        Key radix.
+
+    Returns
+    -------
+    grams : cupy.ndarray of int32, shape (U, n)
+    counts : cupy.ndarray of int64, shape (U,)
+    """
+    import cupy  # noqa: PLC0415 - GPU path only
+
+    grams = cupy.empty((words.size, n), dtype=cupy.int32)
+    counts = cupy.empty(words.size, dtype=cupy.int64)
+    if words.size:
+        cuda.launch(cuda.function("grams", "dpgpu_unpack_counts"), words.size,
+                    (words, np.int64(words.size), np.int32(count_bits), np.int32(n),
+                     np.int64(radix), grams, counts))
+    return grams, counts
 
 
 def level_histogram_gpu(tokens: Any, lengths: Any, m: int, sorted_ctx_keys: Any,

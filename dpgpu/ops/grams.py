@@ -34,7 +34,7 @@ log = logging.getLogger("dpgpu")
 MAX_BLOCK_CELLS = 2 ** 25
 #: Exact key spaces up to this size are counted with a dense histogram on the CPU.
 DENSE_KEY_SPACE = 2 ** 24
-#: The same on the GPU (1 GiB of int64 bins), where scattered atomic adds beat sorting.
+#: The same on the GPU (at most 1 GiB of bins), where scattered atomic adds beat sorting.
 GPU_DENSE_KEY_SPACE = 2 ** 27
 
 
@@ -87,6 +87,24 @@ class GramEngine:
                           rows=rows, items=items)
                 for width, rows in _length_blocks(db.lengths, self.l_max, self._max_block_cells)]
 
+    @cached_property
+    def rows_by_length(self) -> np.ndarray:
+        """``rows_by_length[L]``: rows of the blocks holding ``L`` valid symbols (host array).
+
+        Read from the device once, so that window counts need no device sync.
+        """
+        xp = self.xp
+        width = max((t.shape[1] for t, _ in self.blocks), default=0)
+        total = xp.zeros(width + 1, dtype=xp.int64)
+        for _, lengths in self.blocks:
+            total += xp.bincount(lengths.astype(xp.int64), minlength=width + 1)
+        return self.backend.to_numpy(total)
+
+    def n_windows(self, n: int) -> int:
+        """Number of length-``n`` windows inside their sequences, over all blocks."""
+        rows = self.rows_by_length
+        return int(rows[n:] @ np.arange(1, rows.size - n + 1)) if rows.size > n else 0
+
     # ------------------------------------------------------------------ counts
     def count(self, n: int):
         """All distinct n-grams with their counts.
@@ -105,6 +123,10 @@ class GramEngine:
         """
         n = check_positive_int(n, "n")
         if K.fits_exact(n, self.n_symbols):
+            if self.backend.is_gpu:
+                found = self._count_gpu(n)
+                if found is not None:
+                    return found
             keys, counts = self._count_packed(n)
             return K.decode_packed(keys, n, self.radix), counts
         try:
@@ -144,18 +166,26 @@ class GramEngine:
         self._key_cache = (n, full)
         return full
 
-    def _count_packed(self, n: int):
-        """Distinct exact keys and their counts.
+    def _count_gpu(self, n: int):
+        """Distinct n-grams and counts by the GPU counting kernels, or ``None``.
 
-        Small key spaces use a dense histogram: on the CPU a Numba loop over
-        the flat items, no padding (:mod:`dpgpu.ops.grams_numba`); on the GPU
-        one kernel pass per block that forms each valid window's key and
-        counts it (:func:`dpgpu.ops.gpu_grams.dense_counts_gpu`), for key
-        spaces up to :data:`GPU_DENSE_KEY_SPACE` bins that fit an eighth of
-        the free device memory, and above that one pass into a hash table
-        (:func:`dpgpu.ops.gpu_grams.hash_counts_gpu`) when it fits half the
-        free memory.  Otherwise the valid windows' keys are masked and
-        sorted.
+        A dense histogram for key spaces up to :data:`GPU_DENSE_KEY_SPACE`
+        bins that fit an eighth of the free device memory, else a hash table
+        in half the free memory (:func:`dpgpu.ops.gpu_grams.count_grams_gpu`);
+        ``None`` when the table would not fit.
+        """
+        from .gpu_grams import count_grams_gpu  # noqa: PLC0415 - GPU path only
+
+        return count_grams_gpu(self.blocks, n, self.radix, self.n_windows(n),
+                               _gpu_dense_space(self.backend),
+                               free_device_memory(self.backend) // 2)
+
+    def _count_packed(self, n: int):
+        """Distinct exact keys and their counts, on the CPU or where the GPU kernels cannot.
+
+        Small key spaces use a dense histogram on the CPU, a Numba loop over
+        the flat items with no padding (:mod:`dpgpu.ops.grams_numba`).
+        Otherwise the valid windows' keys are masked and sorted.
         """
         xp = self.xp
         space = self.radix ** n
@@ -170,21 +200,6 @@ class GramEngine:
                              n, self.radix, hist)
             keys = np.flatnonzero(hist)
             return keys, hist[keys]
-        if self.backend.is_gpu and space <= _gpu_dense_space(self.backend):
-            from .gpu_grams import dense_counts_gpu  # noqa: PLC0415 - GPU path only
-
-            hist = xp.zeros(space, dtype=xp.int64)
-            for tokens, lengths in self.blocks:
-                dense_counts_gpu(tokens, lengths, n, self.radix, hist)
-            keys = xp.flatnonzero(hist)
-            return keys, hist[keys]
-        if self.backend.is_gpu:
-            from .gpu_grams import hash_counts_gpu  # noqa: PLC0415 - GPU path only
-
-            budget = free_device_memory(self.backend) // 2
-            found = hash_counts_gpu(self.blocks, n, self.radix, budget)
-            if found is not None:
-                return found
         blocks = [(k, lengths) for k, (_, lengths) in zip(self._packed_blocks(n), self.blocks)
                   if k is not None]
         parts = [k[K.window_valid(lengths, n, k.shape[1])] for k, lengths in blocks]
@@ -331,7 +346,7 @@ def _device_cells(backend: Any) -> int:
 
 
 def _gpu_dense_space(backend: Any) -> int:
-    """Largest key space counted densely on the GPU: int64 bins in an eighth of free memory.
+    """Largest key space counted densely on the GPU: 8-byte bins in an eighth of free memory.
 
     Free memory is this thread's share of it (:func:`~dpgpu.backend.free_device_memory`).
     """
