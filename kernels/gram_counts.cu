@@ -22,7 +22,7 @@ namespace {
 // Lanes of this warp holding the same key as this lane (this lane included).
 // __match_any_sync needs compute capability 7.0; before it, every lane is its
 // own group (one atomic per window, same counts).
-// Dense key spaces fit 32 bits, whose match is the cheaper instruction.
+// Dense key spaces are below 2**31: their keys match as int, the cheaper instruction.
 template <typename Key>
 __device__ __forceinline__ unsigned int dpgpu_peers(Key key) {
 #if __CUDA_ARCH__ >= 700

@@ -406,7 +406,7 @@ def zipf_db(n_symbols: int, seed: int, rows: int = 400):
 @pytest.mark.parametrize("n,n_symbols,dtype", [(1, 5, np.uint32), (2, 30, np.uint64),
                                                (3, 30, np.uint32), (2, 200, np.int64)])
 def test_dense_counts_run_on_the_warp_emulator(all_launches, n, n_symbols, dtype):
-    """Shared-memory (n_symbols + 1)**n <= SHARED_BINS) and global histograms, warp merging
+    """Shared-memory ((n_symbols + 1)**n <= SHARED_BINS) and global histograms, warp merging
     included, equal a NumPy count and add up over launches."""
     rng = np.random.default_rng(n * n_symbols)
     tokens = rng.integers(0, n_symbols, size=(120, 17), dtype=np.int32)
@@ -460,3 +460,13 @@ def test_count_grams_run_on_the_warp_emulator(all_launches, n, n_symbols, path):
               "pairs": "dpgpu_gram_hash_counts"}[path]
     assert any(k.startswith(kernel) for k in all_launches)
     assert ("dpgpu_unpack_counts" in all_launches) == (path != "pairs")
+
+
+def test_dense_counts_refuse_key_spaces_past_int(launches):
+    """Dense kernels match keys as 32-bit ints: 2**31 bins or more is refused, not miscounted."""
+    tokens, lengths = np.zeros((2, 3), dtype=np.int32), np.full(2, 3, dtype=np.int32)
+    with pytest.raises(ValueError, match="below 2\\*\\*31"):
+        gpu_grams.dense_counts_gpu(tokens, lengths, 1, 2 ** 31, np.zeros(1, dtype=np.uint32))
+    with pytest.raises(ValueError, match="below 2\\*\\*31"):
+        gpu_grams.dense_counts_gpu(tokens, lengths, 3, 1291, np.zeros(1, dtype=np.uint32))
+    assert launches == []

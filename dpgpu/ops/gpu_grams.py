@@ -84,7 +84,9 @@ def count_grams_gpu(blocks: list, n: int, radix: int, windows: int, dense_space:
         Key radix, normally ``n_symbols + 1``.
     windows : int
         Number of length-``n`` windows inside their sequences in ``blocks``
-        (:meth:`dpgpu.ops.grams.GramEngine.n_windows`).
+        (:meth:`dpgpu.ops.grams.GramEngine.n_windows`), exactly: it sizes
+        the counters and the hash table, so a smaller number would let
+        counts overflow.
     dense_space : int
         Largest key space to count densely.
     max_bytes : int
@@ -129,7 +131,8 @@ def dense_counts_gpu(tokens: Any, lengths: Any, n: int, radix: int, counts: Any)
     lengths : cupy.ndarray of int, shape (N,)
         Valid symbols per row.
     n : int
-        Window length (>= 1); ``radix**n`` must be the size of ``counts``.
+        Window length (>= 1); ``radix**n`` must be the size of ``counts``
+        and below ``2**31`` (keys are matched as 32-bit ints).
     radix : int
         Key radix, normally ``n_symbols + 1``.
     counts : cupy.ndarray of uint32, uint64 or int64, shape (radix**n,)
@@ -144,11 +147,14 @@ def dense_counts_gpu(tokens: Any, lengths: Any, n: int, radix: int, counts: Any)
     Raises
     ------
     ValueError
-        When ``counts`` has the wrong size, dtype or layout.
+        When the key space reaches ``2**31`` or ``counts`` has the wrong
+        size, dtype or layout.
     """
     import cupy  # noqa: PLC0415 - GPU path only
 
     space = radix ** n
+    if space >= 2 ** 31:
+        raise ValueError(f"dense_counts_gpu: {space} bins; dense histograms hold below 2**31")
     if counts.shape != (space,) or counts.dtype not in _SUFFIX or not counts.flags.c_contiguous:
         raise ValueError("dense_counts_gpu: counts must be C-contiguous uint32, uint64 or "
                          f"int64 of shape ({space},)")
@@ -194,7 +200,8 @@ def hash_counts_gpu(blocks: list, n: int, radix: int, max_bytes: int, windows: i
     max_bytes : int
         Device memory the table may take.
     windows : int
-        Number of valid windows in ``blocks``.
+        Number of valid windows in ``blocks``, exactly (as in
+        :func:`count_grams_gpu`).
 
     Returns
     -------
