@@ -70,7 +70,9 @@ def count_grams_gpu(blocks: list, n: int, radix: int, windows: int, dense_space:
 
     Key spaces of at most ``dense_space`` bins are counted in a dense
     histogram (:func:`dense_counts_gpu`) and read out in key order with no
-    sort; larger ones go through a hash table (:func:`hash_counts_gpu`).
+    sort, as words ``(key << count_bits) | count``; larger ones, and
+    counts too wide to share a word with the key, go through a hash table
+    (:func:`hash_counts_gpu`).
     Counters are 32-bit when there are fewer than ``2**32`` windows.
 
     Parameters
@@ -102,15 +104,12 @@ def count_grams_gpu(blocks: list, n: int, radix: int, windows: int, dense_space:
     import cupy  # noqa: PLC0415 - GPU path only
 
     space = radix ** n
-    if space > dense_space:
+    count_bits = max(windows, 1).bit_length()
+    if space > dense_space or (space - 1).bit_length() + count_bits > 64:
         return hash_counts_gpu(blocks, n, radix, max_bytes, windows)
     hist = cupy.zeros(space, dtype=cupy.uint32 if windows < 2 ** 32 else cupy.uint64)
     for tokens, lengths in blocks:
         dense_counts_gpu(tokens, lengths, n, radix, hist)
-    count_bits = max(windows, 1).bit_length()
-    if (space - 1).bit_length() + count_bits > 64:  # 2**37 windows or more: unpacked read-out
-        keys = cupy.flatnonzero(hist)
-        return decode_packed(keys, n, radix), hist[keys].astype(cupy.int64)
     return unpack_counts(pack_nonzero(hist, count_bits), count_bits, n, radix)
 
 
