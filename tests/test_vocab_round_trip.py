@@ -17,6 +17,7 @@ import pytest
 import dpgpu
 from dpgpu import SequenceDB, Vocabulary
 from dpgpu.cli import main
+from dpgpu.data.load import DETECT_BYTES, detect_format
 from dpgpu.data.writers import WRITE_FORMATS
 from dpgpu.errors import InputError, InvalidParameter
 
@@ -64,14 +65,14 @@ def assert_same(back, want):
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_convert_with_vocab_reads_back_on_it(tmp_path, capsys, fmt):
+def test_convert_with_vocab_reads_back_on_it(tmp_path, caplog, fmt):
     data, words = event_log(tmp_path, PLAIN_CASES), vocab_file(tmp_path, PLAIN)
     out = tmp_path / f"out.{fmt}"
     assert main(["convert", str(data), str(out), "--to", fmt, "--vocab", str(words)]) == 0
     want = dpgpu.load(data, vocab=words)
     assert want.vocab.labels == PLAIN
     assert_same(dpgpu.load(out, vocab=words), want)
-    assert "warning" not in capsys.readouterr().err
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -238,6 +239,24 @@ def test_a_first_line_longer_than_detection_reads_back(tmp_path, prefix):
     db.save(tmp_path / "long.txt", format="lines")
     back = dpgpu.load(tmp_path / "long.txt", vocab=labels)
     assert back.source["format"] == "lines" and list(back) == list(db)
+    # the distributed loader hands detection a head of exactly DETECT_BYTES
+    head = (tmp_path / "long.txt").read_bytes()[:DETECT_BYTES]
+    assert detect_format(tmp_path / "long.txt", head) == "lines"
+
+
+@pytest.mark.parametrize("fmt", ["csv", "xes"])
+def test_case_names_a_format_cannot_hold_are_refused(tmp_path, capsys, fmt):
+    """Event logs write case names too: a control character XML forbids, or a NUL, is
+    refused before writing, naming it (it used to give an XES file that cannot be read)."""
+    (tmp_path / "in.csv").write_bytes(b"case,activity\nc\x01,a\nc\x01,b\nd,a\n")
+    out = tmp_path / f"out.{fmt}"
+    code = main(["convert", str(tmp_path / "in.csv"), str(out), "--to", fmt])
+    err = capsys.readouterr().err
+    if fmt == "csv":
+        assert code == 0 and dpgpu.load(out).source["cases"] == ["c\x01", "d"]
+        return
+    assert code == 2 and "Traceback" not in err and not out.exists()
+    assert "case or user name 'c\\x01' holds '\\x01', a character XML 1.0 cannot" in err
 
 
 def test_synthetic_sentences_of_a_text_input_are_written_as_lines(tmp_path, caplog):

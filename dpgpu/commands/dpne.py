@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--decay", type=float, default=1.0, help="c of sigma_k = c sigma_{k-1}")
     p.add_argument("--max-candidates", type=int, default=None,
                    help="work cap: a level with more valid candidates |V_k| is not extracted "
-                        f"(default {MAX_CANDIDATES:.0e}; DPNE only)")
+                        f"(default {MAX_CANDIDATES:_}; DPNE only)")
     p.add_argument("--method", choices=("dpne",) + METHODS, default="dpne",
                    help="DPNE or a DPSU baseline of the paper (default dpne)")
     p.add_argument("--policy", choices=POLICIES, default="weighted",

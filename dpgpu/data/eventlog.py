@@ -658,8 +658,9 @@ def write_csv_log(db: SequenceDB, stream: TextIO) -> None:
     delimiter = db.source.get("delimiter", ",") if db.source.get("format") == "csv" else ","
     # csv leaves a field with a carriage return unquoted when lines end in "\n" alone,
     # and a reader takes that "\r" for the end of the row
-    names = (values[r] for r in ("case", "activity", "user") if r in values)
-    quoting = csv.QUOTE_ALL if any("\r" in "".join(v) for v in names) else csv.QUOTE_MINIMAL
+    names = (case_names(db), db.vocab.labels, user_names(db) if "user" in values else ())
+    quoting = csv.QUOTE_ALL if any("\r" in x for group in names for x in group) \
+        else csv.QUOTE_MINIMAL
     writer = csv.writer(stream, delimiter=delimiter, lineterminator="\n", quoting=quoting)
     writer.writerow([columns[r] for r in roles])
     writer.writerows(zip(*(values[r] for r in roles)))

@@ -144,9 +144,11 @@ def detect_format(path: Path, data: bytes) -> str:
 
     Only the first :data:`DETECT_BYTES` are looked at; where that cuts a
     line, the cut line is checked for text up to its last whole character.
+    ``data`` may itself be a head of exactly :data:`DETECT_BYTES` (as the
+    distributed loader reads), so a head that long is taken as cut.
     """
     head = data[:DETECT_BYTES]
-    whole = _whole_characters(head) if len(data) > DETECT_BYTES else head
+    whole = _whole_characters(head) if len(head) == DETECT_BYTES else head
     check_not_binary(path, head[:head.rfind(b"\n") + 1] or whole)
     if text.looks_like_seq(head):
         return "seq"

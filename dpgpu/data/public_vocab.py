@@ -162,11 +162,13 @@ def item_keys(labels: list[str], source: dict, what: str) -> list[str]:
     return keys
 
 
-def on_vocabulary(db: SequenceDB, vocab: Vocabulary, what: str) -> SequenceDB:
-    """``db``, read from the file ``what``, with its items as ids of the public ``vocab``.
+def public_ids(labels: list[str], names: Any, source: dict, vocab: Vocabulary,
+               what: str) -> np.ndarray | None:
+    """Ids in the public ``vocab`` of the items ``labels`` read from the file ``what``.
 
     Items are matched by :func:`item_keys` (see :func:`label_ids`).  A
-    ``.seq`` file keeps its category ids: its header's names must be
+    ``.seq`` file (``source["format"]``) keeps its category ids instead, so
+    that ``None`` is returned once its header's ``names`` are checked to be
     ``vocab``'s labels (or names), in order.
 
     Raises
@@ -177,9 +179,16 @@ def on_vocabulary(db: SequenceDB, vocab: Vocabulary, what: str) -> SequenceDB:
         A ``.seq`` header that declares other categories than ``vocab``
         (:func:`check_seq_header`).
     """
-    if db.source.get("format") == "seq":
-        check_seq_header(db.vocab.names, vocab, what)
-        return SequenceDB(db.items, db.offsets, vocab, users=db.users, source=db.source)
-    ids = label_ids(item_keys(db.vocab.labels, db.source, what), vocab, what)
-    items = ids[db.items] if db.items.size else db.items.astype(np.int32)
+    if source.get("format") == "seq":
+        check_seq_header(names, vocab, what)
+        return None
+    return label_ids(item_keys(labels, source, what), vocab, what)
+
+
+def on_vocabulary(db: SequenceDB, vocab: Vocabulary, what: str) -> SequenceDB:
+    """``db``, read from the file ``what``, with its items as ids of the public ``vocab``
+    (:func:`public_ids`, whose errors it raises)."""
+    ids = public_ids(db.vocab.labels, db.vocab.names, db.source, vocab, what)
+    items = db.items if ids is None else ids[db.items] if db.items.size \
+        else db.items.astype(np.int32)
     return SequenceDB(items, db.offsets, vocab, users=db.users, source=db.source)

@@ -25,7 +25,7 @@ _CLASS = np.full(256, 3, dtype=np.uint8)
 _CLASS[[9, 10, 13, 32]] = 0
 _CLASS[48:58] = 1
 _CLASS[_MINUS] = 2
-_MAX_DIGITS = 18
+MAX_DIGITS = 18
 _BLANK_BUT_NEWLINE = bytes(10 if b == 10 else 32 for b in range(256))
 
 
@@ -85,8 +85,8 @@ def parse_int_tokens(path: Any, data: bytes, fmt: str) -> IntTokens:
     width = ends - first
     if (width == 0).any():
         _bad_token(path, data, int(starts[np.argmax(width == 0)]), fmt)
-    if (width > _MAX_DIGITS).any():
-        _bad_token(path, data, int(starts[np.argmax(width > _MAX_DIGITS)]), fmt,
+    if (width > MAX_DIGITS).any():
+        _bad_token(path, data, int(starts[np.argmax(width > MAX_DIGITS)]), fmt,
                    "integer too large")
     values = np.zeros(starts.size, dtype=np.int64)
     for k in range(int(width.max())):

@@ -23,13 +23,13 @@ import numpy as np
 from ..errors import InputError, InvalidParameter
 from .io import atomic_output
 from .load import DETECT_BYTES, detect_format
-from .text import SEQ_DATA_VOCABULARY
+from .text import MAX_DIGITS, SEQ_DATA_VOCABULARY
 
 log = logging.getLogger("dpgpu")
 
 WRITE_FORMATS = ("seq", "spmf", "lines", "csv", "parquet", "xes")
 #: A token the integer readers parse as a number (ASCII digits, at most 18 of them).
-_INT_TOKEN = re.compile(r"-?[0-9]{1,18}")
+_INT_TOKEN = re.compile(rf"-?[0-9]{{1,{MAX_DIGITS}}}")
 #: An integer as the readers print it back: no leading zero, no "-0".
 _CANONICAL_INT = re.compile(r"0|-?[1-9][0-9]{0,17}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -79,7 +79,9 @@ def check_writable(db: Any, fmt: str, path: Any) -> None:
       an integer with a leading zero (or ``-0``) when every item is an
       integer, since such a file is read as numbers;
     - ``csv``, ``parquet``, ``xes``: a blank label (their readers refuse an
-      empty activity); ``xes`` also a character XML 1.0 forbids.
+      empty activity); ``xes`` also a character XML 1.0 forbids.  These
+      formats also write each sequence's case name and user label, which
+      are held to the same rules on characters.
 
     Parameters
     ----------
@@ -99,18 +101,17 @@ def check_writable(db: Any, fmt: str, path: Any) -> None:
     problem = _label_problem(db, fmt, occurring)
     if problem is None:
         return
-    label, why = problem
+    what, why = problem
     others = [f for f in writable_formats(db) if f != fmt]
     listed = ", ".join(others[:-1]) + " or " + others[-1] if len(others) > 1 else "".join(others)
     advice = f"write {listed} instead" if others else "no format dpgpu writes can hold it"
-    raise InvalidParameter(f"format: cannot write {path} as {fmt}: item {label!r} {why}; "
-                           f"{advice}")
+    raise InvalidParameter(f"format: cannot write {path} as {fmt}: {what} {why}; {advice}")
 
 
 def label_problem(db: Any, fmt: str) -> str | None:
     """Why ``fmt`` cannot hold ``db``'s labels unchanged (:func:`check_writable`), or None."""
     problem = _label_problem(db, fmt, _occurring_labels(db))
-    return None if problem is None else f"item {problem[0]!r} {problem[1]}"
+    return None if problem is None else f"{problem[0]} {problem[1]}"
 
 
 def writable_formats(db: Any) -> list[str]:
@@ -126,21 +127,40 @@ def _occurring_labels(db: Any) -> list[str]:
 
 
 def _label_problem(db: Any, fmt: str, occurring: list[str]) -> tuple[str, str] | None:
-    """The first label ``fmt`` cannot hold and why, or None."""
+    """The first label ``fmt`` cannot hold, described (``item 'x'``), and why; or None.
+
+    Event-log formats also write each sequence's case name and user label:
+    those must be text the format can hold too.
+    """
     labels = {"seq": db.vocab.names or db.vocab.labels,
               "spmf": db.vocab.labels}.get(fmt, occurring)
     for label in labels:
-        if "\x00" in label:
-            return label, "holds a NUL character"
-        if _SURROGATE.search(label):
-            return label, "is not valid Unicode text (a lone surrogate)"
-    if fmt == "seq":
-        return _seq_problem(labels)
-    if fmt == "spmf":
-        return _spmf_problem(labels)
-    if fmt == "lines":
-        return _lines_problem(labels)
-    return _event_log_problem(labels, xml=fmt == "xes")
+        why = _text_problem(label, xml=fmt == "xes")
+        if why:
+            return f"item {label!r}", why
+    if fmt in ("csv", "parquet", "xes"):
+        from . import eventlog  # noqa: PLC0415 - event-log support loads on demand
+
+        names = eventlog.case_names(db)
+        if eventlog.output_columns(db)[0]["user"] is not None:
+            names = names + eventlog.user_names(db)
+        for name in names:
+            why = _text_problem(name, xml=fmt == "xes")
+            if why:
+                return f"case or user name {name!r}", why
+    problem = {"seq": _seq_problem, "spmf": _spmf_problem,
+               "lines": _lines_problem}.get(fmt, _event_log_problem)(labels)
+    return None if problem is None else (f"item {problem[0]!r}", problem[1])
+
+
+def _text_problem(text: str, *, xml: bool) -> str | None:
+    """Why no format (or, with ``xml``, XML 1.0) can hold ``text``, or None."""
+    if "\x00" in text:
+        return "holds a NUL character"
+    if _SURROGATE.search(text):
+        return "is not valid Unicode text (a lone surrogate)"
+    bad = _NOT_XML.search(text) if xml else None
+    return f"holds {bad.group()!r}, a character XML 1.0 cannot represent" if bad else None
 
 
 def _seq_problem(names: list[str]) -> tuple[str, str] | None:
@@ -180,13 +200,10 @@ def _lines_problem(labels: list[str]) -> tuple[str, str] | None:
     return None
 
 
-def _event_log_problem(labels: list[str], *, xml: bool) -> tuple[str, str] | None:
+def _event_log_problem(labels: list[str]) -> tuple[str, str] | None:
     for label in labels:
         if not label.strip():
             return label, "is blank, and event-log readers refuse an empty activity"
-        bad = _NOT_XML.search(label) if xml else None
-        if bad:
-            return label, f"holds {bad.group()!r}, a character XML 1.0 cannot represent"
     return None
 
 

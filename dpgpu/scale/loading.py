@@ -46,7 +46,7 @@ import numpy as np
 from ..data import text
 from ..data.io import GZIP_MAGIC, gzip_errors, input_errors
 from ..data.load import check_format, check_options, detect_format, is_parquet, load, read
-from ..data.public_vocab import check_seq_header, item_keys, label_ids, public_vocabulary
+from ..data.public_vocab import public_ids, public_vocabulary
 from ..data.sequencedb import SequenceDB, sort_labels
 from ..data.vocabulary import Vocabulary
 from ..errors import InputError
@@ -260,13 +260,11 @@ def _read_split(client: Any, p: Path, fmt: str, options: dict, n_parts: int, hea
     source = _merged_source(meta, fmt)
     labels = sort_labels(set().union(*(m["labels"] for m in meta)))
     index = {label: i for i, label in enumerate(labels)}
-    vocab = Vocabulary(labels, names=names, public=public_header)
-    if public is not None and fmt == "seq":  # the file keeps its category ids
-        check_seq_header(names, public, str(p))
-        vocab = public
-    elif public is not None:  # every item is in the public vocabulary (SPMF: by @ITEM name)
-        ids = label_ids(item_keys(labels, source, str(p)), public, str(p))
-        vocab, index = public, dict(zip(labels, ids.tolist()))
+    if public is None:
+        vocab = Vocabulary(labels, names=names, public=public_header)
+    else:  # a .seq file keeps its category ids; other items are matched to the public ones
+        ids = public_ids(labels, names, source, public, str(p))
+        vocab, index = public, index if ids is None else dict(zip(labels, ids.tolist()))
     users: dict[str, int] = {}  # every part's users, in file order, words or not (as locally)
     user_maps = [None if m["user_labels"] is None else
                  np.array([users.setdefault(u, len(users)) for u in m["user_labels"]],
