@@ -34,23 +34,21 @@ class NoiseDraws(list):
     """Every keyed draw of a run: ``(sampler name, key bytes, tag, identities, packed)``."""
 
     def assert_distinct(self):
-        """Within a ``(key, tag)``: no identity drawn twice, and one drawing mode only
-        (identity ``8 j`` packed and ``j`` unpacked share a ChaCha word).
+        """Within a ``(key, tag)`` and drawing mode (packed words have a key of their own):
+        no identity drawn twice.
 
         Returns
         -------
         dict
             ``tag -> list of identity arrays`` (all keys together).
         """
-        parts, modes, tags = {}, {}, {}
+        parts, tags = {}, {}
         for _, key, tag, ids, packed in self:
-            parts.setdefault((key, tag), []).append(ids)
-            modes.setdefault((key, tag), set()).add(packed)
+            parts.setdefault((key, tag, packed), []).append(ids)
             tags.setdefault(tag, []).append(ids)
-        for (_, tag), arrays in parts.items():
+        for (_, tag, _), arrays in parts.items():
             ids = np.concatenate(arrays)
             assert np.unique(ids).size == ids.size, f"tag {tag}: an identity drawn twice"
-        assert all(len(m) == 1 for m in modes.values()), "a tag drawn packed and unpacked"
         return tags
 
 

@@ -161,11 +161,36 @@ def test_ngram_sampling_delta_counts_touched_counts_not_candidates():
     assert charged[0] == charged[1] == sampling_delta(LAPLACE_TV_BOUND, 3 * 6, 1.0)
 
 
+def test_pst_sampling_delta_counts_touched_counts_not_leaf_counts():
+    """Regression: PST charged its leaf histograms (1 + e^eps) * max_nodes * (|I| + 1) * tv, which
+    grew with the vocabulary (a statistic of the data when taken from it): 10,002 items at
+    epsilon 1 were refused as 'epsilon too large for the samplers'.  Only the l_top leaf
+    counts one sequence touches need exact noise, as for N-gram."""
+    from dpgpu.privacy import sampling_delta
+    from dpgpu.privacy.samplers import LAPLACE_TV_BOUND
+
+    small = dpgpu.SequenceDB.from_sequences([["a", "b"]] * 20, vocab=["a", "b"])
+    big = dpgpu.SequenceDB.from_sequences([["a", "b"]] * 20,
+                                          vocab=["a", "b"] + [f"x{i}" for i in range(10_000)])
+    steps = [dpgpu.pst(db, 1.0, l_top=8, seed=1, synthetic=False).report["ledger"]["steps"]
+             for db in (small, big)]
+    eps_hist = [s[1]["epsilon"] for s in steps]
+    assert [s[1]["sampling_delta"] for s in steps] == [
+        sampling_delta(LAPLACE_TV_BOUND, 8, e) for e in eps_hist]
+
+
 def test_an_epsilon_too_large_for_the_samplers_says_so():
     """Regression: epsilon 800 gave 'sampling_delta: must be finite and >= 0, got inf', and
-    epsilon 20 'needs epsilon=20 ... but the run has epsilon=20 ... left'."""
+    epsilon 20 'needs epsilon=20 ... but the run has epsilon=20 ... left'.  One check in the
+    ledger now says it for every mechanism (DPNE had its own, the baselines another)."""
     db = dpgpu.SequenceDB.from_sequences([["a", "b"]] * 20, vocab=["a", "b"])
-    with pytest.raises(InvalidParameter, match=r"sampling_delta: inf.*lower epsilon"):
-        dpgpu.ngram(db, 800.0, seed=1)
-    with pytest.raises(BudgetExceeded, match=r"epsilon=20 is too large for the samplers"):
-        dpgpu.ngram(db, 20.0, seed=1)
+    for epsilon, needed in ((800.0, "inf"), (20.0, r"1\.07\d*e-05")):  # past 1; past 1e-6
+        with pytest.raises(InvalidParameter, match=rf"epsilon: .*needs sampling_delta={needed} but a run "
+                                                 rf"allows at most 1e-06.*epsilon={epsilon:g} and "
+                                                 r"with the number of noisy values.*lower epsilon"):
+            dpgpu.ngram(db, epsilon, seed=1)
+    for method in ("dpne", "dpsu-all"):  # DPNE and its baselines say the same
+        with pytest.raises(InvalidParameter, match=r"epsilon: .*needs sampling_delta=.*lower epsilon \(or"):
+            dpgpu.dpne(dpgpu.SequenceDB.from_sequences([["a", "b"]] * 20, vocab=["a", "b"],
+                                                       users=np.arange(20) // 2),
+                       40.0, 1e-6, method=method, seed=1)

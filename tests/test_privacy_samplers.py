@@ -94,25 +94,35 @@ def test_packed_bernoulli_bits_are_words_of_shared_blocks():
     ids = np.concatenate([ids, np.array([2 ** 64 - 1, 7, 0], dtype=np.uint64)])
     ids = np.concatenate([ids, ids[rng.permutation(ids.size)]])   # repeats, out of order
     bits = b.sample_packed(key, ids, tag=9, backend="numpy")
-    words = key.words(ids >> np.uint64(3), 9, 8, backend="numpy")
+    words = key.packed_key().words(ids >> np.uint64(3), 9, 8, backend="numpy")
     expected = words[(ids & np.uint64(7)).astype(np.int64), np.arange(ids.size)] < \
         np.uint64(round(0.3 * 2 ** 64))
     assert np.array_equal(bits, expected)
     for i in (0, 85, 400):                                    # alone, the same bit
         assert b.sample_packed(key, ids[i:i + 1], tag=9, backend="numpy")[0] == bits[i]
     assert np.array_equal(b.sample_packed(key, ids[::-1], tag=9, backend="numpy"), bits[::-1])
+    # never the words of an unpacked draw of the same key and tag (8 j there is j here)
+    plain = key.words(np.arange(50, dtype=np.uint64), 9, 1, backend="numpy")[0]
+    assert not np.isin(key.packed_words(8 * np.arange(50, dtype=np.uint64), 9), plain).any()
 
 
 def test_packed_bernoulli_frequency_and_independence_of_lanes():
-    bits = Bernoulli(0.5).sample_packed(NoiseKey.from_seed(6), np.arange(N), tag=0,
-                                        backend="numpy")
+    def packed(p):
+        return Bernoulli(p).sample_packed(NoiseKey.from_seed(6), np.arange(N), tag=0,
+                                          backend="numpy")
+
+    def pairs_pvalue(bits):  # chi-square of lanes 2j, 2j+1 (one ChaCha block) being independent
+        pairs = np.bincount(2 * bits[:-1:2].astype(int) + bits[1::2], minlength=4)
+        return chi2.sf(((pairs - pairs.sum() / 4) ** 2 / (pairs.sum() / 4)).sum(), 3)
+
+    bits = packed(0.5)
     assert binomtest(int(bits.sum()), N, 0.5).pvalue > ALPHA
-    pairs = np.bincount(2 * bits[:-1:2].astype(int) + bits[1::2], minlength=4)  # lanes 2j, 2j+1
-    stat = ((pairs - pairs.sum() / 4) ** 2 / (pairs.sum() / 4)).sum()
-    assert chi2.sf(stat, 3) > ALPHA
-    skewed = Bernoulli(0.3 * 1.1).sample_packed(NoiseKey.from_seed(6), np.arange(N), tag=0,
-                                                backend="numpy")
-    assert binomtest(int(skewed.sum()), N, 0.3).pvalue < ALPHA
+    assert pairs_pvalue(bits) > ALPHA
+    # the broken twins: a biased threshold, and neighbouring lanes reading one word
+    assert binomtest(int(packed(0.5 * 1.1).sum()), N, 0.5).pvalue < ALPHA
+    shared = bits.copy()
+    shared[1::2] = shared[:-1:2][:shared[1::2].size]
+    assert pairs_pvalue(shared) < ALPHA
 
 
 def test_distance_from_exact_is_accounted_and_tiny():

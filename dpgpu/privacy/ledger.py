@@ -195,25 +195,29 @@ class PrivacyLedger:
         return self._record(name, max(c[0] for c in costs), max(c[1] for c in costs),
                             sampling_delta, "parallel", costs)
 
+    def _samplers_exceeded(self, name: str, eps: float, needed: float) -> InvalidParameter:
+        """The error for a step whose samplers' accounted delta alone passes the run's allowance.
+
+        A parameter error (the epsilon asked for is unusable), not an
+        overspent budget.
+        """
+        return InvalidParameter(
+            f"epsilon: step {name!r} needs sampling_delta={needed:g} but a run allows at most "
+            f"{self.max_sampling_delta:g}: the samplers' accounted distance from exact noise, "
+            f"(1 + e^epsilon) x draws x tv, grows with the step's epsilon={eps:g} and with the "
+            f"number of noisy values one record can change; lower epsilon (or that number: "
+            f"contribution, l_max, l_top); nothing was released")
+
     def _record(self, name: str, eps: float, dlt: float, sampling_delta: float,
                 composition: str, parts: tuple[tuple[float, float], ...]) -> Step:
         if not isinstance(name, str) or not name:
             raise InvalidParameter(f"name: expected a non-empty string, got {name!r}")
-        if isinstance(sampling_delta, (int, float)) and sampling_delta >= 1:
-            raise InvalidParameter(
-                f"sampling_delta: {sampling_delta:g}, not below 1: the samplers' accounted "
-                f"distance from exact noise, (1 + e^epsilon) x draws x tv, has no useful bound "
-                f"at epsilon={eps:g} (none above 700); lower epsilon")
+        # inf included; NaN goes on to check_probability's message
+        if isinstance(sampling_delta, (int, float)) and sampling_delta > self.max_sampling_delta:
+            raise self._samplers_exceeded(name, eps, sampling_delta)
         sdl = check_probability(sampling_delta, "sampling_delta", allow_zero=True)
         spent = (self._spent[0] + Fraction(eps), self._spent[1] + Fraction(dlt),
                  self._spent[2] + Fraction(sdl))
-        if spent[0] <= Fraction(self.epsilon) and spent[1] <= Fraction(self.delta) \
-                and spent[2] > Fraction(self.max_sampling_delta):
-            raise BudgetExceeded(
-                f"step {name!r} needs sampling_delta={sdl:g} (the samplers' accounted distance "
-                f"from exact noise, which grows with e^epsilon) but the run has "
-                f"{float_at_most(Fraction(self.max_sampling_delta) - self._spent[2]):g} left: "
-                f"epsilon={eps:g} is too large for the samplers; lower it; nothing was released")
         if (spent[0] > Fraction(self.epsilon) or spent[1] > Fraction(self.delta)
                 or spent[2] > Fraction(self.max_sampling_delta)):
             raise BudgetExceeded(

@@ -244,10 +244,11 @@ class NoiseKey:
         """One uniform word per identity, eight identities to a ChaCha block.
 
         Identity ``i`` gets word ``i % 8`` of :meth:`words` of identity
-        ``i // 8``: distinct identities get distinct words (independent), and
-        a run of identities sharing ``i // 8`` (consecutive in
-        ``identities``) computes its block once.  Do not draw a tag both this
-        way and with :meth:`words` (``8 j`` here is word 0 of ``j`` there).
+        ``i // 8`` under :meth:`packed_key`: distinct identities get distinct
+        words (independent), and a run of identities sharing ``i // 8``
+        (consecutive in ``identities``) computes its block once.  The packed
+        key keeps these words apart from every :meth:`words` draw of this
+        key, whatever the tag.
 
         Returns
         -------
@@ -258,10 +259,18 @@ class NoiseKey:
             block = part >> xp.uint64(3)
             new = xp.ones(part.shape[0], dtype=xp.bool_)
             new[1:] = block[1:] != block[:-1]
-            words = self.words(block[new], tag, WORDS_PER_BLOCK, backend=be)
+            words = stream.words(block[new], tag, WORDS_PER_BLOCK, backend=be)
             return words[(part & xp.uint64(7)).astype(xp.int64), xp.cumsum(new) - 1]
 
+        stream = self.packed_key()
         return by_chunks(identities, backend, "uint64", chunk)
+
+    def packed_key(self) -> "NoiseKey":
+        """The key of :meth:`packed_words`: a keyed BLAKE2b of this key with its own
+        personalisation, so no :meth:`derive` label can give it."""
+        child = hashlib.blake2b(b"packed", key=self._key, digest_size=32,
+                                person=b"dpgpu-packed").digest()
+        return NoiseKey(child, seeded=self.seeded)
 
     def __repr__(self) -> str:
         return f"NoiseKey(seeded={self.seeded})"

@@ -293,14 +293,8 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     tv = max(max(DiscreteGaussian(s).tv_per_draw for s in set(grid_sigmas)),
              eta * 2.0 ** -52 + 2.0 ** -64)
     ledger = PrivacyLedger(epsilon, delta, seed=seed)
-    cost = sampling_delta(tv, differing, epsilon)
-    if cost > ledger.max_sampling_delta:
-        raise InvalidParameter(
-            f"epsilon: {epsilon:g} is too large for the samplers' sampling delta "
-            f"({ledger.max_sampling_delta:g}) with contribution {sum(caps)} over all levels "
-            f"(the delta of a draw grows with e^epsilon); lower epsilon or the contribution")
     step = ledger.charge(f"dpne: weighted-Gaussian DPSU + {max_n - 1} levels (zCDP composition)",
-                         epsilon, delta, sampling_delta=cost)
+                         epsilon, delta, sampling_delta=sampling_delta(tv, differing, epsilon))
     rho1 = dpsu_integer_threshold(grid_sigmas[0], delta / 2, caps[0])
 
     both = rule == "both"

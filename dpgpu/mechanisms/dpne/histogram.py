@@ -85,7 +85,7 @@ def bounded_pairs(users: np.ndarray, grams: np.ndarray, max_items: int, key: Noi
         if int(u[-1]) >= 2 ** 32 or int(held.max()) > 2 ** 32:
             raise InvalidParameter("contribution bounding: more than 2**32 users, or a user "
                                    "with more than 2**32 distinct grams")
-        start = np.maximum.accumulate(np.where(first, np.arange(u.size), 0))
+        start = np.repeat(np.flatnonzero(first), held)  # each entry's user's first entry
         rank = (np.arange(u.size) - start)[over]  # of the gram in its user's sorted set
         words = key.packed_words((u[over].astype(np.uint64) << np.uint64(32))
                                  | rank.astype(np.uint64), tag + TAG_SUBSET, backend="numpy")

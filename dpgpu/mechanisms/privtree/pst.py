@@ -33,7 +33,12 @@ Neighbouring databases differ in one sequence (added or removed).
   count queries (Eq. 12), top-k strings and synthetic sequences use the
   released histograms only: post-processing.  Total: ``epsilon``-DP by
   sequential composition, plus the samplers' accounted ``sampling_delta``
-  for at most ``max_nodes`` split draws and ``max_nodes * beta`` counts.
+  for at most ``max_nodes`` split draws and ``l_top`` counts.  The counts
+  need only ``l_top``, by the hybrid argument of :mod:`dpgpu.mechanisms.ngram`:
+  given the released tree (the same on both neighbours), every leaf count
+  the added sequence does not touch is equal and gets the same keyed draw,
+  so the exact mechanism differs from the release in at most the ``l_top``
+  touched draws, whatever the number of leaves or symbols.
 
 ``max_nodes`` is a public cap: when a level would take the tree past it,
 the tree is cut above that level (all its nodes become leaves).  The cut is
@@ -430,14 +435,14 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
     be = get_backend(backend)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    beta = db.vocab.size + 1
     eps_tree, eps_hist, params, hist_scale = calibrate(epsilon, l_top, db.vocab.size)
     ledger = PrivacyLedger(epsilon, max_sampling_delta=1e-6, seed=seed)
     tree_step = ledger.charge("privtree: PST structure", eps_tree,
                               sampling_delta=sampling_delta(LAPLACE_TV_BOUND, max_nodes, eps_tree))
+    # the leaf counts one sequence touches (module doc), not every count drawn
     hist_step = ledger.charge("privtree: leaf histograms", eps_hist,
-                              sampling_delta=sampling_delta(LAPLACE_TV_BOUND, max_nodes * beta,
-                                                            eps_hist))
+                              sampling_delta=sampling_delta(LAPLACE_TV_BOUND,
+                                                            _sensitivity(l_top), eps_hist))
     parts = partition(db, engine, client).map(_partition_events, l_top, be.name)
     timings["prepare_s"] = time.perf_counter() - t0
     t = time.perf_counter()
