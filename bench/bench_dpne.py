@@ -31,6 +31,7 @@ from dpgpu.eval.metrics import kanonymity_coverage
 from dpgpu.eval.truth import gram_user_counts
 from dpgpu.mechanisms.dpne import dpne
 from parallel import add_jobs_argument, run_repetitions, use_jobs
+from paths import DATASETS
 
 T = 6
 PAPER = {"dpne": [17, 254, 1273, 1954, 2221, 2020], "dpsu-all": [17, 249, 930, 1145, 1007, 768],
@@ -40,7 +41,7 @@ ROWS = [("dpne", "weighted"), ("dpsu-all", "weighted"), ("dpsu-even", "weighted"
         ("dpsu-single", "weighted"), ("dpsu-all", "laplace"), ("dpsu-even", "laplace"),
         ("dpsu-single", "laplace")]
 KS = (10, 100, 1000)
-SPMF = "/work/shared/datasets/msnbc_spmf/MSNBC.txt.gz"
+SPMF = str(DATASETS / "msnbc_spmf" / "MSNBC.txt.gz")
 
 
 def _release(db, method, policy, seed):

@@ -43,10 +43,11 @@ from dpgpu.eval.truth import _dedupe, frequent_subsequences, subsequence_support
 from dpgpu.mechanisms.pfs2.shrink import is_subsequence
 from dpgpu.mechanisms.pfs2.support import supports
 from parallel import add_jobs_argument, run_repetitions, use_jobs
+from paths import DATASETS as SHARED
 
 DATASETS = {
-    "msnbc": ("/work/shared/datasets/msnbc/msnbc990928.seq.gz", (0.005, 0.01, 0.015, 0.02, 0.025)),
-    "bms1": ("/work/shared/datasets/bms1/BMS1_spmf.txt.gz", (0.004, 0.006, 0.008, 0.01, 0.012)),
+    "msnbc": (str(SHARED / "msnbc" / "msnbc990928.seq.gz"), (0.005, 0.01, 0.015, 0.02, 0.025)),
+    "bms1": (str(SHARED / "bms1" / "BMS1_spmf.txt.gz"), (0.004, 0.006, 0.008, 0.01, 0.012)),
 }
 
 

@@ -47,10 +47,11 @@ from dpgpu.eval import truth as T
 from dpgpu.mechanisms.ngram import ngram
 from dpgpu.mechanisms.privtree import privtree_spatial, pst, uniform_grid
 from parallel import add_jobs_argument, default_jobs, run_repetitions, use_jobs
+from paths import DATASETS
 
 RESULTS = Path(__file__).resolve().parent / "results"
-MSNBC = Path("/work/shared/datasets/msnbc/msnbc990928.seq.gz")
-AIRPORTS = Path("/work/shared/datasets/airports/airports.csv")
+MSNBC = DATASETS / "msnbc" / "msnbc990928.seq.gz"
+AIRPORTS = DATASETS / "airports" / "airports.csv"
 EPSILONS = (0.1, 0.4, 1.6)
 TABLE4_EPSILONS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
 K_VALUES = (20, 40, 60, 80, 100)

@@ -10,8 +10,11 @@
 # profile.txt, scaling.txt; benchmark results to bench/results/ and, tarred,
 # to $OUT/results.tar.gz.  Each stage has a time limit (seconds; T_TESTS,
 # T_SCALING) so that one stuck stage cannot eat the rest; MAX_TOKENS, RELEASE_MAX_TOKENS
-# and MECHANISMS size the scaling run.  Tests that read
-# ../shared/datasets skip where it is missing.
+# and MECHANISMS size the scaling run.  Tests and benchmarks read the real
+# datasets from ../shared/datasets, or from $DPGPU_DATASETS (all of them are
+# 11 MB: copy them into an ignored folder such as .gpu-data/datasets, carry it
+# to the device, and set DPGPU_DATASETS=$PWD/.gpu-data/datasets); a test skips,
+# naming the file, where its file is missing.
 set -u
 stage=${1:-all}
 OUT=${OUT:-$PWD/gpu-check}
@@ -23,6 +26,7 @@ jobs=$(( $(nproc) > 4 ? $(nproc) - 2 : 2 ))
 
 {
   date -u; nvidia-smi; "$py" -m dpgpu info
+  echo "datasets: ${DPGPU_DATASETS:-../shared/datasets}"; ls "${DPGPU_DATASETS:-../shared/datasets}"
   "$py" -c "import cupy, numba, numpy; print('cupy', cupy.__version__, 'numba', numba.__version__, 'numpy', numpy.__version__)"
 } > "$OUT/env.txt" 2>&1
 

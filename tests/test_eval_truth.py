@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from dpgpu import SequenceDB, Vocabulary
 from dpgpu.errors import InvalidParameter
 from dpgpu.eval import truth as T
+from shared_data import dataset, needs
 
 # The tiny dataset used by the hand-computed tests (ids a=0, b=1, c=2):
 #   s1 = a b c a b,  s2 = a c b,  s3 = b a,  s4 = c
@@ -249,17 +250,14 @@ def test_range_counts_brute(points, boxes):
 
 
 # ------------------------------------------------------------------ real data
-MSNBC = "/work/shared/datasets/msnbc/msnbc990928.seq.gz"
+MSNBC = dataset("msnbc/msnbc990928.seq.gz")
 
 
 @pytest.mark.slow
+@needs("msnbc/msnbc990928.seq.gz")
 def test_msnbc_sample_against_brute_force():
-    import os
-
     import dpgpu
 
-    if not os.path.exists(MSNBC):
-        pytest.skip("MSNBC not available")
     full = dpgpu.load(MSNBC)
     db = full.select(np.arange(0, len(full), 50))          # ~20k sequences
     seqs = [list(db.vocab.encode(s)) for s in db]

@@ -20,9 +20,8 @@ from dpgpu.data.eventlog import (looks_like_csv_log, looks_like_xes, read_csv_lo
                                  read_parquet_log, read_xes, write_csv_log, write_parquet_log,
                                  write_xes)
 from dpgpu.data.io import atomic_output, read_bytes
+from shared_data import dataset, needs
 
-DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
-needs_shared = pytest.mark.skipif(not DATASETS.exists(), reason="needs ../shared/datasets")
 
 # Cases in order of first appearance: c2, c1, c3.  c1's rows are out of time
 # order; two c2 events share a time (file order: B before A).
@@ -592,9 +591,9 @@ def stats_of(db: SequenceDB) -> tuple:
             db.max_length, int(db.lengths.min()), len(set(db)))
 
 
-@needs_shared
+@needs("helpdesk/helpdesk.xes.gz")
 def test_helpdesk_xes_gz():
-    path = DATASETS / "helpdesk" / "helpdesk.xes.gz"
+    path = dataset("helpdesk/helpdesk.xes.gz")
     db = read_xes(path, read_bytes(path))
     # README: traces 4,580; events 21,348; 14 activities; avg 4.661; max 15; min 2; 226 variants
     assert stats_of(db) == (4580, 14, 21348, 4.661, 15, 2, 226)
@@ -603,9 +602,9 @@ def test_helpdesk_xes_gz():
     assert db.source["cases"][0] == "Case 1"
 
 
-@needs_shared
+@needs("roadtraffic100/roadtraffic100traces.xes")
 def test_roadtraffic_xes():
-    path = DATASETS / "roadtraffic100" / "roadtraffic100traces.xes"
+    path = dataset("roadtraffic100/roadtraffic100traces.xes")
     db = read_xes(path, read_bytes(path))
     # README: traces 100; events 390; 10 activities; avg 3.9; max 9; min 2; 10 variants
     assert stats_of(db) == (100, 10, 390, 3.9, 9, 2, 10)
@@ -613,9 +612,9 @@ def test_roadtraffic_xes():
     assert db.source["cases"][:2] == ["N77802", "A17641"]
 
 
-@needs_shared
+@needs("receipt/receipt.csv.gz")
 def test_receipt_csv_gz():
-    path = DATASETS / "receipt" / "receipt.csv.gz"
+    path = dataset("receipt/receipt.csv.gz")
     db = read_csv_log(path, read_bytes(path))
     # README: cases 1,434; events 8,577; 27 activities; avg 5.981; max 25; min 1
     assert stats_of(db)[:6] == (1434, 27, 8577, 5.981, 25, 1)
@@ -629,11 +628,11 @@ def test_receipt_csv_gz():
     assert db[0][:2] == ("Confirmation of receipt", "T02 Check confirmation of receipt")
 
 
-@needs_shared
+@needs("roadtraffic100/roadtraffic100traces.xes", "receipt/receipt.csv.gz")
 def test_real_logs_round_trip(tmp_path):
     for path, reader, writer, name in [
-            (DATASETS / "roadtraffic100" / "roadtraffic100traces.xes", read_xes, write_xes, "r.xes"),
-            (DATASETS / "receipt" / "receipt.csv.gz", read_csv_log, write_csv_log, "r.csv.gz")]:
+            (dataset("roadtraffic100/roadtraffic100traces.xes"), read_xes, write_xes, "r.xes"),
+            (dataset("receipt/receipt.csv.gz"), read_csv_log, write_csv_log, "r.csv.gz")]:
         db = reader(path, read_bytes(path))
         out = write_file(db, tmp_path / name, writer)
         same(db, reader(out, read_bytes(out)))

@@ -5,7 +5,6 @@ Run with ``pytest -m gpu`` on a machine with a usable CUDA GPU; skipped elsewher
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,10 +17,11 @@ from dpgpu.ops.gpu_grams import (SHARED_BINS, dense_counts_gpu, hash_counts_gpu,
                                  level_histogram_gpu, pack_nonzero, packed_keys_gpu,
                                  unpack_counts)
 from dpgpu.ops.grams import GramEngine
+from shared_data import dataset
 
 pytestmark = pytest.mark.gpu
 
-SHARED_MSNBC = Path("/work/shared/datasets/msnbc/msnbc990928.seq.gz")
+SHARED_MSNBC = dataset("msnbc/msnbc990928.seq.gz")
 
 
 @pytest.fixture(scope="module")

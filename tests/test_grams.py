@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,8 +13,9 @@ from hypothesis import strategies as st
 from dpgpu import SequenceDB
 from dpgpu.ops import keys as K
 from dpgpu.ops.grams import GramEngine
+from shared_data import dataset, needs
 
-MSNBC = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "msnbc" / "msnbc990928.seq.gz"
+MSNBC = dataset("msnbc/msnbc990928.seq.gz")
 
 
 def brute_grams(seqs, n, l_max=None):
@@ -143,7 +143,7 @@ def _msnbc_rows():
     return [line.split() for line in lines[start:] if line.strip()]
 
 
-@pytest.mark.skipif(not MSNBC.exists(), reason="needs ../shared/datasets (CI has it)")
+@needs("msnbc/msnbc990928.seq.gz")
 def test_msnbc_all_grams_n1_to_5_equal_brute_force():
     import dpgpu
 

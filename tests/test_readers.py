@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,9 +10,8 @@ import pytest
 import dpgpu
 from dpgpu import InputError, InvalidParameter, SequenceDB
 from dpgpu.data.text import SEQ_DATA_VOCABULARY
+from shared_data import dataset, needs, param
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
-needs_shared = pytest.mark.skipif(not SHARED.exists(), reason="needs ../shared/datasets")
 
 SEQ = ("% Different categories found in input file:\n\nfront news tech\n\n\n"
        "% Sequences:\n\n1 1 \n3 2 \n2 \n1 3 3 1 \n")
@@ -83,9 +81,9 @@ def test_lines_string_tokens(tmp_path):
 
 
 @pytest.mark.parametrize("fmt,text,line", [
-    ("seq", SEQ + "1 x2 3\n", 12),
-    ("spmf", "1 -1 -2\n2 -1 a -1 -2\n", 2),
-    ("lines", "1 2\n3 4\n5 6-7\n", 3),
+    param("seq", SEQ + "1 x2 3\n", 12),
+    param("spmf", "1 -1 -2\n2 -1 a -1 -2\n", 2),
+    param("lines", "1 2\n3 4\n5 6-7\n", 3),
 ])
 def test_non_numeric_token_in_integer_format(tmp_path, fmt, text, line):
     p = write(tmp_path, "bad.txt", text)
@@ -186,9 +184,9 @@ def test_truncate_and_select():
         db.truncate(0)
 
 
-@needs_shared
+@needs("msnbc/msnbc990928.seq.gz")
 def test_msnbc_statistics_match_the_dataset_readme():
-    db = dpgpu.load(SHARED / "msnbc" / "msnbc990928.seq.gz")
+    db = dpgpu.load(dataset("msnbc/msnbc990928.seq.gz"))
     assert len(db) == 989_818 and db.vocab.size == 17 and db.n_events == 4_698_794
     assert db.max_length == 14_795 and int((db.lengths == 1).sum()) == 365_435
     assert int((db.lengths >= 20).sum()) == 31_606
@@ -198,16 +196,15 @@ def test_msnbc_statistics_match_the_dataset_readme():
     assert db.vocab.names[0] == "frontpage" and db.vocab.names[-1] == "travel"
 
 
-@needs_shared
 @pytest.mark.parametrize("name,n,items,avg,longest", [
-    ("msnbc_spmf/MSNBC.txt.gz", 31_790, 17, 13.330, 100),
-    ("bms1/BMS1_spmf.txt.gz", 59_601, 497, 2.511, 267),
-    ("bms2/BMS2.txt.gz", 77_512, 3_340, 4.622, 161),
-    ("sign/SIGN.txt", 730, 267, 51.997, 94),
-    ("kosarak/Kosarak_converted.txt.gz", 69_999, 21_144, 7.977, 796),
+    param("msnbc_spmf/MSNBC.txt.gz", 31_790, 17, 13.330, 100),
+    param("bms1/BMS1_spmf.txt.gz", 59_601, 497, 2.511, 267),
+    param("bms2/BMS2.txt.gz", 77_512, 3_340, 4.622, 161),
+    param("sign/SIGN.txt", 730, 267, 51.997, 94),
+    param("kosarak/Kosarak_converted.txt.gz", 69_999, 21_144, 7.977, 796),
 ])
 def test_shared_spmf_datasets(name, n, items, avg, longest):
-    db = dpgpu.load(SHARED / name)
+    db = dpgpu.load(dataset(name))
     assert len(db) == n and db.vocab.size == items and db.max_length == longest
     assert round(float(db.lengths.mean()), 3) == avg
 
@@ -231,10 +228,10 @@ def test_jsonl_text_may_hold_unicode_line_separators(tmp_path):
 
 
 @pytest.mark.parametrize("name,text,public", [
-    ("d.seq", SEQ, True),
-    ("d.txt", "1 2\n3\n", False), ("d.txt", "x y\nz\n", False),
-    ("d.spmf", "1 -1 2 -1 -2\n3 -1 -2\n", False),
-    ("d.jsonl", '{"author": "u", "content": "x y. z"}\n', False),
+    param("d.seq", SEQ, True),
+    param("d.txt", "1 2\n3\n", False), ("d.txt", "x y\nz\n", False),
+    param("d.spmf", "1 -1 2 -1 -2\n3 -1 -2\n", False),
+    param("d.jsonl", '{"author": "u", "content": "x y. z"}\n', False),
 ])
 def test_a_vocabulary_is_public_only_when_declared(tmp_path, name, text, public):
     assert dpgpu.load(write(tmp_path, name, text)).vocab.public is public
