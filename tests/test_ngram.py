@@ -165,6 +165,19 @@ def test_theorem_4_1_on_truncated_databases(seqs):
     assert sorted(release.synthetic) == sorted(tuple(s[:4]) for s in seqs)
 
 
+def test_no_tree_level_holds_more_than_l_max_items(caplog):
+    # a truncated sequence holds at most l_max = 2 items and '&': level 3 may hold only
+    # grams ending in '&', and n_max = 5 is lowered to 3 with a warning
+    db = SequenceDB.from_sequences(TABLE1 * 200, vocab=VOCAB)
+    rel = ngram(db, 10.0, l_max=2, n_max=5, seed=1)
+    assert rel.report["parameters"]["n_max"] == 3 and "lowered" in caplog.text
+    assert len(rel.levels) == 3
+    end = db.vocab.end_id
+    assert rel.levels[2].grams.shape[0] > 0 and (rel.levels[2].grams[:, -1] == end).all()
+    assert all((m.grams[:, :-1] != end).all() and m.grams.shape[1] <= 3 for m in rel.model)
+    assert int(rel.synthetic.lengths.max()) <= 2
+
+
 def test_synthetic_is_in_the_input_format_without_identifiers(tmp_path):
     log = tmp_path / "log.csv"
     log.write_text("case,activity,time\n" + "".join(

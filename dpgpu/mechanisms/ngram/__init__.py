@@ -194,7 +194,9 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     l_max : int
         Items kept per sequence (sets the sensitivity).  Default 20.
     n_max : int
-        Longest n-gram counted.  Default 5.
+        Longest n-gram counted.  Default 5.  At most ``l_max + 1`` (``l_max``
+        items and ``&``): a larger value is lowered to it, with a warning,
+        since no longer gram occurs in the truncated database.
     variant : {"adaptive", "uniform", "no-approx", "baseline"}
         ``adaptive``: the paper's method.  ``uniform``: ``epsilon / n_max``
         per level.  ``no-approx``: missing children get count 0 instead of
@@ -229,6 +231,10 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     variant = check_choice(variant, "variant", VARIANTS)
     max_draws = check_positive_int(max_draws, "max_draws")
     engine = check_engine(engine, db)
+    if n_max > l_max + 1:
+        log.warning("ngram: n_max %d is lowered to l_max + 1 = %d: a truncated sequence holds "
+                    "at most l_max items and '&'", n_max, l_max + 1)
+        n_max = l_max + 1
     progress = progress or (lambda msg: log.info("ngram: %s", msg))
     be = get_backend(backend)
     private = variant != "baseline"

@@ -7,7 +7,7 @@ Post-processing of the consistent noisy counts only.
    ``g2 = L_2..L_{n+1}``, with the count estimated by the Markov assumption
    ``c(g1) * c(g2) / c(L_2..L_n)``, until ``l_max`` items (and a final
    ``&``) or until nothing joins.
-   Joined grams whose estimate is below one half are dropped (they would be
+   Joined grams whose estimate is below 1 are dropped (they would be
    published zero times, and so would anything joined from them, since a
    join never increases a count).  Grams ending in ``&`` do not join.
 2. **Decomposition.**  From the top level down, each gram ``g`` is published

@@ -6,7 +6,11 @@ whose path has budget left) is expanded in one call of
 :meth:`~dpgpu.ops.grams.GramEngine.next_symbol_histogram`, and all of its
 children get their noise in one draw.  Nodes of a level are stored as arrays;
 the children of an expanded node are the ``|I| + 1`` consecutive rows (items,
-then ``&``) of the next level.
+then ``&``) of the next level -- except on level ``l_max + 1``, where a
+node's only child is ``&``: a truncated sequence holds at most ``l_max``
+items, so a string of ``l_max + 1`` items never occurs (a public fact, so
+leaving those children out costs no privacy; drawing them would only add
+false positives).
 """
 
 from __future__ import annotations
@@ -170,7 +174,7 @@ def build_tree(engine: Any, *, epsilon: float, l_max: int, n_max: int, allocatio
         Levels 1 .. height.
     """
     n_items = engine.vocab.size
-    n_children = n_items + 1  # items and '&'
+    end_id = engine.vocab.end_id
     sensitivity = l_max if sensitivity is None else sensitivity
     eps1 = epsilon / n_max
     if max_draws is not None and max_draws < n_items:
@@ -194,7 +198,10 @@ def build_tree(engine: Any, *, epsilon: float, l_max: int, n_max: int, allocatio
     for i in range(1, n_max):
         remaining = epsilon - level.spent
         frontier = np.flatnonzero(level.passed & (level.noisy > 0) & (remaining > tol)
-                                  & (level.grams[:, -1] != engine.vocab.end_id))
+                                  & (level.grams[:, -1] != end_id))
+        # children: the items and '&', or '&' alone once a node holds l_max items
+        symbols = np.arange(0 if i < l_max else end_id, n_items + 1, dtype=np.int32)
+        width = symbols.size
         pmax_of.append(np.zeros(level.grams.shape[0]))
         if frontier.size == 0:
             break
@@ -211,7 +218,7 @@ def build_tree(engine: Any, *, epsilon: float, l_max: int, n_max: int, allocatio
         ok = eps_v >= min_eps
         frontier, eps_v = frontier[ok], eps_v[ok]
         if max_draws is not None:
-            room = max(0, (max_draws - drawn) // n_children)
+            room = max(0, (max_draws - drawn) // width)
             if frontier.size > room:
                 log.warning("ngram: the public cap of %d noisy counts stops the expansion of "
                             "level %d at its %d largest nodes", max_draws, i, room)
@@ -220,20 +227,19 @@ def build_tree(engine: Any, *, epsilon: float, l_max: int, n_max: int, allocatio
         if frontier.size == 0:
             break
         contexts = level.grams[frontier]
-        hist = to_numpy(engine.next_symbol_histogram(contexts))[:, :n_children]
-        child_grams = np.concatenate([np.repeat(contexts, n_children, axis=0),
-                                      np.tile(np.arange(n_children, dtype=np.int32),
-                                              frontier.size)[:, None]], axis=1)
-        child_eps = np.repeat(eps_v, n_children)
+        hist = to_numpy(engine.next_symbol_histogram(contexts))[:, symbols]
+        child_grams = np.concatenate([np.repeat(contexts, width, axis=0),
+                                      np.tile(symbols, frontier.size)[:, None]], axis=1)
+        child_eps = np.repeat(eps_v, width)
         noisy = hist.reshape(-1).astype(np.int64) + noise(child_grams,
                                                           laplace_scales(child_eps, sensitivity))
         drawn += child_grams.shape[0]
-        level.child_start[frontier] = np.arange(frontier.size, dtype=np.int64) * n_children
-        pmax_of[-1][frontier] = children_pmax(noisy.reshape(frontier.size, n_children))
+        level.child_start[frontier] = np.arange(frontier.size, dtype=np.int64) * width
+        pmax_of[-1][frontier] = children_pmax(noisy.reshape(frontier.size, width))
         level = Level(grams=child_grams, noisy=noisy, eps=child_eps,
-                      spent=np.repeat(level.spent[frontier], n_children) + child_eps,
+                      spent=np.repeat(level.spent[frontier], width) + child_eps,
                       theta=theta_of(child_eps),
-                      parent=np.repeat(frontier.astype(np.int64), n_children))
+                      parent=np.repeat(frontier.astype(np.int64), width))
         level.index = GramIndex(child_grams, engine.n_symbols)
         levels.append(level)
         progress(Step(f"level {i + 1}: expanded {frontier.size} nodes into "
