@@ -245,6 +245,18 @@ def test_estimate_and_top_k():
     assert release.top_k(2) == [(("I2", "I3"), 6.0), (("I3", "I1"), 4.0)]
 
 
+def test_model_queries_do_not_depend_on_the_synthetic_flag():
+    # the model's joins beyond n_max serve top_k and estimate with or without synthetic data
+    db = SequenceDB.from_sequences(TABLE1 * 50, vocab=VOCAB)
+    with_data, without = (ngram(db, 1.0, l_max=5, n_max=2, seed=4, synthetic=flag)
+                          for flag in (True, False))
+    assert without.synthetic is None and len(without.model) > 2
+    assert [m.grams.tolist() for m in without.model] == [m.grams.tolist() for m in with_data.model]
+    assert without.top_k(20) == with_data.top_k(20)
+    assert without.estimate(["I2", "I3", "I1"]) == with_data.estimate(["I2", "I3", "I1"])
+    assert without.report["model"] == with_data.report["model"]
+
+
 # ----------------------------------------------------------------- privacy audit
 # Every audit below runs the mechanism's private core, build_tree, with the arguments
 # ngram() passes it: the mechanism's own sensitivity and allocation functions (looked up

@@ -271,10 +271,12 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     enforce_consistency(levels, approximate=variant != "no-approx")
     model = [model_level(lvl.grams, lvl.count, counter.n_symbols) for lvl in levels]
     timings["consistency_s"] = time.perf_counter() - t
+    t = time.perf_counter()  # the model's joins (top_k and estimate read them too)
+    model = extend(model, l_max, db.vocab.end_id, counter.n_symbols, progress)
+    timings["extension_s"] = time.perf_counter() - t
     synth = None
     if synthetic:
         t = time.perf_counter()
-        model = extend(model, l_max, db.vocab.end_id, counter.n_symbols, progress)
         items, lengths = decompose(model, db.vocab.end_id)
         synth = synthetic_like(db, items, lengths)
         timings["synthetic_s"] = time.perf_counter() - t
