@@ -39,6 +39,11 @@ def build_parser() -> Parser:
     return parser
 
 
+#: What to lower when a run does not fit in memory (the options that size the work).
+OOM_HINT = ("fewer sequences, or a smaller --l-max, --l-top, --n-max, --n-synthetic or "
+            "--max-length")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit status."""
     parser = build_parser()
@@ -63,13 +68,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("dpgpu: interrupted", file=sys.stderr)
         return 130
     except MemoryError:
-        print("dpgpu: error: out of memory (try a smaller --l-max or fewer sequences)",
-              file=sys.stderr)
+        print(f"dpgpu: error: out of memory; try {OOM_HINT}", file=sys.stderr)
         return 1
     except Exception as exc:  # a bug in dpgpu: show where, for the report
         if type(exc).__name__ == "OutOfMemoryError":  # CuPy's; CuPy is not imported here
-            print(f"dpgpu: error: out of GPU memory ({exc}); try --backend numpy, or fewer "
-                  "sequences / a smaller --l-max", file=sys.stderr)
+            print(f"dpgpu: error: out of GPU memory ({exc}); try --backend numpy, or "
+                  f"{OOM_HINT}", file=sys.stderr)
             return 1
         traceback.print_exc()
         print("dpgpu: internal error (the traceback above is worth reporting)", file=sys.stderr)

@@ -37,6 +37,24 @@ def test_unusable_cupy_is_an_error_not_a_fallback(capsys, monkeypatch):
     assert status == 2 and "cupy" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("error,says", [(MemoryError, "out of memory; try"),
+                                         (type("OutOfMemoryError", (Exception,), {}),
+                                          "out of GPU memory")])
+def test_out_of_memory_is_one_line_naming_the_options_that_size_the_work(capsys, monkeypatch,
+                                                                         tmp_path, error, says):
+    import dpgpu.commands.stats as stats
+
+    def fail(*args, **kwargs):
+        raise error("no room")
+
+    monkeypatch.setattr(stats, "run", fail)
+    p = tmp_path / "x.seq"
+    p.write_text(SEQ)
+    status, _, err = run(capsys, "stats", str(p))
+    assert status == 1 and says in err and "--n-synthetic" in err and "--l-top" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
 def test_stats(tmp_path, capsys):
     p = tmp_path / "x.seq"
     p.write_text(SEQ)

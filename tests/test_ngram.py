@@ -228,7 +228,7 @@ def test_gram_encoding_round_trips_labels_with_spaces():
 @pytest.mark.parametrize("kwargs", [
     {"epsilon": float("nan")}, {"epsilon": float("inf")}, {"epsilon": 0}, {"epsilon": -1},
     {"l_max": 0}, {"l_max": -2}, {"l_max": 2.5}, {"n_max": 0}, {"n_max": float("nan")},
-    {"variant": "fast"}, {"max_draws": 0},
+    {"variant": "fast"}, {"max_draws": 0}, {"epsilon": 1e-300},
 ])
 def test_invalid_parameters(kwargs):
     args = {"epsilon": 1.0, **kwargs}
@@ -236,6 +236,24 @@ def test_invalid_parameters(kwargs):
     name = next(iter(kwargs))
     with pytest.raises(InvalidParameter, match=name):
         ngram(toy(), eps, **args)
+
+
+def test_tiny_epsilon_refuses_a_synthetic_database_of_noise(monkeypatch):
+    # at epsilon 1e-9 the model's 1-gram total is about 1e11 noisy items
+    db = SequenceDB.from_sequences(TABLE1, vocab=VOCAB)
+    with pytest.raises(InvalidParameter, match="epsilon: too small for synthetic data"):
+        ngram(db, 1e-9, seed=1)
+    assert ngram(db, 1e-9, seed=1, synthetic=False).synthetic is None
+    monkeypatch.setattr(ngram_module, "MAX_SYNTHETIC_ITEMS", 10)  # the limit binds below it too
+    with pytest.raises(InvalidParameter, match="limit of 1e\\+01"):
+        ngram(db, 1.0, l_max=5, n_max=2, variant="baseline")
+
+
+@pytest.mark.parametrize("mechanism", [ngram, dpgpu.pst])
+def test_an_empty_vocabulary_is_refused_by_name(mechanism):
+    empty = SequenceDB.from_sequences([], vocab=[])
+    with pytest.raises(InvalidParameter, match="db: the item vocabulary is empty"):
+        mechanism(empty, 1.0, seed=1)
 
 
 def test_estimate_and_top_k():

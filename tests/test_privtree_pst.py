@@ -169,6 +169,26 @@ def test_synthetic_sampling_follows_the_histograms():
     assert lengths.max() <= 5 and (lengths == 4).sum() == seqs[(0, 1, 0, 1)]
 
 
+def test_sampling_memory_follows_the_items_not_the_length_cap():
+    # 2,000 sequences with a cap of 100,000 items: a dense (n, cap) matrix would take 800 MB
+    import tracemalloc
+
+    model, _ = _figure3_model()
+    tracemalloc.start()
+    items, lengths = model.sample(2_000, 100_000, NoiseKey.from_seed(4))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 20_000_000 and items.size == lengths.sum() and lengths.max() < 100
+
+
+def test_tiny_epsilon_gets_a_bounded_default_synthetic_size(monkeypatch, caplog):
+    # at epsilon 1e-8 the noisy sequence count of two sequences is 1e8 to 1e9
+    monkeypatch.setattr(importlib.import_module("dpgpu.mechanisms.privtree.pst"), "MAX_SYNTHETIC",
+                        500)
+    release = pst(random_db([list("ab"), list("ba")]), 1e-8, l_top=3, seed=1)
+    assert len(release.synthetic) == 500 and "lowered to the limit of 500" in caplog.text
+
+
 def test_release_files_report_and_reproducibility(tmp_path):
     db = random_db([list("abcab"), list("bca"), list("cab")] * 30)
     a = pst(db, 2.0, l_top=4, seed=9)
@@ -194,6 +214,7 @@ def test_release_files_report_and_reproducibility(tmp_path):
 @pytest.mark.parametrize("kwargs", [
     {"epsilon": float("nan")}, {"epsilon": 0}, {"epsilon": -1.0}, {"epsilon": float("inf")},
     {"l_top": 0}, {"l_top": 2.5}, {"max_nodes": 0}, {"max_length": 0}, {"n_synthetic": -3},
+    {"epsilon": 1e-300},
 ])
 def test_invalid_parameters(kwargs):
     args = {"epsilon": 1.0, **kwargs}

@@ -324,15 +324,19 @@ def concat_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
     return base + np.arange(total, dtype=np.int64)
 
 
-def check_db(db: Any, name: str = "data") -> SequenceDB:
+def check_db(db: Any, name: str = "data", *, items: bool = False) -> SequenceDB:
     """Raise :class:`InvalidParameter` unless ``db`` is a SequenceDB (or data held on workers).
 
     Data held in partitions (:class:`dpgpu.scale.partitions.HeldData`, e.g. a
     dataset read on Dask workers) passes too: mechanisms count it through
-    its partitions.
+    its partitions.  With ``items``, its vocabulary must hold an item (the
+    tree mechanisms branch over the items).
     """
     from ..scale.partitions import HeldData  # noqa: PLC0415 - avoid an import cycle
 
     if not isinstance(db, (SequenceDB, HeldData)):
         raise InvalidParameter(f"{name}: expected a SequenceDB, got {type(db).__name__}")
+    if items and db.vocab.size == 0:
+        raise InvalidParameter(f"{name}: the item vocabulary is empty; pass the public list of "
+                               "items (--vocab FILE, or vocab= to dpgpu.load)")
     return db

@@ -39,6 +39,7 @@ from scipy.special import log_ndtr, ndtri
 from ..errors import InvalidParameter
 from ..validation import check_positive_int, check_positive_real, check_positive_reals, \
     check_probability
+from .samplers import MAX_LAPLACE_SCALE
 from .tables import float_at_least
 
 
@@ -57,10 +58,21 @@ def laplace_scale(epsilon: float, sensitivity: float = 1.0) -> float:
     -------
     float
         ``sensitivity / epsilon``, rounded up.
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``epsilon``, when the scale passes the samplers' limit
+        (:data:`~dpgpu.privacy.samplers.MAX_LAPLACE_SCALE`).
     """
     epsilon = check_positive_real(epsilon, "epsilon")
     sensitivity = check_positive_real(sensitivity, "sensitivity")
-    return float_at_least(Fraction(sensitivity) / Fraction(epsilon))
+    scale = float_at_least(Fraction(sensitivity) / Fraction(epsilon))
+    if scale > MAX_LAPLACE_SCALE:
+        raise InvalidParameter(f"epsilon: too small; a noise scale of {scale:.3g} "
+                               f"(sensitivity {sensitivity:g} over a budget of {epsilon:.3g}) "
+                               "passes the samplers' limit of 2**52")
+    return scale
 
 
 def laplace_scales(epsilon: Any, sensitivity: Any = 1.0):

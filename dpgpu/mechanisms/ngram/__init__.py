@@ -75,8 +75,9 @@ import numpy as np
 
 from ...backend import get_backend
 from ...data.sequencedb import SequenceDB, check_db, synthetic_like
+from ...errors import InvalidParameter
 from ...ops.grams import GramEngine
-from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta
+from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_delta
 from ...privacy.samplers import LAPLACE_TV_BOUND, MAX_LAPLACE_SCALE
 from ...release import ReleaseWriter, add_vocabulary, encode_gram, note_users
 from ...report import Displayed
@@ -93,6 +94,8 @@ VARIANTS = ("adaptive", "uniform", "no-approx", "baseline")
 MAX_DRAWS = 10_000_000
 #: Largest n_max accepted (the papers use up to 5; deeper trees only cost time).
 MAX_N = 64
+#: Most items a synthetic database may hold (4 GB of int32 ids).
+MAX_SYNTHETIC_ITEMS = 1_000_000_000
 
 
 class NGramRelease(Displayed):
@@ -224,7 +227,7 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     -------
     NGramRelease
     """
-    check_db(db, "db")
+    check_db(db, "db", items=True)
     epsilon = check_positive_real(epsilon, "epsilon")
     l_max = check_positive_int(l_max, "l_max")
     n_max = check_positive_int(n_max, "n_max", maximum=MAX_N)
@@ -235,6 +238,7 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
         log.warning("ngram: n_max %d is lowered to l_max + 1 = %d: a truncated sequence holds "
                     "at most l_max items and '&'", n_max, l_max + 1)
         n_max = l_max + 1
+    laplace_scale(epsilon / n_max, _sensitivity(l_max))  # level 1's scale: the largest
     progress = progress or (lambda msg: log.info("ngram: %s", msg))
     be = get_backend(backend)
     private = variant != "baseline"
@@ -277,6 +281,7 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     synth = None
     if synthetic:
         t = time.perf_counter()
+        _check_synthetic_size(model)
         items, lengths = decompose(model, db.vocab.end_id)
         synth = synthetic_like(db, items, lengths)
         timings["synthetic_s"] = time.perf_counter() - t
@@ -310,6 +315,20 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
 def _sensitivity(l_max: int) -> int:
     """Root-to-leaf paths one sequence can touch: its at most ``l_max`` items."""
     return l_max
+
+
+def _check_synthetic_size(model: list[ModelLevel]) -> None:
+    """Refuse a synthetic database of more than :data:`MAX_SYNTHETIC_ITEMS` items.
+
+    Decomposition publishes as many items as the model's 1-gram total, which
+    at a tiny epsilon is mostly noise and can reach 1e14.
+    """
+    total = float(model[0].count.sum()) if model else 0.0
+    if total > MAX_SYNTHETIC_ITEMS:
+        raise InvalidParameter(
+            f"epsilon: too small for synthetic data; the noisy model holds {total:.3g} items, "
+            f"more than the synthetic database's limit of {MAX_SYNTHETIC_ITEMS:.0e}: raise "
+            "epsilon, or release without synthetic data (--no-synthetic, synthetic=False)")
 
 
 def _possible_nodes(n_items: int, n_max: int) -> int:

@@ -380,6 +380,16 @@ class PSTRelease(Displayed):
             return rel.finish(report)
 
 
+def _default_synthetic_count(model: sampling.Model) -> int:
+    """The model's noisy sequence count, held to :data:`MAX_SYNTHETIC` (a tiny epsilon's can be 1e14)."""
+    n = model.sequence_count()
+    if n > MAX_SYNTHETIC:
+        log.warning("pst: the model's noisy sequence count, %d, is lowered to the limit of %d "
+                    "synthetic sequences (pass n_synthetic / --n-synthetic to choose)", n,
+                    MAX_SYNTHETIC)
+    return min(n, MAX_SYNTHETIC)
+
+
 def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = None,
         backend: Any = None, synthetic: bool = True, n_synthetic: int | None = None,
         max_length: int | None = None, max_nodes: int = MAX_NODES, engine: str = "local",
@@ -402,11 +412,12 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
         Sample a synthetic database from the model.
     n_synthetic : int, optional
         Number of synthetic sequences; default the noisy count of the ``$``
-        node (the root's ``&`` count when the root is a leaf).
+        node (the root's ``&`` count when the root is a leaf), at most
+        :data:`MAX_SYNTHETIC` (with a warning).
     max_length : int, optional
         Cap on synthetic sequence length in items (default ``l_top``: the
-        model saw sequences of at most ``l_top`` symbols); a sequence that
-        reaches it is cut there.
+        model saw sequences of at most ``l_top`` symbols; at most
+        :data:`MAX_SYNTHETIC_LENGTH`); a sequence that reaches it is cut there.
     max_nodes : int
         Public cap on the tree size (module doc).
     engine : {"local", "dask"}
@@ -422,11 +433,11 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
     -------
     PSTRelease
     """
-    check_db(db, "db")
+    check_db(db, "db", items=True)
     epsilon = check_positive_real(epsilon, "epsilon")
     l_top = check_positive_int(l_top, "l_top")
     max_nodes = check_positive_int(max_nodes, "max_nodes")
-    max_length = l_top if max_length is None else \
+    max_length = min(l_top, MAX_SYNTHETIC_LENGTH) if max_length is None else \
         check_positive_int(max_length, "max_length", maximum=MAX_SYNTHETIC_LENGTH)
     if n_synthetic is not None:
         n_synthetic = check_positive_int(n_synthetic, "n_synthetic", maximum=MAX_SYNTHETIC)
@@ -461,7 +472,7 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
     if synthetic:
         t = time.perf_counter()
         model = sampling.Model(levels, db.vocab.size, be)
-        n = n_synthetic if n_synthetic is not None else model.sequence_count()
+        n = n_synthetic if n_synthetic is not None else _default_synthetic_count(model)
         items, lengths = model.sample(n, max_length, hist_step.key.derive("synthesis"))
         synth = synthetic_like(db, items, lengths)
         timings["synthetic_s"] = time.perf_counter() - t

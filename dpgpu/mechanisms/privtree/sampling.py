@@ -160,6 +160,10 @@ class Model:
     def sample(self, n: int, max_length: int, key: Any):
         """Sample ``n`` sequences (module doc).
 
+        Memory grows with the items drawn, not with ``n * max_length``: each
+        active sequence keeps only the last ``height - 1`` symbols a
+        predictor reads, and every step's symbols are gathered at the end.
+
         Returns
         -------
         items : numpy int32 array
@@ -167,15 +171,17 @@ class Model:
         lengths : numpy int64 array
         """
         xp = self.be.xp
-        gen = xp.full((n, max_length + 1), -1, dtype=xp.int32)
-        gen[:, 0] = self.start_id
+        width = self.height - 1  # the longest context a node predicts from
+        ctx = xp.full((n, max(width, 1)), -1, dtype=xp.int32)  # last symbols, newest last
+        ctx[:, -1] = self.start_id
         lengths = xp.full(n, max_length, dtype=xp.int64)
         active = xp.arange(n, dtype=xp.int64)
+        rows, symbols = [], []
         for t in range(max_length):
             if active.size == 0:
                 break
-            lo = max(0, t + 1 - (self.height - 1))
-            node = self.predictor(gen[active, lo:t + 1])
+            seen = min(t + 1, width)  # '$' and the t symbols so far, as far as a node reads
+            node = self.predictor(ctx[active, ctx.shape[1] - seen:])
             tot = self.total[node]
             word = key.words(active, t, 1, backend=self.be)[0]
             u = (word >> xp.uint64(11)).astype(xp.float64) * (2.0 ** -53)
@@ -184,7 +190,14 @@ class Model:
             sym = xp.where(tot > 0, sym, self.end_id)
             ended = sym == self.end_id
             lengths[active[ended]] = t
-            gen[active, t + 1] = xp.where(ended, -1, sym)
-            active = active[~ended]
-        gen, lengths = to_numpy(gen[:, 1:]), to_numpy(lengths)
-        return gen[gen >= 0].astype(np.int32), lengths
+            active, sym = active[~ended], sym[~ended]
+            rows.append(active)
+            symbols.append(sym)
+            if width > 1:
+                ctx[active, :-1] = ctx[active, 1:]
+            ctx[active, -1] = sym
+        starts = xp.cumsum(lengths) - lengths
+        items = xp.empty(int(lengths.sum()), dtype=xp.int32)
+        for t, (at, sym) in enumerate(zip(rows, symbols)):  # step t's symbol is item t
+            items[starts[at] + t] = sym
+        return to_numpy(items), to_numpy(lengths)
