@@ -46,3 +46,17 @@ def test_engine_dask_cli_writes_the_local_release(tmp_path):
         reports = [json.loads((d / "report.json").read_text()) for d in (local, remote)]
         assert [r["engine"] for r in reports] == ["local", "dask"]
         assert reports[0]["ledger"] == reports[1]["ledger"]
+
+
+@pytest.mark.parametrize("address", ["notanaddress", "tcp://127.0.0.1:1"])
+def test_an_unreachable_scheduler_is_one_line_naming_it(tmp_path, capsys, address):
+    import dask
+
+    data = tmp_path / "d.txt"
+    data.write_text("t1 t2\nt2\n")
+    with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):
+        status = main(["ngram", str(data), "--epsilon", "1", "--out", str(tmp_path / "r"),
+                       "--engine", "dask", "--scheduler", address])
+    err = capsys.readouterr().err
+    assert status == 2 and f"scheduler: cannot connect to '{address}'" in err
+    assert "Traceback" not in err and not (tmp_path / "r").exists()

@@ -61,7 +61,9 @@ def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = F
     Raises
     ------
     InvalidParameter
-        When ``dask[distributed]`` is not installed.
+        When ``dask[distributed]`` is not installed, or no scheduler answers
+        at ``scheduler`` (within Dask's connect timeout,
+        ``distributed.comm.timeouts.connect``).
     """
     try:
         from dask.distributed import Client, LocalCluster  # noqa: PLC0415
@@ -71,7 +73,10 @@ def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = F
     if quiet:  # after the import, which sets the levels from Dask's configuration
         logging.getLogger("distributed").setLevel(logging.WARNING)
     if scheduler:
-        return Client(scheduler)
+        try:
+            return Client(scheduler)
+        except (OSError, ValueError) as exc:  # unreachable, refused, or not an address
+            raise InvalidParameter(f"scheduler: cannot connect to {scheduler!r} ({exc})") from None
     n_workers = check_positive_int(n_workers, "n_workers")
     if gpus:
         try:
