@@ -44,14 +44,12 @@ def seq_text(rows):
 
 
 def spmf_text(rows):
-    """Terminated SPMF, a sequence sometimes written over two lines, and an item name."""
+    """Terminated SPMF, one sequence per line, with item names, comments and blank lines."""
     out = ["@CONVERTED_FROM_TEXT\n", "@ITEM=3=three\n"]
     for i, r in enumerate(rows):
-        body = " -1 ".join(map(str, r)) + " -1"
-        if i % 5 == 0 and len(r) > 1:
-            cut = body.index(" -1 ") + 4
-            body = body[:cut] + "\n" + body[cut:]
-        out.append(body + " -2\n")
+        if i % 5 == 0:
+            out.append("# checkpoint -2\n" if i % 2 else "\n")
+        out.append(" -1 ".join(map(str, r)) + " -1 -2\n")
     return "".join(out)
 
 
@@ -214,9 +212,9 @@ EDGES = {  # name: (bytes, load options, partitions); found by review
                         + b" ".join(b"c%d" % i for i in range(12000))
                         + b"\n\n% Sequences:\n\n1 2\n3\n" * 1, {}, 2),
     "long-metadata.spmf": (b"".join(b"@ITEM=%d=word%d\n" % (i, i) for i in range(5000))
-                           + b"1 -1 2 -1\n3 -1 -2\n" * 20, {"format": "spmf"}, 3),
+                           + b"1 -1 2 -1 -2\n3 -1 -2\n" * 20, {"format": "spmf"}, 3),
     "trailing-blank.spmf": (b"1 -1 -2\n" * 10 + b"\n\n\n", {}, 20),
-    "comment-ending-in-2.spmf": (b"1 -1 2 -1\n# checkpoint -2\n3 -1 -2\n" * 40, {}, 2),
+    "comment-ending-in-2.spmf": (b"1 -1 2 -1 -2\n# checkpoint -2\n3 -1 -2\n" * 40, {}, 2),
     "blank-head.txt": (b"\n" * 70000 + b"1 2 3\n", {}, 3),
     "header-only.seq.gz": (gzip.compress(HEADER), {}, 2),
     "crlf.seq": (HEADER.replace(b"\n", b"\r\n") + b"1 2 \r\n3 \r\n" * 50, {}, 3),

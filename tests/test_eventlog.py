@@ -636,3 +636,47 @@ def test_real_logs_round_trip(tmp_path):
         db = reader(path, read_bytes(path))
         out = write_file(db, tmp_path / name, writer)
         same(db, reader(out, read_bytes(out)))
+
+
+@pytest.mark.parametrize("option, key", [("timestamp", "nope"), ("activity", "nope"),
+                                         ("timestamp", "lifecycle:transition")])
+def test_xes_a_key_no_event_has_is_refused_naming_the_option(tmp_path, capsys, option, key):
+    """From a review: ``--timestamp nope`` was ignored on XES (events kept file order),
+    where the CSV reader refuses a column that is not there."""
+    from dpgpu.cli import main
+
+    path, data = put(tmp_path, "log.xes", XES)
+    raises_input_error([str(path), f"no event attribute {key!r} for --{option}",
+                        "(event attribute keys: concept:name, org:resource, task, "
+                        "time:timestamp)"], read_xes, path, data, **{option: key})
+    assert main(["stats", str(path), f"--{option}", key]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dpgpu: error: ") and len(err.strip().splitlines()) == 1
+    assert f"--{option}" in err and "Traceback" not in err
+
+
+def test_xes_timestamp_key_given_must_exist_but_the_default_may_be_absent(tmp_path):
+    text = """<log><trace><event><string key="task" value="t2"/><int key="at" value="2"/>
+      </event><event><string key="task" value="t1"/><int key="at" value="1"/></event>
+      </trace></log>"""
+    path, data = put(tmp_path, "log.xes", text)
+    assert list(read_xes(path, data, activity="task")) == [("t2", "t1")]
+    assert list(read_xes(path, data, activity="task", timestamp="at")) == [("t1", "t2")]
+    raises_input_error(["'time:timestamp' for --timestamp", "keys: at, task"],
+                       read_xes, path, data, activity="task", timestamp="time:timestamp")
+
+
+@pytest.mark.parametrize("given", ["\\t", "tab", "TAB"])
+def test_csv_delimiter_tab_may_be_given_as_typed_in_a_shell(tmp_path, capsys, given):
+    """``--delimiter '\\t'`` passes backslash-t, which was refused as not one character."""
+    from dpgpu.cli import main
+
+    text = "case\tstep;kind;name\n1\ta;b;c\n1\td;e;f\n2\ta;b;c\n"  # sniffing would pick ";"
+    db = csv_log(tmp_path, text, activity="step;kind;name", delimiter=given)
+    assert list(db) == [("a;b;c", "d;e;f"), ("a;b;c",)] and db.source["delimiter"] == "\t"
+    path = tmp_path / "log.csv"
+    assert main(["stats", str(path), "--activity", "step;kind;name", "--delimiter", given,
+                 "--json"]) == 0
+    assert '"sequences": 2' in capsys.readouterr().out
+    with pytest.raises(InvalidParameter, match=r"^delimiter: expected one character \(or "):
+        csv_log(tmp_path, text, delimiter="\\s")

@@ -81,9 +81,9 @@ def test_lines_string_tokens(tmp_path):
 
 
 @pytest.mark.parametrize("fmt,text,line", [
-    param("seq", SEQ + "1 x2 3\n", 12),
-    param("spmf", "1 -1 -2\n2 -1 a -1 -2\n", 2),
-    param("lines", "1 2\n3 4\n5 6-7\n", 3),
+    ("seq", SEQ + "1 x2 3\n", 12),
+    ("spmf", "1 -1 -2\n2 -1 a -1 -2\n", 2),
+    ("lines", "1 2\n3 4\n5 6-7\n", 3),
 ])
 def test_non_numeric_token_in_integer_format(tmp_path, fmt, text, line):
     p = write(tmp_path, "bad.txt", text)
@@ -228,10 +228,10 @@ def test_jsonl_text_may_hold_unicode_line_separators(tmp_path):
 
 
 @pytest.mark.parametrize("name,text,public", [
-    param("d.seq", SEQ, True),
-    param("d.txt", "1 2\n3\n", False), ("d.txt", "x y\nz\n", False),
-    param("d.spmf", "1 -1 2 -1 -2\n3 -1 -2\n", False),
-    param("d.jsonl", '{"author": "u", "content": "x y. z"}\n', False),
+    ("d.seq", SEQ, True),
+    ("d.txt", "1 2\n3\n", False), ("d.txt", "x y\nz\n", False),
+    ("d.spmf", "1 -1 2 -1 -2\n3 -1 -2\n", False),
+    ("d.jsonl", '{"author": "u", "content": "x y. z"}\n', False),
 ])
 def test_a_vocabulary_is_public_only_when_declared(tmp_path, name, text, public):
     assert dpgpu.load(write(tmp_path, name, text)).vocab.public is public
@@ -279,3 +279,37 @@ def test_a_seq_file_keeps_its_header_and_a_data_vocabulary_stays_marked(tmp_path
     assert dpgpu.load(tmp_path / "y.seq").vocab.public
     assert SEQ_DATA_VOCABULARY in out.read_text()
     assert "dpgpu" not in (tmp_path / "y.seq").read_text()
+
+
+@pytest.mark.parametrize("text, line, why", [
+    ("1 -1 2 -1\n3 -1 -2\n", 1, "sequence not terminated by -2"),
+    ("1 -1 -2 2 -1 -2\n", 1, "-2 before the end of the line"),
+    ("# note\n1 -1 -2\r\n\n@ITEM=5=five\n5 -1\n6 -1 -2\n", 5, "sequence not terminated by -2"),
+])
+def test_spmf_holds_one_sequence_per_line(tmp_path, capsys, text, line, why):
+    """From a review: a line missing its -2 was merged into the next line's sequence
+    (one sequence of length 3, exit 0); SPMF holds one sequence per line."""
+    from dpgpu.cli import main
+
+    path = write(tmp_path, "x.txt", text)
+    with pytest.raises(InputError, match=rf"x\.txt: line {line}: {why} \(SPMF holds one "
+                                         r"sequence per line"):
+        dpgpu.load(path, format="spmf")
+    assert main(["stats", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dpgpu: error: ") and len(err.strip().splitlines()) == 1
+    assert f"line {line}: {why}" in err and "Traceback" not in err
+
+
+def test_spmf_lines_with_blank_lines_metadata_and_crlf_between_them(tmp_path):
+    db = dpgpu.load(write(tmp_path, "x.txt", "# c\r\n1 -1 2 -1 -2\r\n\r\n@ITEM=5=five\n"
+                                            "-2\n5 -1 -1 -2 \n"))
+    assert db.source["format"] == "spmf" and list(db) == [("1", "2"), (), ("5",)]
+
+
+def test_stripped_spmf_metadata_lines_are_not_sequences(tmp_path):
+    """Metadata lines were read as empty sequences of a file without -2 terminators."""
+    db = dpgpu.load(write(tmp_path, "x.spmf", "@ITEM=1=one\n# made by hand\n1 2\n\n2\n"
+                                              "@ITEM=2=two"), format="spmf")
+    assert db.source["stripped"] and db.source["names"] == {"1": "one", "2": "two"}
+    assert list(db) == [("1", "2"), (), ("2",)]

@@ -72,6 +72,14 @@ def test_text_csv_quoted_multiline_and_options(tmp_path):
     assert db.users.tolist() == [0, 0, 1, 1] and db.source["format"] == "text-csv"
 
 
+@pytest.mark.parametrize("typed", ["\\t", "tab", "\t"])
+def test_text_csv_tab_delimiter_as_typed_in_a_shell(tmp_path, typed):
+    p = tmp_path / "t.tsv"
+    p.write_text("who\tbody\nann\tHi there\nbob\tone, two\n")
+    db = dpgpu.load(p, format="text-csv", user="who", text="body", delimiter=typed)
+    assert _seqs(db) == [["hi", "there"], ["one", "two"]]
+
+
 def test_text_csv_errors(tmp_path):
     p = tmp_path / "t.csv"
     p.write_text("author,content\nann,hello\nbob\n")

@@ -3,26 +3,94 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
+from pathlib import Path
 
+from ..data.load import _SUFFIX
 from ..data.writers import WRITE_FORMATS
+from ..errors import InvalidParameter
 from .common import add_command, add_data_arguments, load_from_args
+
+_EXTENSIONS = textwrap.fill(", ".join(f"{suffix} ({fmt})" for suffix, fmt in _SUFFIX.items()
+                                      if fmt in WRITE_FORMATS),
+                            width=76, initial_indent="  ", subsequent_indent="  ")
+DESCRIPTION = f"""\
+Rewrite a dataset in another format.
+
+The output format is --to, else the one the output file's extension names
+(after any .gz), else the input's own format; --to and an extension that
+names another format are refused.  The extensions:
+{_EXTENSIONS}
+
+Kept: the sequences of items, in order (an event log's cases, each in time
+order).  Written as an event log (csv, parquet, xes), every event gets a
+synthetic timestamp instead of its real one: event j of a case at
+2000-01-01T00:00:00Z plus j seconds (the number j where a csv or parquet
+input had numeric times, none where it had no timestamp column).  Case names
+are kept; every other attribute or column of the input (resource, lifecycle,
+...) is dropped, xes drops users, csv and parquet drop cases without events.
+The other formats (seq, spmf, lines) keep the sequences only: no case names,
+times or users.
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``convert`` subcommand."""
     p = add_command(sub, "convert", help="convert a dataset between formats",
-                    description=__doc__, example="dpgpu convert log.xes.gz log.txt --to lines")
+                    description=DESCRIPTION, example="dpgpu convert log.xes.gz log.csv")
     add_data_arguments(p, "data")
     p.add_argument("output", help="output file (.gz to compress)")
     p.add_argument("--to", choices=WRITE_FORMATS,
-                   help="output format (default: the input's format)")
+                   help="output format (default: the one the output's extension names, "
+                        "else the input's format)")
     p.add_argument("--force", action="store_true", help="replace an existing output")
     p.set_defaults(func=run)
 
 
+def output_format(output: str, to: str | None) -> str | None:
+    """The format to write ``output`` in: ``to``, else the one its extension names.
+
+    Extensions are those format detection reads as a hint
+    (:data:`dpgpu.data.load._SUFFIX`), after any ``.gz``.
+
+    Parameters
+    ----------
+    output : str
+        The output file.
+    to : str or None
+        The ``--to`` option.
+
+    Returns
+    -------
+    str or None
+        None where neither names a format (the writer then keeps the input's).
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``--to``, when the extension names another format; or naming
+        the output, when its extension names a format dpgpu cannot write.
+    """
+    suffixes = [s for s in Path(output).suffixes if s != ".gz"]
+    suffix = suffixes[-1].lower() if suffixes else ""
+    named = _SUFFIX.get(suffix)
+    if named is None:
+        return to
+    if to is not None and to != named:
+        raise InvalidParameter(f"--to: {to} does not match the extension {suffix} of "
+                               f"{output}, which reads as {named}; drop --to or change the "
+                               "extension")
+    if named not in WRITE_FORMATS:
+        raise InvalidParameter(f"output: {output}: its extension {suffix} names the {named} "
+                               f"format, which dpgpu cannot write (it writes "
+                               f"{', '.join(WRITE_FORMATS)})")
+    return named
+
+
 def run(args: argparse.Namespace) -> int:
     """Read, then write atomically."""
+    fmt = output_format(args.output, args.to)
     db = load_from_args(args)
-    db.save(args.output, format=args.to, force=args.force)
+    db.save(args.output, format=fmt, force=args.force)
     print(f"wrote {len(db)} sequences to {args.output}")
     return 0

@@ -92,6 +92,40 @@ def check_option(value: Any, name: str) -> str | None:
     raise InvalidParameter(f"{name}: expected a column name, got {value!r}")
 
 
+#: Names a delimiter may be given by, for a tab typed in a shell.
+_DELIMITER_NAMES = {"\\t": "\t", "tab": "\t"}
+
+
+def check_delimiter(value: Any) -> str | None:
+    """The one-character field delimiter ``value`` stands for (None stays None).
+
+    A tab may also be given as the two characters ``\\t`` or as ``tab``
+    (what a shell passes for ``--delimiter '\\t'`` or ``--delimiter tab``).
+
+    Parameters
+    ----------
+    value : str or None
+        The delimiter option as given.
+
+    Returns
+    -------
+    str or None
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``delimiter``, for anything else than one character.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = _DELIMITER_NAMES.get(value.lower(), value)
+        if len(value) == 1:
+            return value
+    raise InvalidParameter(f"delimiter: expected one character (or \\t or tab for a tab), "
+                           f"got {value!r}")
+
+
 def pick_column(path: Any, header: list[str], role: str, chosen: str | None, *,
                 required: bool = True) -> str | None:
     """The column playing ``role`` (``case``, ``activity``, ``timestamp``, ``user``).
@@ -344,8 +378,9 @@ def read_csv_log(path: Any, data: bytes, *, case: str | None = None,
         Column of user ids, for user-level data (several cases per user);
         sets :attr:`SequenceDB.users`.  Never picked automatically.
     delimiter : str, optional
-        One character; by default the most frequent of ``, TAB ; |`` in the
-        header row.
+        One character (a tab also as ``\\t`` or ``tab``, see
+        :func:`check_delimiter`); by default the most frequent of
+        ``, TAB ; |`` in the header row.
 
     Returns
     -------
@@ -364,8 +399,7 @@ def read_csv_log(path: Any, data: bytes, *, case: str | None = None,
     options = {role: check_option(value, role) for role, value in
                (("case", case), ("activity", activity), ("timestamp", timestamp),
                 ("user", user))}
-    if delimiter is not None and not (isinstance(delimiter, str) and len(delimiter) == 1):
-        raise InvalidParameter(f"delimiter: expected one character, got {delimiter!r}")
+    delimiter = check_delimiter(delimiter)
     text = decode_text(path, data)
     text = text[1:] if text.startswith("\ufeff") else text
     header_line = (text.splitlines() or [""])[0]

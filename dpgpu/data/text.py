@@ -236,10 +236,11 @@ def looks_like_spmf_file(head: bytes) -> bool:
 def read_spmf(path: Any, data: bytes, *, stripped: bool | None = None) -> SequenceDB:
     """Read SPMF sequences: items, ``-1`` after each itemset, ``-2`` ending a sequence.
 
-    Itemsets are flattened in the order written (dpgpu's sequences hold one
-    item per position).  A file without any ``-2`` is the stripped variant:
-    one sequence of space-separated items per line.  Lines starting with
-    ``#``, ``%`` or ``@`` are metadata; ``@ITEM=id=name`` lines name items.
+    One sequence per line; itemsets are flattened in the order written
+    (dpgpu's sequences hold one item per position).  A file without any
+    ``-2`` is the stripped variant: one sequence of space-separated items per
+    line.  Lines starting with ``#``, ``%`` or ``@`` are metadata;
+    ``@ITEM=id=name`` lines name items.
 
     Parameters
     ----------
@@ -249,9 +250,25 @@ def read_spmf(path: Any, data: bytes, *, stripped: bool | None = None) -> Sequen
     stripped : bool, optional
         Which variant ``data`` is (default: stripped when it holds no ``-2``);
         for a part of a file, whose variant the whole file decides.
+
+    Returns
+    -------
+    SequenceDB
+        One sequence per line that is not metadata (a blank line is an
+        empty sequence in the stripped variant and is skipped in the ``-2``
+        variant).
+
+    Raises
+    ------
+    InputError
+        Naming the file and line: a token that is not an integer, a
+        negative item, or (``-2`` variant) a line whose last token is not
+        ``-2`` or that holds ``-2`` before its end.
     """
     names: dict[str, str] = {}
+    meta_starts = []
     for m in _SPMF_META.finditer(data):
+        meta_starts.append(m.start())
         line = m.group(0).strip().decode("utf-8", "replace")
         item = _SPMF_ITEM.match(line)
         if item:
@@ -265,7 +282,8 @@ def read_spmf(path: Any, data: bytes, *, stripped: bool | None = None) -> Sequen
         if bad.any():
             i = int(np.argmax(bad))
             raise InputError(f"{path}: line {toks.lines[i] + 1}: negative item {values[i]}")
-        counts = toks.per_line()
+        meta_lines = np.searchsorted(toks.newlines, meta_starts)
+        counts = np.delete(toks.per_line(), meta_lines)
         if names:
             source["names"] = names
         return _db_from_ints(values, counts, source)
@@ -275,16 +293,32 @@ def read_spmf(path: Any, data: bytes, *, stripped: bool | None = None) -> Sequen
         raise InputError(f"{path}: line {toks.lines[i] + 1}: negative item {values[i]} "
                          "(SPMF uses only -1 and -2 as separators)")
     ends = np.flatnonzero(values == -2)
-    tail = ends[-1] + 1 if ends.size else 0
-    if (values[tail:] >= 0).any():
-        line = toks.lines[tail + int(np.argmax(values[tail:] >= 0))] + 1
-        raise InputError(f"{path}: line {line}: sequence not terminated by -2")
+    _check_one_sequence_per_line(path, toks, ends)
     is_item = values >= 0
     seq_of_item = np.searchsorted(ends, np.flatnonzero(is_item))
     counts = np.bincount(seq_of_item, minlength=ends.size)
     if names:
         source["names"] = names
     return _db_from_ints(values[is_item], counts, source)
+
+
+def _check_one_sequence_per_line(path: Any, toks: IntTokens, ends: np.ndarray) -> None:
+    """InputError unless every line with tokens holds one ``-2``, as its last token.
+
+    SPMF holds one sequence per line: a line without its ``-2`` must not run
+    on into the next line's sequence, nor two sequences share a line.
+    ``ends`` are the indices of the ``-2`` tokens.
+    """
+    counts = toks.per_line()
+    last = np.cumsum(counts)[counts > 0] - 1  # the last token of each line with tokens
+    if ends.size == last.size and (toks.values[last] == -2).all():
+        return
+    lines = toks.lines  # locating the first offence costs more; only on failure
+    last_on_line = np.append(lines[1:] != lines[:-1], True)
+    i = int(np.argmax(last_on_line != (toks.values == -2)))
+    why = "sequence not terminated by -2" if last_on_line[i] else "-2 before the end of the line"
+    raise InputError(f"{path}: line {lines[i] + 1}: {why} (SPMF holds one sequence per "
+                     "line, each ending with -2)")
 
 
 def spmf_without_metadata(data: bytes) -> bytes:

@@ -22,6 +22,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..errors import InputError, InvalidParameter
+from .eventlog import check_delimiter
 from .io import decode_text
 from .sequencedb import SequenceDB, sort_labels
 from .vocabulary import Vocabulary
@@ -120,8 +121,7 @@ def read_text_csv(path: Any, data: bytes, *, user: str | None = None, text: str 
     SequenceDB
     """
     user, text = _names(user, text, lowercase)
-    if delimiter is not None and (not isinstance(delimiter, str) or len(delimiter) != 1):
-        raise InvalidParameter(f"delimiter: must be one character, got {delimiter!r}")
+    delimiter = check_delimiter(delimiter)
     reader = csv.reader(io.StringIO(decode_text(path, data), newline=""),
                         delimiter=delimiter or ",")
     header = next(reader, None) or []

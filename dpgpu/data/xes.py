@@ -56,13 +56,17 @@ def read_xes(path: Any, data: bytes, *, activity: str | None = None,
     ------
     InputError
         Malformed XML, a DOCTYPE, a root other than ``<log>``, an event
-        without (or with an empty) activity, a bad timestamp.  Messages name
-        the line.
+        without (or with an empty) activity, a bad timestamp (messages name
+        the line); an activity key, or a ``timestamp`` key given, that no
+        event has (the message names the option and lists the keys the
+        events have).
     InvalidParameter
         An option that is not a non-empty string.
     """
-    activity = check_option(activity, "activity") or "concept:name"
-    timestamp = check_option(timestamp, "timestamp") or "time:timestamp"
+    chosen = {"activity": check_option(activity, "activity"),
+              "timestamp": check_option(timestamp, "timestamp")}
+    activity = chosen["activity"] or "concept:name"
+    timestamp = chosen["timestamp"] or "time:timestamp"
     parser = expat.ParserCreate()
     events = _Collector(path, parser, activity, timestamp)
     try:
@@ -70,6 +74,7 @@ def read_xes(path: Any, data: bytes, *, activity: str | None = None,
     except expat.ExpatError as exc:
         raise InputError(f"{path}: line {exc.lineno}, column {exc.offset + 1}: malformed "
                          f"XML ({expat.ErrorString(exc.code)})") from None
+    _check_keys(path, events, {"activity": activity, "timestamp": chosen["timestamp"]})
     lines = np.array(events.lines, dtype=np.int64)
 
     def where(i: int) -> str:
@@ -86,6 +91,22 @@ def read_xes(path: Any, data: bytes, *, activity: str | None = None,
                  "columns": {"activity": activity, "timestamp": timestamp},
                  "timestamp_kind": kind, "cases": events.names}
     return db
+
+
+def _check_keys(path: Any, events: _Collector, keys: dict[str, str | None]) -> None:
+    """InputError for a key (by option: ``activity``, ``timestamp``) that no event has,
+    then for the first event without an activity.  A key of None is not checked."""
+    if not events.lines:
+        return
+    seen = ", ".join(sorted(k for k in events.keys if k is not None)) or "none"
+    for option, key in keys.items():
+        if key is not None and key not in events.keys:
+            raise InputError(f"{path}: no event attribute {key!r} for --{option} (event "
+                             f"attribute keys: {seen})")
+    if None in events.activities:
+        line = events.lines[events.activities.index(None)]
+        raise InputError(f"{path}: line {line}: event has no {keys['activity']!r} "
+                         "attribute (choose the activity attribute with --activity)")
 
 
 def _sort_keys(path: Any, where: Any, key: str, stamps: list[str | None], trace: np.ndarray,
@@ -119,9 +140,10 @@ class _Collector:
         self.activity, self.timestamp = activity, timestamp
         self.trace_starts: list[int] = []
         self.names: list[str | None] = []
-        self.activities: list[str] = []
+        self.activities: list[str | None] = []
         self.stamps: list[str | None] = []
         self.lines: list[int] = []
+        self.keys: set[str | None] = set()  # the attribute keys of the events
         self.depth = 0
         self.in_trace = False
         self.event: list[str | None] | None = None
@@ -153,6 +175,7 @@ class _Collector:
                 self.names[-1] = attrs.get("value")
         elif self.depth == 4 and self.event is not None:
             key = attrs.get("key")
+            self.keys.add(key)
             if key == self.activity:
                 self.event[0] = attrs.get("value", "")
             elif key == self.timestamp:
@@ -162,10 +185,6 @@ class _Collector:
 
     def end(self, _name: str) -> None:
         if self.depth == 3 and self.event is not None:
-            if self.event[0] is None:
-                raise InputError(f"{self.path}: line {self.lines[-1]}: event has no "
-                                 f"{self.activity!r} attribute (choose the activity "
-                                 "attribute with --activity)")
             self.activities.append(self.event[0])
             self.stamps.append(self.event[1])
             self.event = None
