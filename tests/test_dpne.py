@@ -227,11 +227,11 @@ LEVEL_ONE_VOCAB = ["b", "p", "q", "r", "s", "x"]
 
 
 def _level_one_claim(d1):
-    """``(epsilon, delta / 2 + sampling delta)`` and the grid's ``sigma_1``, ``rho_1``,
-    from the report of a release of ``d1``."""
+    """``(epsilon, delta' / 2 + sampling delta)`` (``delta'``: the mechanism's share of
+    delta) and the grid's ``sigma_1``, ``rho_1``, from the report of a release of ``d1``."""
     rep = dpne(d1, seed=0, **LEVEL_ONE).report
     cal = rep["calibration"]
-    return (rep["epsilon"], rep["delta"] - LEVEL_ONE["delta"] / 2, GRID * cal["sigmas"][0],
+    return (rep["epsilon"], rep["delta"] - cal["delta_mechanism"] / 2, GRID * cal["sigmas"][0],
             cal["thresholds_grid"][0])
 
 
@@ -374,9 +374,10 @@ def _level_two_calibration(report):
 
 def _level_two_claim():
     """``(epsilon, delta)`` that level 2's share of the budget gives, from an honest release."""
-    eps, delta = LEVEL_TWO["epsilon"], LEVEL_TWO["delta"]
-    sigma_2 = sigma_schedule(zcdp_sigma(eps, delta / 2), LEVEL_TWO["max_n"], "equal", 1.0)[1]
     rep = dpne(_level_two_pair()[1], seed=0, **LEVEL_TWO).report
+    delta = rep["calibration"]["delta_mechanism"]             # delta less the samplers' share
+    sigma_2 = sigma_schedule(zcdp_sigma(LEVEL_TWO["epsilon"], delta / 2), LEVEL_TWO["max_n"],
+                             "equal", 1.0)[1]
     assert rep["calibration"]["sigmas"][1] == sigma_2          # the release's own sigma_2
     return LEVEL_TWO_EPSILON, zcdp_delta(sigma_2, LEVEL_TWO_EPSILON) + rep["delta"] - delta
 
@@ -634,8 +635,8 @@ def test_sampling_delta_counts_the_contributions_of_every_level():
     tv = max(DiscreteGaussian(GRID * s).tv_per_draw for s in r.report["calibration"]["sigmas"])
     tv = max(tv, 0.01 * 2.0 ** -52 + 2.0 ** -64)
     assert sampling == pytest.approx(sampling_delta(tv, 23, 1.0))
-    with pytest.raises(InvalidParameter, match="epsilon: .*epsilon=60 .*lower epsilon \\(or that number: "
-                                             "contribution"):
+    with pytest.raises(InvalidParameter, match="epsilon: .*epsilon=60 .*lower epsilon \\(or that number, "
+                                             "set by contribution and max_n"):
         dpne(db, 60.0, 1e-6, max_n=9, contribution=10_000, seed=2)
 
 
@@ -706,3 +707,79 @@ def test_release_reproducible_for_a_key():
     db = _popular_db()
     a, b = (dpne(db, 2.0, 1e-6, max_n=4, contribution=10, eta=0.3, seed=9) for _ in range(2))
     assert [g.tolist() for g in a.levels] == [g.tolist() for g in b.levels]
+
+
+# ------------------------------------------------ delta is the release's total; tiny delta, eta
+@pytest.fixture
+def no_data_read(monkeypatch):
+    """Fail any DPNE run (or baseline) that reaches the data."""
+    def read(*args, **kwargs):
+        raise AssertionError("the data was read")
+    monkeypatch.setattr(dpne_module, "partition", read)
+    monkeypatch.setattr(dpne_module, "release_runs", read)
+
+
+@pytest.mark.parametrize("method", ["dpne", "dpsu-all", "dpsu-even"])
+def test_delta_caps_the_release_including_the_samplers(method):
+    """Regression: the samplers' allowance (1e-9) was charged on top of delta, so
+    ``--delta 1e-20`` released at delta 2.47e-12.  Now min(1e-9, delta / 100) of delta is
+    kept for the samplers and the mechanism is calibrated at the rest."""
+    r = dpne(_popular_db(), 2.0, 1e-6, max_n=3, contribution=10, method=method, seed=1)
+    rep, cal = r.report, r.report["calibration"]
+    assert cal["sampling_allowance"] == 1e-9
+    assert cal["delta_mechanism"] == pytest.approx(1e-6 - 1e-9)
+    spent = rep["ledger"]["spent"]
+    assert Fraction(spent["delta"]) + Fraction(spent["sampling_delta"]) <= Fraction(1e-6)
+    assert spent["delta"] == cal["delta_mechanism"] and 0 < spent["sampling_delta"] <= 1e-9
+    assert rep["delta"] <= rep["parameters"]["delta"] == 1e-6
+    if method == "dpne":                      # calibrated at delta less the allowance
+        assert cal["sigma_star"] == zcdp_sigma(2.0, cal["delta_mechanism"] / 2)
+
+
+@pytest.mark.parametrize("method", ["dpne", "dpsu-even"])
+def test_delta_too_small_for_the_samplers_is_refused_before_reading_data(no_data_read, method):
+    with pytest.raises(InvalidParameter, match=r"^delta: 1e-20 is too small for the samplers: "
+                                               r".*needs delta >= \S+e-10"):
+        dpne(_popular_db(), 2.0, 1e-20, max_n=3, method=method)
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    ({"delta": 1e-22}, "delta"), ({"delta": 1e-22, "method": "dpsu-even"}, "delta"),
+    ({"eta": 1e-25}, "eta"), ({"eta": 1e-22, "max_candidates": 1000}, "eta")])
+def test_tiny_delta_or_eta_is_a_parameter_error_before_reading_data(no_data_read, kwargs, name):
+    """Regression: ``--delta 1e-22`` and ``--eta 1e-25`` (and ``--method dpsu-even``) raised
+    'ValueError: tail probability below the sampler's resolution' with a traceback, the eta
+    one after the data was read."""
+    args = {"delta": 1e-6, **kwargs}
+    with pytest.raises(InvalidParameter, match=f"^{name}: "):
+        dpne(_popular_db(), 2.0, max_n=3, **args)
+
+
+def test_eta_bound_is_eta_over_max_candidates():
+    """Every level's tail share q_k >= eta / max_candidates: above 2**-79 nothing can fail
+    later, whatever sizes the levels release."""
+    r = dpne(_popular_db(), 4.0, 1e-6, max_n=3, contribution=10, eta=1e-20,
+             max_candidates=1000, seed=2)
+    assert r.counts()[1] > 0
+
+
+def test_dpsu_threshold_refuses_a_share_below_the_tables_resolution():
+    with pytest.raises(InvalidParameter, match=r"^delta: too small for the DPSU threshold"):
+        dpsu_integer_threshold(GRID * 2.0, 1e-30, 300)
+    assert dpsu_integer_threshold(GRID * 2.0, 1e-18, 300) > 0
+
+
+def test_cli_tiny_delta_and_eta_are_one_line_errors(tmp_path, capsys):
+    path = tmp_path / "posts.jsonl"
+    rng = np.random.default_rng(0)
+    path.write_text("".join(json.dumps({"user": f"u{u}", "text": " ".join(
+        rng.choice([f"w{i}" for i in range(20)], 5))}) + "\n" for u in range(200)))
+    base = ["dpne", str(path), "--user", "user", "--text", "text", "--epsilon", "2",
+            "--max-n", "3", "--out", str(tmp_path / "o")]
+    for extra, name in ((["--delta", "1e-20"], "delta"), (["--delta", "1e-22"], "delta"),
+                        (["--delta", "1e-22", "--method", "dpsu-even"], "delta"),
+                        (["--delta", "1e-6", "--eta", "1e-25"], "eta")):
+        assert main(base + extra) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"dpgpu: error: {name}: ") and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()

@@ -479,3 +479,84 @@ def test_cli_pfs2_and_evaluate(tmp_path):
 
 def test_exported():
     assert dpgpu.pfs2 is pfs2
+
+
+# ----------------------------------------------- parameters refused before any data is read
+@pytest.fixture
+def no_data_read(monkeypatch):
+    """Fail any PFS2 run that reaches the data."""
+    def read(*args, **kwargs):
+        raise AssertionError("the data was read")
+    monkeypatch.setattr(pfs2_module, "partition", read)
+
+
+def test_max_candidates_below_the_vocabulary_is_refused_up_front(no_data_read):
+    """Regression: level 1 ranked its candidates by the empty previous level (KeyError: ())
+    after the ledger had been charged.  Level 1's candidates are the public vocabulary and
+    no private rule keeps only some of them, so max_candidates must cover it."""
+    db = SequenceDB.from_sequences([["a", "b"], ["b", "c"], ["a", "c"]], vocab=["a", "b", "c"])
+    with pytest.raises(InvalidParameter, match=r"^max_candidates: 2 is below the vocabulary's "
+                                               r"3 items"):
+        pfs2(db, 1.0, 0.3, max_candidates=2)
+
+
+def test_max_candidates_equal_to_the_vocabulary_runs():
+    r = pfs2(toy_db(0, 500), 1.0, 0.1, max_candidates=6, seed=1)
+    assert r.levels[0].candidates == 6 and not r.levels[0].capped
+    assert r.report["parameters"]["max_candidates"] == 6
+
+
+def test_samplers_bound_is_checked_up_front_naming_pfs2s_options(no_data_read):
+    """Regression: epsilon 14 was refused only after pre-mining, advising to lower
+    'contribution, l_max, l_top' (options of other mechanisms)."""
+    with pytest.raises(InvalidParameter, match=r"^epsilon: .*lower epsilon \(or that number, "
+                                               r"set by max_candidates and l_upper\)") as info:
+        pfs2(toy_db(0, 50), 14.0, 0.02)
+    assert "l_top" not in str(info.value)
+
+
+def test_sampling_bound_covers_every_step_of_a_run():
+    """No step can be refused on what the data gives: the bound checked up front holds the
+    sampling delta the run's steps charge together (here at the default budget split)."""
+    from dpgpu.mechanisms.pfs2 import BUDGET_SPLIT, sampling_bound  # noqa: PLC0415
+    from dpgpu.privacy.ledger import split_budget  # noqa: PLC0415
+
+    r = pfs2(toy_db(0, 2000), 12.0, 0.05, max_candidates=100_000, seed=3)
+    spent = r.report["ledger"]["spent"]["sampling_delta"]
+    bound = sampling_bound(split_budget(12.0, BUDGET_SPLIT), 20, 100_000)
+    assert 0 < spent <= bound <= 1e-6
+    assert len(r.report["levels"]) >= 2                          # supports on D were charged
+
+
+def test_cli_pfs2_max_candidates(tmp_path, capsys):
+    data = tmp_path / "toy.txt"
+    data.write_text("\n".join(" ".join(s) for s in toy_db(2, 300)) + "\n")
+    base = ["pfs2", str(data), "--threshold", "0.1", "--seed", "1", "--quiet"]
+    assert main(base + ["--epsilon", "14", "--out", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert "max_candidates" in err and len(err.strip().splitlines()) == 1
+    assert main(base + ["--epsilon", "14", "--max-candidates", "100000", "--out",
+                        str(tmp_path / "b")]) == 0
+    report = json.loads((tmp_path / "b" / "report.json").read_text())
+    assert report["parameters"]["max_candidates"] == 100_000
+    assert main(base + ["--epsilon", "1", "--max-candidates", "2", "--out",
+                        str(tmp_path / "c")]) == 2
+    assert capsys.readouterr().err.startswith("dpgpu: error: max_candidates: 2 is below")
+
+
+# ------------------------------------------------------------------ any zeta in (0, 1)
+@pytest.mark.parametrize("zeta", [1e-30, 1e-300, 5e-324, 0.3, 1 - 2 ** -53])
+@pytest.mark.parametrize("n", [0.5, 10, 1000, 1e5])
+def test_relaxed_threshold_brackets_every_zeta(zeta, n):
+    """Regression: zeta 1e-30 raised 'f(a) and f(b) must have different signs' (the bracket
+    was mu +- 40 (sigma + phi) + 1, short of the Laplace tail's phi log(1 / zeta))."""
+    t = relaxed_threshold(0.3, n, 5, 0.45, zeta)
+    mu, sigma, phi = 0.3 * n, math.sqrt(0.21 * n), 5 / 0.45
+    assert normal_laplace_cdf(t, mu, sigma, phi) == pytest.approx(zeta, rel=1e-6)
+
+
+def test_pfs2_runs_at_a_tiny_zeta(tmp_path):
+    data = tmp_path / "small.txt"
+    data.write_text("\n".join(" ".join(s) for s in toy_db(4, 30)) + "\n")
+    assert main(["pfs2", str(data), "--epsilon", "1", "--threshold", "0.3", "--zeta", "1e-30",
+                 "--seed", "2", "--quiet", "--out", str(tmp_path / "o")]) == 0

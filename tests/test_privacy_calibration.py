@@ -104,3 +104,30 @@ def test_laplace_scales_never_fall_below_the_quotient():
     assert all(Fraction(g) >= Fraction(s) / Fraction(e) for g, s, e in zip(got, sens, eps))
     plain = sens / eps
     assert np.all(got > plain) and np.all(got <= np.nextafter(plain, np.inf))
+
+
+@pytest.mark.parametrize("epsilon", [1e3, 4999.0, 5001.0, 1e6, 1e12, 1e30, 1e200, 1.7e308])
+@pytest.mark.parametrize("delta", [1e-300, 1e-5, 0.5])
+def test_analytic_gaussian_sigma_at_large_epsilon(epsilon, delta):
+    """Regression: epsilon 1e200 raised 'function value at x=-1.0 is NaN' (eps s and 1/(2s)
+    cancel, and log_ndtr overflowed)."""
+    sigma = analytic_gaussian_sigma(epsilon, delta)
+    assert gaussian_delta(sigma, epsilon) <= delta
+    assert gaussian_delta(sigma * (1 - 1e-12), epsilon) > delta              # the smallest
+    if epsilon >= 1e30:                 # delta(s) drops from 1 to 0 near s = 1/sqrt(2 eps)
+        assert sigma == pytest.approx(1 / math.sqrt(2 * epsilon), rel=1e-12)
+
+
+def test_gaussian_sigma_beyond_the_floats_names_sensitivity():
+    from dpgpu.errors import InvalidParameter  # noqa: PLC0415
+
+    with pytest.raises(InvalidParameter, match="^sensitivity: "):
+        analytic_gaussian_sigma(1e-300, 1e-5, 1e305)
+
+
+def test_cli_calibrate_gaussian_at_huge_epsilon(capsys):
+    from dpgpu.cli import main  # noqa: PLC0415
+
+    assert main(["calibrate", "gaussian", "--epsilon", "1e200", "--delta", "1e-5"]) == 0
+    sigma = float(capsys.readouterr().out.split()[1])
+    assert sigma == pytest.approx(7.0710678118654755e-101, rel=1e-12)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -107,3 +108,45 @@ def test_zero_cost_step_and_empty_name_are_refused():
         PrivacyLedger(1.0).charge("free", 0.0, 0.0)
     with pytest.raises(InvalidParameter, match="name"):
         PrivacyLedger(1.0).charge("", 0.5)
+
+
+def test_sampling_within_delta_keeps_the_release_total_at_most_delta():
+    """Regression: DPNE's --delta was a cap on the mechanism only; the samplers' allowance
+    (1e-9) came on top, so --delta 1e-20 released at a total delta of 2.47e-12."""
+    ledger = PrivacyLedger(2.0, 1e-6, sampling_within_delta=True)
+    assert ledger.max_sampling_delta == 1e-9                    # min(1e-9, delta / 100)
+    assert Fraction(ledger.mechanism_delta) + Fraction(ledger.max_sampling_delta) <= Fraction(1e-6)
+    ledger.charge("all", 2.0, ledger.mechanism_delta, sampling_delta=1e-9)
+    assert Fraction(ledger.mechanism_delta) + Fraction(1e-9) <= Fraction(1e-6)
+    assert ledger.spent_delta <= 1e-6 and ledger.remaining_delta == 0.0
+    budget = ledger.to_dict()["budget"]
+    assert budget["sampling_within_delta"] is True and budget["delta"] == 1e-6
+    small = PrivacyLedger(2.0, 1e-20, sampling_within_delta=True)
+    assert small.max_sampling_delta == pytest.approx(1e-22)     # delta / 100
+    with pytest.raises(InvalidParameter, match=r"^delta: 1e-20 is too small for the samplers: "
+                                               r"'all' needs sampling_delta=2\.47e-12.* needs "
+                                               r"delta >= 2\.4[78]e-10; raise delta"):
+        small.charge("all", 2.0, small.mechanism_delta, sampling_delta=2.47e-12)
+    assert small.steps() == []
+    with pytest.raises(InvalidParameter, match="delta"):       # no room for the allowance
+        PrivacyLedger(1.0, 0.0, sampling_within_delta=True)
+    # past the 1e-9 cap no delta makes room: that is epsilon's (or the draws') fault
+    with pytest.raises(InvalidParameter, match=r"^epsilon: step 'all' needs sampling_delta=2e-09"):
+        PrivacyLedger(2.0, 0.5, sampling_within_delta=True).charge("all", 1.0, 0.1,
+                                                                   sampling_delta=2e-9)
+
+
+def test_samplers_message_names_the_callers_options():
+    """Regression: PFS2 was told to lower 'contribution, l_max, l_top', options it lacks."""
+    ledger = PrivacyLedger(14.0, max_sampling_delta=1e-6)
+    with pytest.raises(InvalidParameter, match=r"lower epsilon \(or that number, set by "
+                                               r"max_candidates\)") as info:
+        ledger.charge("pruning", 6.3, sampling_delta=1.2e-6, hint="max_candidates")
+    assert "l_top" not in str(info.value) and ledger.steps() == []
+    with pytest.raises(InvalidParameter, match=r"lower epsilon; nothing was released"):
+        ledger.charge_parallel("pruning", [(6.3, 0.0)], sampling_delta=1.2e-6)
+    # the same check, before any step, on a public bound of all of a run's steps
+    ledger.check_sampling("all steps", 6.3, 1e-6, hint="max_candidates")
+    with pytest.raises(InvalidParameter, match="'all steps' needs sampling_delta=1.1e-06"):
+        ledger.check_sampling("all steps", 6.3, 1.1e-6, hint="max_candidates")
+    assert ledger.steps() == [] and ledger.spent_epsilon == 0

@@ -1,7 +1,9 @@
 """``dpgpu dpne DATA --epsilon E --delta D --out DIR``: DP n-gram extraction (DPNE, NeurIPS'21).
 
 Writes a release directory: ``ngrams.tsv`` (columns ``k``, ``gram``: the
-released k-grams, no counts) and ``report.json``.
+released k-grams, no counts) and ``report.json``.  ``--delta`` is the
+release's total delta: min(1e-9, delta / 100) of it covers the samplers'
+accounted distance from exact noise and the mechanism gets the rest.
 """
 
 from __future__ import annotations

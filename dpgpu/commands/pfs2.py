@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..mechanisms.pfs2 import PFS2Release, pfs2
+from ..mechanisms.pfs2 import MAX_CANDIDATES, PFS2Release, pfs2
 from .common import (Progress, add_data_arguments, add_engine_arguments, add_mechanism_command,
                      load_from_args, run_mechanism)
 
@@ -28,6 +28,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="upper bound l_1 on the sample length constraint (default 20)")
     p.add_argument("--eta", type=float, default=0.85, help="length quantile (default 0.85)")
     p.add_argument("--zeta", type=float, default=0.3, help="relaxation parameter (default 0.3)")
+    p.add_argument("--max-candidates", type=int, default=MAX_CANDIDATES,
+                   help="public cap on the noisy local supports drawn, at least the number of "
+                        f"items (default {MAX_CANDIDATES:_}); lower it to run at a larger "
+                        "--epsilon (it sets the samplers' accounted delta)")
     add_engine_arguments(p)
     p.set_defaults(func=run)
 
@@ -40,8 +44,9 @@ def run(args: argparse.Namespace) -> int:
 def _release(args: argparse.Namespace, db: Any, progress: Progress) -> PFS2Release:
     """The frequent subsequences of ``db``."""
     return pfs2(db, args.epsilon, args.threshold, l_upper=args.l_upper, eta=args.eta,
-                zeta=args.zeta, seed=args.seed, backend=args.backend, engine=args.engine,
-                client=args.client, progress=progress)
+                zeta=args.zeta, max_candidates=args.max_candidates, seed=args.seed,
+                backend=args.backend, engine=args.engine, client=args.client,
+                progress=progress)
 
 
 def _describe(release: PFS2Release) -> str:

@@ -29,6 +29,7 @@ and deltas up).
 from __future__ import annotations
 
 import math
+import sys
 from fractions import Fraction
 from typing import Any, Sequence
 
@@ -105,10 +106,32 @@ def gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> fl
 
 
 def _log_gaussian_delta(s: float, epsilon: float) -> float:
-    """``log delta`` for unit sensitivity, without cancellation."""
-    la = float(log_ndtr(0.5 / s - epsilon * s))
-    lb = float(log_ndtr(-0.5 / s - epsilon * s))
-    gap = epsilon + lb - la                       # < 0 because delta > 0
+    """``log delta`` for unit sensitivity, without cancellation, for any epsilon.
+
+    ``delta = Phi(-a) - e^eps Phi(-b)`` with ``a = eps s - 1/(2s)`` (exact
+    from the floats, then rounded: ``eps s`` and ``1/(2s)`` agree to many
+    digits at a large epsilon) and ``b = eps s + 1/(2s)``.  As ``b**2 - a**2 =
+    2 eps``, ``eps + log Phi(-b)`` is ``-a**2/2 - log(b sqrt(2 pi)) + log(1 -
+    b**-2 + 3 b**-4 - 15 b**-6 + 105 b**-8)`` (the normal tail's asymptotic
+    series, truncated below ``1e-17`` for ``b >= 100``), where ``eps`` cancels
+    exactly; below ``b = 100`` (``eps < 5000``) it is computed directly.
+    """
+    exact = Fraction(epsilon) * Fraction(s) - 1 / (2 * Fraction(s))
+    try:
+        a = float(exact)
+    except OverflowError:                         # delta is 0 (exact > 0) or 1
+        a = math.inf if exact > 0 else -math.inf
+    b = epsilon * s + 0.5 / s
+    la = float(log_ndtr(-a))
+    if la == -math.inf:                           # delta <= Phi(-a) underflows
+        return la
+    if b < 100:
+        tail = epsilon + float(log_ndtr(-b))
+    else:
+        x = 1 / (b * b)
+        tail = (-0.5 * a * a - math.log(b) - 0.5 * math.log(2 * math.pi)
+                + math.log1p(x * (-1 + x * (3 + x * (-15 + x * 105)))))
+    gap = tail - la                               # < 0 because delta > 0
     return la + math.log(-math.expm1(min(gap, -1e-300)))
 
 
@@ -118,7 +141,9 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     Parameters
     ----------
     epsilon : float
-        Finite, ``> 0``.
+        Finite, ``> 0`` (any size: at ``1e200``, ``sigma`` is about
+        ``7.07e-101``, where ``delta(sigma)`` falls from 1 to 0 within a few
+        units in the last place).
     delta : float
         In ``(0, 1)``.
     sensitivity : float
@@ -136,17 +161,24 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     target = math.log(delta)
 
     def excess(log_s: float) -> float:
-        return _log_gaussian_delta(math.exp(log_s), epsilon) - target
+        # log delta >= log(5e-324) > -745 when it is representable: the floor keeps brentq
+        # finite where delta underflows (a large epsilon), and the sign right
+        return max(_log_gaussian_delta(math.exp(log_s), epsilon), -1000.0) - target
 
-    lo, hi = -1.0, 1.0
+    lo, hi, step = -1.0, 1.0, 2.0
     while excess(lo) <= 0:                    # delta(s) falls as s grows
-        lo -= 2.0
+        lo, step = lo - step, 2 * step        # (log s is about -355 at epsilon 1.7e308)
+    step = 2.0
     while excess(hi) > 0:
-        hi += 2.0
+        hi, step = hi + step, 2 * step
     s = math.exp(brentq(excess, lo, hi, xtol=1e-14, rtol=1e-15))
-    while _log_gaussian_delta(s, epsilon) > target:    # a few steps at most
+    while math.exp(_log_gaussian_delta(s, epsilon)) > delta:  # the guarantee; a few steps
         s *= 1 + 1e-13
-    return float_at_least(Fraction(s) * Fraction(sensitivity))
+    sigma = Fraction(s) * Fraction(sensitivity)
+    if sigma > Fraction(sys.float_info.max):
+        raise InvalidParameter(f"sensitivity: {sensitivity:g} at epsilon={epsilon:g}, "
+                               f"delta={delta:g} needs a sigma beyond the largest float")
+    return float_at_least(sigma)
 
 
 def discrete_gaussian_delta(sigma: float, epsilon: float, sensitivity: int = 1) -> float:

@@ -24,8 +24,23 @@ Sampling delta.  Each step may also carry the delta that accounts the
 samplers' distance from exact noise
 (:func:`dpgpu.privacy.calibration.sampling_delta`); it is added to the step's
 delta and kept visible separately in the report.  It is charged against its
-own allowance ``max_sampling_delta`` (default ``1e-9``), so a pure-epsilon run
-(``delta=0``) can still run and reports its numerical delta honestly.
+own allowance ``max_sampling_delta``, in one of two ways:
+
+* on top of ``delta`` (the default, allowance ``1e-9``): a pure-epsilon run
+  (``delta=0``) can still run and reports its numerical delta honestly;
+* within ``delta`` (``sampling_within_delta=True``, for mechanisms whose
+  ``delta`` is the user's cap on the release): the allowance
+  ``min(max_sampling_delta, delta / 100)`` is kept out of ``delta`` and the
+  steps' own deltas get the rest (:attr:`PrivacyLedger.mechanism_delta`), so
+  the release's total delta never passes ``delta``.
+
+A step whose sampling delta alone passes the allowance is refused with
+:class:`~dpgpu.errors.InvalidParameter`, not :class:`~dpgpu.errors.BudgetExceeded`:
+its parameters are unusable whatever the data
+(:meth:`PrivacyLedger.check_sampling`, which a mechanism can also call with a
+public bound on all its steps before it reads any data).  The message names
+``delta`` when a larger ``delta`` would make room and ``epsilon`` otherwise,
+and the caller's ``hint`` names its own options that set the number of draws.
 
 Keys.  The ledger owns the run's root :class:`~dpgpu.privacy.rng.NoiseKey`
 (fresh by default, or from ``seed=``, recorded as ``seeded``); each step gets
@@ -43,6 +58,9 @@ from ..errors import BudgetExceeded, InvalidParameter
 from ..validation import check_positive_real, check_positive_reals, check_probability
 from .rng import NoiseKey
 from .tables import float_at_most
+
+#: With ``sampling_within_delta``, the samplers' allowance is at most this share of ``delta``.
+SAMPLING_SHARE = Fraction(1, 100)
 
 
 @dataclass(frozen=True)
@@ -94,22 +112,42 @@ class PrivacyLedger:
     epsilon : float
         Total epsilon, finite, ``> 0``.
     delta : float
-        Total delta in ``[0, 1)`` (0: a pure-epsilon run).
+        Total delta in ``[0, 1)`` (0: a pure-epsilon run); with
+        ``sampling_within_delta``, in ``(0, 1)``, the samplers' allowance
+        included.
     seed : int or None
         ``None`` (default): a fresh 256-bit key from :mod:`secrets`.  An
         integer makes every release of the run reproducible (and its noise
         predictable to whoever knows the seed); the report says so.
     max_sampling_delta : float
         Allowance for the samplers' accounted distance from exact, in
-        ``[0, 1)``.
+        ``[0, 1)``; with ``sampling_within_delta``, its cap.
+    sampling_within_delta : bool
+        Keep the allowance ``min(max_sampling_delta, delta / 100)`` out of
+        ``delta`` instead of adding it on top (module doc).
+
+    Attributes
+    ----------
+    max_sampling_delta : float
+        The samplers' allowance.
+    mechanism_delta : float
+        What the steps' own deltas may add up to: ``delta``, less the
+        allowance with ``sampling_within_delta`` (calibrate mechanisms at it).
     """
 
     def __init__(self, epsilon: float, delta: float = 0.0, *, seed: int | None = None,
-                 max_sampling_delta: float = 1e-9) -> None:
+                 max_sampling_delta: float = 1e-9, sampling_within_delta: bool = False) -> None:
         self.epsilon = check_positive_real(epsilon, "epsilon")
-        self.delta = check_probability(delta, "delta", allow_zero=True)
-        self.max_sampling_delta = check_probability(max_sampling_delta, "max_sampling_delta",
-                                                    allow_zero=True)
+        self.delta = check_probability(delta, "delta", allow_zero=not sampling_within_delta)
+        self._sampling_cap = check_probability(max_sampling_delta, "max_sampling_delta",
+                                               allow_zero=True)
+        self.sampling_within_delta = bool(sampling_within_delta)
+        self.max_sampling_delta, self.mechanism_delta = self._sampling_cap, self.delta
+        if self.sampling_within_delta:
+            self.max_sampling_delta = min(self._sampling_cap,
+                                          float_at_most(Fraction(self.delta) * SAMPLING_SHARE))
+            self.mechanism_delta = float_at_most(Fraction(self.delta)
+                                                 - Fraction(self.max_sampling_delta))
         self._root = NoiseKey.from_seed_or_fresh(seed)
         self._steps: list[Step] = []
         self._spent = (Fraction(0), Fraction(0), Fraction(0))
@@ -136,11 +174,11 @@ class PrivacyLedger:
 
     @property
     def remaining_delta(self) -> float:
-        """Delta left for mechanisms (rounded down; excludes the sampling allowance)."""
-        return float_at_most(Fraction(self.delta) - self._spent[1])
+        """Delta left for the steps' own deltas (rounded down; excludes the sampling allowance)."""
+        return float_at_most(Fraction(self.mechanism_delta) - self._spent[1])
 
     def charge(self, name: str, epsilon: float, delta: float = 0.0, *,
-               sampling_delta: float = 0.0) -> Step:
+               sampling_delta: float = 0.0, hint: str | None = None) -> Step:
         """Charge a sequential step, before computing its output.
 
         Parameters
@@ -153,6 +191,9 @@ class PrivacyLedger:
             In ``[0, 1)``; ``epsilon`` and ``delta`` are not both 0.
         sampling_delta : float
             In ``[0, 1)``; see the module doc.
+        hint : str, optional
+            The caller's options that set the number of draws behind
+            ``sampling_delta`` (for the message of :meth:`check_sampling`).
 
         Returns
         -------
@@ -164,13 +205,13 @@ class PrivacyLedger:
         BudgetExceeded
             If the run cannot afford the step (nothing is recorded).
         InvalidParameter
-            For invalid costs.
+            For invalid costs, and a ``sampling_delta`` past the allowance.
         """
         eps, dlt = _check_cost(epsilon, delta)
-        return self._record(name, eps, dlt, sampling_delta, "sequential", ((eps, dlt),))
+        return self._record(name, eps, dlt, sampling_delta, "sequential", ((eps, dlt),), hint)
 
     def charge_parallel(self, name: str, parts: Sequence[tuple[float, float]], *,
-                        sampling_delta: float = 0.0) -> Step:
+                        sampling_delta: float = 0.0, hint: str | None = None) -> Step:
         """Charge a step whose parts read disjoint data (parallel composition).
 
         The step costs ``max`` of the parts' epsilons and ``max`` of their
@@ -184,6 +225,8 @@ class PrivacyLedger:
             One cost per disjoint part, each as in :meth:`charge`.
         sampling_delta : float
             In ``[0, 1)``.
+        hint : str, optional
+            As in :meth:`charge`.
 
         Returns
         -------
@@ -193,32 +236,64 @@ class PrivacyLedger:
             raise InvalidParameter("parts: expected a non-empty sequence of (epsilon, delta)")
         costs = tuple(_check_cost(*_pair(p)) for p in parts)
         return self._record(name, max(c[0] for c in costs), max(c[1] for c in costs),
-                            sampling_delta, "parallel", costs)
+                            sampling_delta, "parallel", costs, hint)
 
-    def _samplers_exceeded(self, name: str, eps: float, needed: float) -> InvalidParameter:
-        """The error for a step whose samplers' accounted delta alone passes the run's allowance.
+    def check_sampling(self, name: str, epsilon: float, sampling_delta: float, *,
+                       hint: str | None = None) -> None:
+        """Refuse a sampling delta that passes the run's allowance on its own.
 
-        A parameter error (the epsilon asked for is unusable), not an
-        overspent budget.
+        :meth:`charge` calls it for every step; a mechanism calls it with a
+        public bound on the sampling delta of all its steps to refuse unusable
+        parameters before it reads any data.  It records nothing.
+
+        Parameters
+        ----------
+        name : str
+            The step (or the steps) needing it, for the message.
+        epsilon : float
+            The step's epsilon, for the message.
+        sampling_delta : float
+            The samplers' accounted delta (a NaN passes on to the caller's
+            own validation).
+        hint : str, optional
+            The caller's options, besides epsilon, that set the number of
+            draws one record can change (e.g. ``"contribution and max_n"``).
+
+        Raises
+        ------
+        InvalidParameter
+            Naming ``delta`` when the run keeps its allowance within ``delta``
+            and a larger ``delta`` would make room, else naming ``epsilon``.
         """
-        return InvalidParameter(
-            f"epsilon: step {name!r} needs sampling_delta={needed:g} but a run allows at most "
-            f"{self.max_sampling_delta:g}: the samplers' accounted distance from exact noise, "
-            f"(1 + e^epsilon) x draws x tv, grows with the step's epsilon={eps:g} and with the "
-            f"number of noisy values one record can change; lower epsilon (or that number: "
-            f"contribution, l_max, l_top); nothing was released")
+        # inf included; NaN goes on to check_probability's message
+        if not (isinstance(sampling_delta, (int, float))
+                and sampling_delta > self.max_sampling_delta):
+            return
+        fewer = "lower epsilon" + (f" (or that number, set by {hint})" if hint else "")
+        why = (f"the samplers' accounted distance from exact noise, (1 + e^epsilon) x draws x "
+               f"tv, grows with the step's epsilon={epsilon:g} and with the number of noisy "
+               "values one record can change")
+        if self.sampling_within_delta and sampling_delta <= self._sampling_cap:
+            need = _delta_needed(sampling_delta)
+            raise InvalidParameter(
+                f"delta: {self.delta:g} is too small for the samplers: {name!r} needs "
+                f"sampling_delta={sampling_delta:g}, and a run keeps min({self._sampling_cap:g}, "
+                f"delta/{1 / SAMPLING_SHARE}) of its delta for them, so it needs delta >= {need}; "
+                f"raise delta, or {fewer}: {why}; nothing was released")
+        raise InvalidParameter(
+            f"epsilon: step {name!r} needs sampling_delta={sampling_delta:g} but a run allows at "
+            f"most {self._sampling_cap:g}: {why}; {fewer}; nothing was released")
 
     def _record(self, name: str, eps: float, dlt: float, sampling_delta: float,
-                composition: str, parts: tuple[tuple[float, float], ...]) -> Step:
+                composition: str, parts: tuple[tuple[float, float], ...],
+                hint: str | None) -> Step:
         if not isinstance(name, str) or not name:
             raise InvalidParameter(f"name: expected a non-empty string, got {name!r}")
-        # inf included; NaN goes on to check_probability's message
-        if isinstance(sampling_delta, (int, float)) and sampling_delta > self.max_sampling_delta:
-            raise self._samplers_exceeded(name, eps, sampling_delta)
+        self.check_sampling(name, eps, sampling_delta, hint=hint)
         sdl = check_probability(sampling_delta, "sampling_delta", allow_zero=True)
         spent = (self._spent[0] + Fraction(eps), self._spent[1] + Fraction(dlt),
                  self._spent[2] + Fraction(sdl))
-        if (spent[0] > Fraction(self.epsilon) or spent[1] > Fraction(self.delta)
+        if (spent[0] > Fraction(self.epsilon) or spent[1] > Fraction(self.mechanism_delta)
                 or spent[2] > Fraction(self.max_sampling_delta)):
             raise BudgetExceeded(
                 f"step {name!r} needs epsilon={eps:g}, delta={dlt:g}, sampling_delta={sdl:g} "
@@ -240,7 +315,9 @@ class PrivacyLedger:
     def to_dict(self) -> dict[str, Any]:
         """Budget, spending, seeding and steps, JSON-ready."""
         return {"budget": {"epsilon": self.epsilon, "delta": self.delta,
-                           "max_sampling_delta": self.max_sampling_delta},
+                           "max_sampling_delta": self.max_sampling_delta,
+                           "sampling_within_delta": self.sampling_within_delta,
+                           "mechanism_delta": self.mechanism_delta},
                 "spent": {"epsilon": self.spent_epsilon, "delta": float(self._spent[1]),
                           "sampling_delta": float(self._spent[2])},
                 "seeded": self.seeded,
@@ -271,6 +348,19 @@ def split_budget(total: float, weights: Sequence[float]) -> list[float]:
     w = [Fraction(x) for x in check_positive_reals(weights, "weights")]
     whole = sum(w)
     return [float_at_most(Fraction(total) * x / whole) for x in w]
+
+
+def _delta_needed(sampling_delta: float) -> str:
+    """The least ``delta`` of three significant digits whose allowance holds ``sampling_delta``."""
+    mantissa, exponent = f"{float(Fraction(sampling_delta) / SAMPLING_SHARE):.2e}".split("e")
+    digits, scale = int(mantissa.replace(".", "")), int(exponent) - 2   # digits: 100 .. 999
+
+    def delta(d: int) -> float:
+        return float(f"{d}e{scale}")
+
+    while float_at_most(Fraction(delta(digits)) * SAMPLING_SHARE) < sampling_delta:
+        digits += 1
+    return f"{delta(digits):.3g}"
 
 
 def _check_cost(epsilon: Any, delta: Any) -> tuple[float, float]:

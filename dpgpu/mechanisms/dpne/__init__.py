@@ -9,6 +9,11 @@ downward closed (Proposition 2.1).
 
 Privacy argument (Theorem 2.1, discretised)
 -------------------------------------------
+``delta`` is the release's total: the samplers' allowance
+``min(1e-9, delta / 100)`` is kept out of it (see *Sampler accounting*) and
+the mechanism is calibrated at the rest, ``delta' = delta - allowance``
+(below, ``delta`` is that ``delta'``).
+
 Neighbouring databases differ in all the texts of one user.  At every level
 a user keeps at most ``Delta_k`` distinct valid k-grams (a uniformly random
 subset, chosen with keyed randomness) and adds the integer
@@ -62,9 +67,15 @@ is unchanged; the values a given seed draws differ from earlier versions.
 
 Sampler accounting: every draw is within ``tv`` of exact
 (:mod:`dpgpu.privacy.samplers`); the ledger charges
-``(1 + e^epsilon) * sum_k Delta_k * tv`` as sampling delta.  Why that
-suffices: fix a neighbouring pair and let ``M'`` be the mechanism that
-draws *exactly* the noise (or Bernoulli bit) of the at most ``Delta_k``
+``(1 + e^epsilon) * sum_k Delta_k * tv`` as sampling delta, against the
+allowance ``min(1e-9, delta / 100)`` kept out of the user's ``delta``
+(``sampling_within_delta``, :mod:`dpgpu.privacy.ledger`), so the release is
+``(epsilon, delta' + sampling delta)``-DP with that sum at most ``delta``.
+The sampling delta depends on the parameters only (``epsilon``,
+``Delta_k``, ``sigma_k``), so a ``delta`` too small to hold it is refused
+(:class:`~dpgpu.errors.InvalidParameter` naming ``delta``) before any data
+is read.  Why that charge suffices: fix a neighbouring pair and let ``M'``
+be the mechanism that draws *exactly* the noise (or Bernoulli bit) of the at most ``Delta_k``
 candidates the differing user keeps at each level ``k``, and draws every
 other value as DPNE does.  Couple the pair by gram content (the identities
 are injective, so the keyed values are independent per candidate, whatever
@@ -131,11 +142,11 @@ from ...report import Displayed
 from ...scale.partitions import check_engine, partition
 from ...validation import check_choice, check_positive_int, check_positive_real, \
     check_probability
-from .calibration import GRID, dpsu_integer_threshold, tail_probability, tail_threshold, \
-    zcdp_sigma
+from .calibration import GRID, TAIL_RESOLUTION, dpsu_integer_threshold, tail_probability, \
+    tail_threshold, zcdp_sigma
 from .histogram import TAG_SPURIOUS, bounded_histogram, merge_histograms, noisy_release
-from .baselines import METHODS, POLICIES, calibrate, differing_draws, release_runs, runs, \
-    sampling_cost
+from .baselines import METHODS, POLICIES, calibrate, differing_draws, release_runs, run_noise, \
+    runs, sampling_cost
 from .levels import Level, Positions, Space, first_level
 
 log = logging.getLogger("dpgpu")
@@ -151,6 +162,8 @@ MAX_CANDIDATES = 10 ** 8
 #: Largest contribution bound accepted (the paper uses up to a few hundred;
 #: calibrating the threshold takes time linear in it).
 MAX_CONTRIBUTION = 10_000
+#: The options, besides epsilon, that set the draws one user can change (for the ledger's message).
+DRAWS_HINT = "contribution and max_n"
 
 __all__ = ["dpne", "DPNERelease", "RULES", "SCHEDULES", "METHODS", "POLICIES",
            "MAX_CANDIDATES"]
@@ -212,13 +225,18 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     epsilon : float
         Finite, ``> 0``.
     delta : float
-        In ``(0, 1)``.
+        In ``(0, 1)``: the release's total delta, the samplers' accounted
+        distance from exact noise included (``min(1e-9, delta / 100)`` of it
+        is kept for them and the mechanism is calibrated at the rest; the
+        report's ``delta`` is what was spent, at most this).
     max_n : int
         ``T``, the longest n-gram.
     contribution : int or sequence of int
         ``Delta_0`` for every level, or ``Delta_1 .. Delta_T``.
     eta : float
-        Tolerated share of spurious k-grams, in ``(0, 1)``.
+        Tolerated share of spurious k-grams, in ``(0, 1)``; ``eta /
+        max_candidates`` must exceed ``2**-79`` (the resolution of the level
+        thresholds: ``eta > 1.7e-16`` at the default ``max_candidates``).
     rule : {"both", "single"}
         Valid k-grams: ``(S_1 x S_{k-1}) ∩ (S_{k-1} x S_1)`` or ``S_{k-1} x S_1``.
     schedule : {"equal", "geometric"}
@@ -258,6 +276,13 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     Returns
     -------
     DPNERelease
+
+    Raises
+    ------
+    InvalidParameter
+        For invalid parameters, before any data is read: among them a
+        ``delta`` too small for the samplers' accounted delta or for the
+        thresholds' resolution, and an ``eta`` too small for the latter.
     """
     db = check_db(db)
     epsilon = check_positive_real(epsilon, "epsilon")
@@ -281,7 +306,9 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
         return _baseline(db, epsilon, delta, method, policy, max_n, caps[0], alpha, seed, be,
                          max_candidates, t0, engine, client)
 
-    sigma_star = zcdp_sigma(epsilon, delta / 2)
+    ledger = PrivacyLedger(epsilon, delta, seed=seed, sampling_within_delta=True)
+    mech_delta = ledger.mechanism_delta  # delta less the samplers' allowance (module doc)
+    sigma_star = zcdp_sigma(epsilon, mech_delta / 2)
     sigmas = sigma_schedule(sigma_star, max_n, schedule, decay)
     grid_sigmas = [GRID * s for s in sigmas]
     if max(grid_sigmas) > MAX_GAUSSIAN_SIGMA:
@@ -289,13 +316,18 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
                                f"{MAX_GAUSSIAN_SIGMA / GRID:g}; raise epsilon or delta")
     max_candidates = check_positive_int(MAX_CANDIDATES if max_candidates is None
                                         else max_candidates, "max_candidates")
+    if Fraction(eta) / max_candidates <= TAIL_RESOLUTION:  # q_k >= eta / max_candidates
+        raise InvalidParameter(
+            f"eta: {eta:g} is below what the level thresholds resolve: eta / max_candidates "
+            f"must exceed 2**-79, i.e. eta > {float(TAIL_RESOLUTION * max_candidates):.6g} at "
+            f"max_candidates={max_candidates}; raise eta or lower max_candidates")
     differing = differing_draws("weighted", caps)  # sum_k Delta_k (module doc), never |V_k|
     tv = max(max(DiscreteGaussian(s).tv_per_draw for s in set(grid_sigmas)),
              eta * 2.0 ** -52 + 2.0 ** -64)
-    ledger = PrivacyLedger(epsilon, delta, seed=seed)
     step = ledger.charge(f"dpne: weighted-Gaussian DPSU + {max_n - 1} levels (zCDP composition)",
-                         epsilon, delta, sampling_delta=sampling_delta(tv, differing, epsilon))
-    rho1 = dpsu_integer_threshold(grid_sigmas[0], delta / 2, caps[0])
+                         epsilon, mech_delta, sampling_delta=sampling_delta(tv, differing, epsilon),
+                         hint=DRAWS_HINT)
+    rho1 = dpsu_integer_threshold(grid_sigmas[0], mech_delta / 2, caps[0])
 
     both = rule == "both"
     bounding = step.key.derive("dpne: contribution bounding")  # what workers may hold
@@ -353,10 +385,12 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
                         "grid": GRID, "sigma_star": sigma_star, "sigmas": sigmas,
                         "thresholds_grid": thresholds,
                         "rho_1": thresholds[0] / GRID,
-                        "paper_sigma_star": analytic_gaussian_sigma(epsilon, delta / 2),
+                        "delta_mechanism": mech_delta,
+                        "sampling_allowance": ledger.max_sampling_delta,
+                        "paper_sigma_star": analytic_gaussian_sigma(epsilon, mech_delta / 2),
                         "paper_rho_1": dpsu_threshold(sigma_schedule(
-                            analytic_gaussian_sigma(epsilon, delta / 2), max_n, schedule,
-                            decay)[0], delta / 2, caps[0])},
+                            analytic_gaussian_sigma(epsilon, mech_delta / 2), max_n, schedule,
+                            decay)[0], mech_delta / 2, caps[0])},
         "released": {"per_k": counts, "total": sum(counts)},
         "stopped": stop,
         "sampling": {"draws_one_user_can_change": differing},
@@ -485,18 +519,19 @@ def _baseline(db: SequenceDB, epsilon: float, delta: float, method: str, policy:
               max_n: int, cap0: int, alpha: float, seed: Any, be: Any, max_candidates: Any,
               t0: float, engine: str = "local", client: Any = None) -> DPNERelease:
     """A DPSU baseline (:mod:`.baselines`), charged to the ledger as one step."""
-    plan = runs(method, max_n)
-    caps = [cap0 * len(ks) for ks in plan]
-    sigma_star = zcdp_sigma(epsilon, delta / 2)
-    calib = [calibrate(policy, epsilon, delta, len(plan), c, alpha, sigma_star) for c in caps]
-    noise = calib[0][0]
-    ledger = PrivacyLedger(epsilon, delta, seed=seed)
     if max_candidates is not None:
         raise InvalidParameter(f"max_candidates: applies to method 'dpne' only, not {method!r} "
                                "(the baselines draw no bits for unsupported grams)")
+    plan = runs(method, max_n)
+    caps = [cap0 * len(ks) for ks in plan]
+    ledger = PrivacyLedger(epsilon, delta, seed=seed, sampling_within_delta=True)
+    mech_delta = ledger.mechanism_delta  # delta less the samplers' allowance
+    noise = run_noise(policy, epsilon, len(plan), zcdp_sigma(epsilon, mech_delta / 2))
     differing = differing_draws(policy, caps)
-    step = ledger.charge(f"{method}: {len(plan)} DPSU run(s), policy {policy}", epsilon, delta,
-                         sampling_delta=sampling_cost(noise, differing, epsilon))
+    step = ledger.charge(f"{method}: {len(plan)} DPSU run(s), policy {policy}", epsilon,
+                         mech_delta, sampling_delta=sampling_cost(noise, differing, epsilon),
+                         hint=DRAWS_HINT)
+    calib = [calibrate(policy, noise, mech_delta, len(plan), c, alpha) for c in caps]
     levels = release_runs(db, plan, caps, calib, policy, max_n, step.key, engine, client)
     counts = [int(x.shape[0]) for x in levels]
     report = {
@@ -508,13 +543,13 @@ def _baseline(db: SequenceDB, epsilon: float, delta: float, method: str, policy:
                        "contribution": cap0, "policy": policy, "alpha": alpha},
         "sampling": {"draws_one_user_can_change": differing},
         "epsilon": ledger.spent_epsilon, "delta": ledger.spent_delta,
-        "calibration": {"grid": GRID, "runs": [{"k": ks, "contribution": c,
-                                                 "noise": type(nz).__name__,
-                                                 "scale_grid": getattr(nz, "sigma", None) or
-                                                 getattr(nz, "scale", None),
-                                                 "threshold_grid": thr, "cutoff_grid": cut}
-                                                for ks, c, (nz, thr, cut) in
-                                                zip(plan, caps, calib)]},
+        "calibration": {"grid": GRID, "delta_mechanism": mech_delta,
+                        "sampling_allowance": ledger.max_sampling_delta,
+                        "runs": [{"k": ks, "contribution": c, "noise": type(nz).__name__,
+                                  "scale_grid": getattr(nz, "sigma", None) or
+                                  getattr(nz, "scale", None),
+                                  "threshold_grid": thr, "cutoff_grid": cut}
+                                 for ks, c, (nz, thr, cut) in zip(plan, caps, calib)]},
         "released": {"per_k": counts, "total": sum(counts)},
         "ledger": ledger.to_dict(),
         "seeded": ledger.seeded,

@@ -76,7 +76,11 @@ Every other gram gets the
 same decision in both.  With the sampler within ``tv`` of exact noise per
 draw, replacing it by exact noise on those ``b`` draws changes each event's
 probability by at most ``b * tv`` on either side, so the step is ``(epsilon,
-delta + (1 + e^epsilon) b tv)``-DP.  Every supported gram gets its noise,
+delta + (1 + e^epsilon) b tv)``-DP.  As for DPNE, the user's ``delta`` is the
+total: the runs are calibrated at ``delta`` less the samplers' allowance
+``min(1e-9, delta / 100)``, which the ledger charges ``(1 + e^epsilon) b tv``
+against (refusing, before any data is read, a ``delta`` too small for it).
+Every supported gram gets its noise,
 however many there are: no cap on the support, whose size depends on the
 data, decides what is released.
 
@@ -278,16 +282,55 @@ def runs(method: str, max_n: int) -> list[list[int]]:
     return [[max_n]]
 
 
-def calibrate(policy: str, epsilon: float, delta: float, n_runs: int, cap: int,
-              alpha: float, sigma_star: float) -> tuple[Any, int, int]:
-    """Sampler, integer threshold and cutoff of one of ``n_runs`` even runs."""
+def run_noise(policy: str, epsilon: float, n_runs: int, sigma_star: float) -> Any:
+    """The sampler of each of ``n_runs`` even runs (``sigma_star``: the weighted policy's budget).
+
+    Parameters
+    ----------
+    policy : {"weighted", "laplace"}
+    epsilon : float
+        The release's epsilon.
+    n_runs : int
+    sigma_star : float
+        ``zcdp_sigma`` of the release's ``(epsilon, delta / 2)`` (weighted policy).
+
+    Returns
+    -------
+    DiscreteGaussian or DiscreteLaplace
+        ``N_Z(0, (GRID sigma_star sqrt(n_runs))**2)``, or discrete Laplace of
+        scale ``GRID n_runs / epsilon``.
+    """
     if policy == "weighted":
-        s = GRID * sigma_star * math.sqrt(n_runs)
-        return DiscreteGaussian(s), dpsu_integer_threshold(s, delta / (2 * n_runs), cap), 0
-    lam = laplace_scale(epsilon, GRID * n_runs)
-    noise = DiscreteLaplace(lam)
-    rho = laplace_threshold(lam, delta / n_runs, cap)
-    return noise, rho, rho + math.ceil(alpha * lam)
+        return DiscreteGaussian(GRID * sigma_star * math.sqrt(n_runs))
+    return DiscreteLaplace(laplace_scale(epsilon, GRID * n_runs))
+
+
+def calibrate(policy: str, noise: Any, delta: float, n_runs: int, cap: int,
+              alpha: float) -> tuple[Any, int, int]:
+    """Sampler, integer threshold and cutoff of one of ``n_runs`` even runs.
+
+    Parameters
+    ----------
+    policy : {"weighted", "laplace"}
+    noise : DiscreteGaussian or DiscreteLaplace
+        The runs' sampler (:func:`run_noise`).
+    delta : float
+        The release's delta for the mechanism (the samplers' allowance left out).
+    n_runs : int
+    cap : int
+        Distinct grams each user keeps in the run.
+    alpha : float
+        Policy Laplace cutoff ``Gamma = rho + alpha * lambda``.
+
+    Returns
+    -------
+    (sampler, int, int)
+        ``noise``, the integer threshold and the cutoff (0 for the weighted policy).
+    """
+    if policy == "weighted":
+        return noise, dpsu_integer_threshold(noise.sigma, delta / (2 * n_runs), cap), 0
+    rho = laplace_threshold(noise.scale, delta / n_runs, cap)
+    return noise, rho, rho + math.ceil(alpha * noise.scale)
 
 
 def laplace_threshold(scale: float, delta: float, cap: int) -> int:

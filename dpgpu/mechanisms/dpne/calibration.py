@@ -28,6 +28,7 @@ from functools import lru_cache
 
 from scipy.optimize import brentq, minimize_scalar
 
+from ...errors import InvalidParameter
 from ...privacy.tables import gaussian_half_weights
 from ...validation import check_positive_int, check_positive_real, check_probability
 
@@ -37,7 +38,9 @@ from ...validation import check_positive_int, check_positive_real, check_probabi
 #: samplers' ``sigma <= 2**17`` caps ``sigma_k`` at 512 (epsilon about 0.03 at
 #: ``max_n = 9``, ``delta = 1e-7``).
 GRID = 256
-_TAIL = Fraction(1, 2 ** 79)
+#: The fixed-point tables bound a tail only down to this probability: :func:`tail_threshold`
+#: resolves ``q > TAIL_RESOLUTION``, and callers check that before any data is read.
+TAIL_RESOLUTION = Fraction(1, 2 ** 79)
 
 
 def zcdp_delta(sigma: float, epsilon: float) -> float:
@@ -104,15 +107,19 @@ def _suffix_sums(s: float) -> tuple[list[int], int]:
 
 
 def tail_threshold(s: float, q: Fraction) -> int:
-    """Least integer ``c >= 0`` with ``P[N_Z(0, s**2) > c] <= q`` (rigorous upper tail)."""
+    """Least integer ``c >= 0`` with ``P[N_Z(0, s**2) > c] <= q`` (rigorous upper tail).
+
+    ``q`` must exceed :data:`TAIL_RESOLUTION`; the mechanisms derive ``q``
+    from their parameters and refuse those that would pass below it.
+    """
     s = check_positive_real(s, "s")
     suffix, z = _suffix_sums(s)
     lo, hi = 0, len(suffix) - 1          # P[X > T] <= 2**-79 < any q we use
-    if q <= _TAIL:
+    if q <= TAIL_RESOLUTION:
         raise ValueError("tail probability below the sampler's resolution")
     while lo < hi:
         mid = (lo + hi) // 2
-        if Fraction(suffix[mid], z) + _TAIL <= q:
+        if Fraction(suffix[mid], z) + TAIL_RESOLUTION <= q:
             hi = mid
         else:
             lo = mid + 1
@@ -131,11 +138,20 @@ def dpsu_integer_threshold(s: float, delta: float, max_items: int) -> int:
     A user alone holding its ``t`` kept items gives each weight ``w_t``; they
     all stay at or below the threshold with probability
     ``P[X <= c_t]**t >= 1 - delta`` (the ``(0, delta)`` part of the proof).
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``delta`` when the smallest tail, ``c_{max_items}``'s, is
+        below :data:`TAIL_RESOLUTION`.
     """
     delta = check_probability(delta, "delta")
     w = unit_weights(max_items)
-    best = 0
-    for t in range(1, max_items + 1):
-        q = -math.expm1(math.log1p(-delta) / t) * (1 - 1e-12)
-        best = max(best, w[t] + tail_threshold(s, Fraction(q)))
-    return best
+    q = [Fraction(-math.expm1(math.log1p(-delta) / t) * (1 - 1e-12))
+         for t in range(1, max_items + 1)]                           # decreasing in t
+    if q[-1] <= TAIL_RESOLUTION:
+        raise InvalidParameter(
+            f"delta: too small for the DPSU threshold: its share {delta:g} of delta, spread over "
+            f"up to {max_items} items of a user, is below the noise tables' resolution of 2**-79 "
+            f"per item; raise delta (or lower the contribution)")
+    return max(w[t] + tail_threshold(s, q[t - 1]) for t in range(1, max_items + 1))

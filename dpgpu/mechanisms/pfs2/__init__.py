@@ -58,9 +58,19 @@ queried.
 
 The samplers are within total variation ``LAPLACE_TV_BOUND`` of exact per
 draw; every step charges the matching sampling delta, the pruning step for a
-public cap ``max_candidates`` on the local draws (when a level would exceed
-it, the candidates whose generating sequences have the largest noisy
-supports are kept).
+public cap ``max_candidates`` on the local draws (when a level ``k >= 2``
+would exceed it, the candidates whose generating sequences have the largest
+noisy supports are kept; level 1's candidates are the whole vocabulary, so
+``max_candidates`` must be at least its size: keeping some items would need
+a rule that either ignores the data, and so drops items whatever their
+support, or ranks them by support, which costs budget the paper does not
+spend).  The sampling deltas of all the steps together have a public bound
+(:func:`sampling_bound`: ``|D|~``, ``l_1`` length counts,
+``ceil(log2 l_1)`` maximal-support queries, ``max_candidates`` local
+supports, and at most ``max_candidates`` supports on ``D`` in all, each
+step at its own epsilon), which the ledger's allowance must hold: parameters
+whose bound it does not are refused before any data is read, so no step
+can fail later on what the data gives.
 
 Counting over Dask (``engine="dask"``): the exact supports are sums over
 sequences, so each partition of the sequences counts its own (its part of
@@ -81,6 +91,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -92,6 +103,7 @@ from ...eval.truth import _candidates, _dedupe
 from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale
 from ...privacy.ledger import split_budget
 from ...privacy.rng import NoiseKey
+from ...privacy.tables import float_at_least
 from ...progress import Step
 from ...release import ReleaseWriter, add_vocabulary, encode_gram, note_users
 from ...report import Displayed
@@ -113,6 +125,10 @@ MAX_CANDIDATES = 10_000_000
 MAX_L_UPPER = 1_000_000
 #: Noise tag of the random partition (levels use tags 1 .. L_f).
 TAG_PARTITION = 0
+#: The samplers' allowance of a run (pure epsilon: on top of it).
+MAX_SAMPLING_DELTA = 1e-6
+#: The options, besides epsilon, that set the number of draws (for the ledger's message).
+DRAWS_HINT = "max_candidates and l_upper"
 
 
 @dataclass
@@ -211,7 +227,10 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
     budget_split : sequence of 5 floats
         Weights of ``eps_1 .. eps_5`` (default the paper's).
     max_candidates : int
-        Public cap on the noisy local supports drawn (sampling delta).
+        Public cap on the noisy local supports drawn, at least the
+        vocabulary's size (level 1 draws one per item).  With ``epsilon`` it
+        sets the samplers' accounted delta (module doc): lower it to run at
+        a larger ``epsilon``.
     seed : int, optional
         Reproducible release (recorded as ``"seeded": true``).
     backend : str or Backend, optional
@@ -227,6 +246,13 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
     Returns
     -------
     PFS2Release
+
+    Raises
+    ------
+    InvalidParameter
+        For invalid parameters, before any data is read; among them an
+        ``epsilon`` (with ``max_candidates`` and ``l_upper``) whose samplers'
+        accounted delta passes the run's allowance.
     """
     check_db(db, "db")
     epsilon = check_positive_real(epsilon, "epsilon")
@@ -238,14 +264,17 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
     weights = check_positive_reals(budget_split, "budget_split")
     if len(weights) != 5:
         raise InvalidParameter("budget_split: expected 5 weights (eps_1 .. eps_5)")
+    check_max_candidates(max_candidates, db.vocab.size)
     engine = check_engine(engine, db)
+    eps = split_budget(epsilon, weights)
+    ledger = PrivacyLedger(epsilon, max_sampling_delta=MAX_SAMPLING_DELTA, seed=seed)
+    ledger.check_sampling("pfs2: all steps (public bound)", max(eps),
+                          sampling_bound(eps, l_upper, max_candidates), hint=DRAWS_HINT)
     progress = progress or (lambda msg: log.info("pfs2: %s", msg))
     be = get_backend(backend)
     data = partition(db, engine, client)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    ledger = PrivacyLedger(epsilon, max_sampling_delta=1e-6, seed=seed)
-    eps = split_budget(epsilon, weights)
     n_noisy = noisy_size(db, ledger, eps[0], data)
     l_max = length_constraint(db, ledger, eps[1], n_noisy, l_upper, eta, data)
     L_f = max_frequent_length(db, ledger, eps[2], l_max, threshold * n_noisy, data)
@@ -281,6 +310,57 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
     return PFS2Release(levels, report, db.vocab)
 
 
+def sampling_bound(epsilons: Sequence[float], l_upper: int, max_candidates: int) -> float:
+    """Public bound on the sampling delta that all the steps of a run charge together.
+
+    Parameters
+    ----------
+    epsilons : sequence of 5 floats
+        ``eps_1 .. eps_5``.
+    l_upper : int
+        ``l_1``: length counts drawn, and ``l_max <= l_1`` bounds the
+        maximal-support queries by ``ceil(log2 l_1)``.
+    max_candidates : int
+        Bounds the local supports drawn, and the supports on ``D`` of all
+        levels together (survivors are candidates), each level's at an
+        ``eps_5`` share of at most ``eps_5``.
+
+    Returns
+    -------
+    float
+        At least the sum of the steps' sampling deltas, whatever the data.
+    """
+    e1, e2, e3, e4, e5 = epsilons
+    queries = max(1, math.ceil(math.log2(l_upper)))
+    parts = (tv_delta(1, e1), tv_delta(l_upper, e2), tv_delta(queries, e3),
+             tv_delta(max_candidates, e4), tv_delta(max_candidates, e5))
+    return float_at_least(sum(map(Fraction, parts), Fraction(0)))
+
+
+def check_max_candidates(max_candidates: int, n_items: int) -> None:
+    """Refuse a ``max_candidates`` below the vocabulary's size (module doc).
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``max_candidates``.
+    """
+    if max_candidates < n_items:
+        raise InvalidParameter(
+            f"max_candidates: {max_candidates} is below the vocabulary's {n_items} items; "
+            "level 1 draws a noisy local support for every item (no private rule picks "
+            "some of them without spending budget), so it must be at least that")
+
+
+def support_sensitivity(l_max: int, k: int, n_candidates: int) -> int:
+    """``Delta_k = min(C(l_max, k), |C_k|)``: local supports one shrunk sequence changes.
+
+    A sequence of at most ``l_max`` items holds at most ``C(l_max, k)``
+    distinct length-``k`` subsequences, and supports count a sequence once
+    per candidate it holds (Theorem 6).
+    """
+    return min(math.comb(l_max, k), n_candidates)
+
 def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: float,
          eps_prune: float, eps_support: float, zeta: float, max_candidates: int,
          backend: Backend, data: Partitions | None = None,
@@ -308,6 +388,7 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
         ``eps_4`` and ``eps_5``.
     zeta : float
     max_candidates : int
+        At least the vocabulary's size.
     backend : Backend
         Where each partition counts (by name on Dask workers).
     data : Partitions, optional
@@ -321,9 +402,11 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
     """
     L_f, l_max = pre.L_f, pre.l_max
     n_items = db.vocab.size
+    check_max_candidates(max_candidates, n_items)
     prune = ledger.charge_parallel(
         f"pfs2: sample-based candidate pruning ({L_f} disjoint samples)",
-        [(eps_prune, 0.0)] * L_f, sampling_delta=tv_delta(max_candidates, eps_prune))
+        [(eps_prune, 0.0)] * L_f, sampling_delta=tv_delta(max_candidates, eps_prune),
+        hint=DRAWS_HINT)
     data = (data if data is not None else partition(db)).map(_mining_data, L_f,
                                        per_row=(sample_assignment(len(db), L_f, prune.key),))
     eps_level = split_budget(eps_support, [1.0] * L_f)
@@ -333,14 +416,14 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
     budget_left = max_candidates
     for k in range(1, L_f + 1):
         cands = [(i,) for i in range(n_items)] if k == 1 else sorted(_candidates(sorted(prev)))
-        capped = len(cands) > budget_left
+        capped = len(cands) > budget_left  # never at level 1 (check_max_candidates)
         if capped:
             cands = sorted(sorted(cands, key=lambda c: -min(prev[c[:-1]], prev[c[1:]]))
                            [:budget_left])
         if not cands:
             break
         budget_left -= len(cands)
-        sens = min(math.comb(l_max, k), len(cands))
+        sens = support_sensitivity(l_max, k, len(cands))
         local = data.sum(_sample_supports, k, cands, l_max, backend.name)
         local_noisy = local + DiscreteLaplace(laplace_scale(eps_prune, sens)).sample(
             prune.key, np.arange(len(cands)), tag=k, backend="numpy")  # identity: position
@@ -351,7 +434,7 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
         if survivors:
             eps_k = eps_level[k - 1]
             step = ledger.charge(f"pfs2: level {k} supports on D", eps_k,
-                                 sampling_delta=tv_delta(len(survivors), eps_k))
+                                 sampling_delta=tv_delta(len(survivors), eps_k), hint=DRAWS_HINT)
             noisy = data.sum(_full_supports, survivors, backend.name) + DiscreteLaplace(
                 laplace_scale(eps_k, len(survivors))).sample(step.key, kept, tag=k, backend="numpy")
             frequent = [(c, int(v)) for c, v in zip(survivors, noisy.tolist())

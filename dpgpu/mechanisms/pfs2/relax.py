@@ -73,10 +73,27 @@ def relaxed_threshold(theta: float, sample_size: float, sensitivity: float, epsi
     Returns
     -------
     float
+
+    Notes
+    -----
+    The root is bracketed by stepping out from ``mu`` by ``w = 40 (sigma +
+    phi) + 1``, doubling the step, until the CDF is below ``zeta`` on the left
+    and at least ``zeta`` on the right.  The computed CDF reaches 0 and 1
+    (its terms underflow) within about ``40 (sigma + phi)`` of ``mu`` plus
+    the Laplace tail's ``phi log(1 / zeta) <= 745 phi``, so a few doublings
+    bracket every ``zeta`` in ``(0, 1)``, down to the smallest float.
     """
     mu = theta * sample_size
     sigma = math.sqrt(max(theta * (1.0 - theta) * sample_size, 0.0))
     phi = sensitivity / epsilon
+
+    def excess(z: float) -> float:
+        return normal_laplace_cdf(z, mu, sigma, phi) - zeta
+
     width = 40.0 * (sigma + phi) + 1.0
-    return float(brentq(lambda z: normal_laplace_cdf(z, mu, sigma, phi) - zeta,
-                        mu - width, mu + width, xtol=1e-9, rtol=1e-12))
+    left = right = width
+    while excess(mu - left) >= 0:
+        left *= 2
+    while excess(mu + right) < 0:
+        right *= 2
+    return float(brentq(excess, mu - left, mu + right, xtol=1e-9, rtol=1e-12))
