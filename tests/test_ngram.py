@@ -559,3 +559,8 @@ def test_noise_identities_of_a_level_are_its_rows_and_a_level_is_drawn_once(monk
     with pytest.raises(RuntimeError, match="one level twice"):
         noise(grams[:1], np.array([1.0]))
     assert sorted(i for _, ids in seen for i in ids) == [0, 1, 2] and {t for t, _ in seen} == {5}
+
+
+def test_samplers_refusal_names_ngrams_own_options():
+    with pytest.raises(InvalidParameter, match="set by l_max and n_max"):
+        ngram(toy(), 30.0, seed=1)

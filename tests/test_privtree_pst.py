@@ -386,3 +386,8 @@ def test_sampled_symbol_is_the_inverse_of_the_running_sum(scale, width):
     r[-4:] = [0, max(total[-3] - 1, 0), 0, max(total[-1] - 1, 0)]  # both ends of a row
     want = (np.cumsum(hist[node], axis=1) <= r[:, None]).sum(axis=1)
     assert model._symbol(node, r).tolist() == want.tolist()
+
+
+def test_samplers_refusal_names_psts_own_options():
+    with pytest.raises(InvalidParameter, match="set by max_nodes"):
+        pst(random_db([list("abc")] * 50), 40.0, seed=1)

@@ -251,7 +251,8 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     if private:  # the draws one sequence can change (module doc), never the candidates
         touched = n_max * _sensitivity(l_max)
         step = ledger.charge("ngram: exploration tree counts", epsilon,
-                             sampling_delta=sampling_delta(LAPLACE_TV_BOUND, touched, epsilon))
+                             sampling_delta=sampling_delta(LAPLACE_TV_BOUND, touched, epsilon),
+                             hint="l_max and n_max")
         noise = _laplace_noise(step.key, draws)
     else:
         noise = _no_noise

@@ -449,11 +449,13 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
     eps_tree, eps_hist, params, hist_scale = calibrate(epsilon, l_top, db.vocab.size)
     ledger = PrivacyLedger(epsilon, max_sampling_delta=1e-6, seed=seed)
     tree_step = ledger.charge("privtree: PST structure", eps_tree,
-                              sampling_delta=sampling_delta(LAPLACE_TV_BOUND, max_nodes, eps_tree))
+                              sampling_delta=sampling_delta(LAPLACE_TV_BOUND, max_nodes, eps_tree),
+                              hint="max_nodes")
     # the leaf counts one sequence touches (module doc), not every count drawn
     hist_step = ledger.charge("privtree: leaf histograms", eps_hist,
                               sampling_delta=sampling_delta(LAPLACE_TV_BOUND,
-                                                            _sensitivity(l_top), eps_hist))
+                                                            _sensitivity(l_top), eps_hist),
+                              hint="l_top")
     parts = partition(db, engine, client).map(_partition_events, l_top, be.name)
     timings["prepare_s"] = time.perf_counter() - t0
     t = time.perf_counter()

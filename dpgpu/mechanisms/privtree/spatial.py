@@ -349,10 +349,11 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
     eps_tree, eps_count, params, count_scale = calibrate(epsilon, fanout)
     ledger = PrivacyLedger(epsilon, max_sampling_delta=1e-6, seed=seed)
     tree_step = ledger.charge("privtree: tree structure", eps_tree,
-                              sampling_delta=sampling_delta(LAPLACE_TV_BOUND, max_nodes, eps_tree))
+                              sampling_delta=sampling_delta(LAPLACE_TV_BOUND, max_nodes, eps_tree),
+                              hint="max_nodes")
     count_step = ledger.charge("privtree: leaf counts", eps_count,
                                sampling_delta=sampling_delta(LAPLACE_TV_BOUND, max_nodes,
-                                                             eps_count))
+                                                             eps_count), hint="max_nodes")
     clipped = np.clip(pts, dom[:, 0], dom[:, 1])
     test = SplitTest(params, tree_step.key)
     levels = grow(None, xp.asarray(dom[None, :, 0]), xp.asarray(dom[None, :, 1]), None,
