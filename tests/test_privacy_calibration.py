@@ -131,3 +131,13 @@ def test_cli_calibrate_gaussian_at_huge_epsilon(capsys):
     assert main(["calibrate", "gaussian", "--epsilon", "1e200", "--delta", "1e-5"]) == 0
     sigma = float(capsys.readouterr().out.split()[1])
     assert sigma == pytest.approx(7.0710678118654755e-101, rel=1e-12)
+
+
+@pytest.mark.parametrize("epsilon,sensitivity", [(1e-300, 1.0), (1e-300, 1e305), (1e-9, 2.0 ** 30)])
+def test_laplace_scale_past_the_samplers_limit_names_epsilon(epsilon, sensitivity):
+    from dpgpu.errors import InvalidParameter
+    from dpgpu.privacy import laplace_scale
+
+    with pytest.raises(InvalidParameter, match="epsilon: too small"):
+        laplace_scale(epsilon, sensitivity)
+    assert laplace_scale(1.0, 2.0 ** 52) == 2.0 ** 52  # the limit itself is allowed

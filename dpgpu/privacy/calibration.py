@@ -68,12 +68,12 @@ def laplace_scale(epsilon: float, sensitivity: float = 1.0) -> float:
     """
     epsilon = check_positive_real(epsilon, "epsilon")
     sensitivity = check_positive_real(sensitivity, "sensitivity")
-    scale = float_at_least(Fraction(sensitivity) / Fraction(epsilon))
+    scale = Fraction(sensitivity) / Fraction(epsilon)  # exact: no overflow to check first
     if scale > MAX_LAPLACE_SCALE:
-        raise InvalidParameter(f"epsilon: too small; a noise scale of {scale:.3g} "
+        raise InvalidParameter(f"epsilon: too small; a noise scale of {sensitivity / epsilon:.3g} "
                                f"(sensitivity {sensitivity:g} over a budget of {epsilon:.3g}) "
                                "passes the samplers' limit of 2**52")
-    return scale
+    return float_at_least(scale)
 
 
 def laplace_scales(epsilon: Any, sensitivity: Any = 1.0):
