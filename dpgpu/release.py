@@ -12,7 +12,8 @@ release's ``files``; publish the directory without it.  Files
 are written into a hidden staging directory beside the target, which is
 renamed to the target only when the whole release is complete, so a failed
 run leaves nothing half-written.  An existing target is replaced only with
-``force``.
+``force``, and only when it is a release directory (it holds ``report.json``)
+that holds none of the run's inputs (:func:`check_release_target`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any, Iterable, Sequence
 from urllib.parse import quote
 
 from . import __version__
-from .data.io import current_umask
+from .data.io import check_output, current_umask
 from .errors import InputError
 
 log = logging.getLogger("dpgpu")
@@ -138,6 +139,36 @@ USERS_IGNORED = ("one sequence: the data names users, but this mechanism protect
                  "protects users)")
 
 
+def check_release_target(out_dir: Any, *, force: bool = False,
+                         inputs: Iterable[Any] = ()) -> Path:
+    """Check that the release directory ``out_dir`` may be written, before the run.
+
+    A new directory may be written; an existing one is replaced only with
+    ``force``, and only when it is a dpgpu release (it holds ``report.json``)
+    and holds none of ``inputs`` (:func:`dpgpu.data.io.check_output`).
+
+    Parameters
+    ----------
+    out_dir : str or path-like
+        The release directory.
+    force : bool
+        Whether an existing release may be replaced.
+    inputs : iterable of path-like
+        The files the run reads.
+
+    Returns
+    -------
+    pathlib.Path
+        ``out_dir``, absolute, its folder resolved.
+
+    Raises
+    ------
+    InputError
+        When ``out_dir`` may not be written (the message names it and says why).
+    """
+    return check_output(out_dir, force=force, release=REPORT, inputs=inputs)
+
+
 class ReleaseWriter:
     """Collects the files of one release and publishes them atomically.
 
@@ -146,7 +177,9 @@ class ReleaseWriter:
     out_dir : str or path-like
         The release directory to create.
     force : bool
-        Replace an existing directory.
+        Replace an existing release directory (:func:`check_release_target`).
+    inputs : iterable of path-like
+        The files the run reads, which the release may neither be nor hold.
 
     Examples
     --------
@@ -155,13 +188,10 @@ class ReleaseWriter:
     ...     rel.finish({"mechanism": "ngram", ...})
     """
 
-    def __init__(self, out_dir: Any, *, force: bool = False):
-        self.target = Path(out_dir)
-        if self.target.exists() and not force:
-            raise InputError(f"{self.target}: already exists (use --force / force=True to "
-                             "replace it)")
-        if not self.target.parent.is_dir():
-            raise InputError(f"{self.target}: folder {self.target.parent} does not exist")
+    def __init__(self, out_dir: Any, *, force: bool = False, inputs: Iterable[Any] = ()):
+        self.out_dir = out_dir
+        self.inputs = tuple(inputs)
+        self.target = check_release_target(out_dir, force=force, inputs=self.inputs)
         self.force = force
         self.staging = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.",
                                              suffix=".part", dir=self.target.parent))
@@ -224,7 +254,15 @@ class ReleaseWriter:
         """Write ``report.json`` and ``diagnostics.json``, and move the release into place.
 
         The report gets ``dpgpu`` (version) and ``files`` added; its
-        ``timings`` go to ``diagnostics.json`` instead (module doc).
+        ``timings`` go to ``diagnostics.json`` instead (module doc).  The
+        target is checked again (it may have changed during the run); a
+        release it replaces is moved aside, then removed.
+
+        Raises
+        ------
+        InputError
+            The target may no longer be written, or the release it replaced
+            could not be removed (the new release is in place then).
         """
         report = {**report, "dpgpu": __version__, "files": sorted(self.files)}
         diagnostics = {"private": False, "note": DIAGNOSTICS_NOTE,
@@ -233,15 +271,26 @@ class ReleaseWriter:
             with open(self.staging / name, "w", encoding="utf-8") as f:
                 json.dump(obj, f, indent=2, default=_jsonable)
                 f.write("\n")
+        check_release_target(self.target, force=self.force, inputs=self.inputs)
         old = None
-        if self.target.exists():
-            old = self.target.with_name(f".{self.target.name}.old-{os.getpid()}")
+        if os.path.lexists(self.target):  # a release (checked): moved aside, removed below
+            old = self.staging.with_suffix(".old")
             os.replace(self.target, old)
-        os.replace(self.staging, self.target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        try:
+            os.replace(self.staging, self.target)
+        except OSError:
+            if old is not None:
+                os.replace(old, self.target)
+            raise
         self.done = True
-        return self.target
+        if old is not None:
+            try:
+                shutil.rmtree(old)
+            except OSError as exc:
+                raise InputError(f"{self.target}: written, but the release it replaced, moved "
+                                 f"to {old}, could not be removed ({exc.strerror or exc}); "
+                                 "remove it by hand") from None
+        return Path(self.out_dir)
 
 
 def read_report(release_dir: Any) -> dict:

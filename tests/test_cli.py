@@ -105,8 +105,8 @@ def test_unknown_format_and_bad_option(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("value", ["0", "-3"])
-def test_demo_rejects_bad_lengths(capsys, value):
-    status, _, err = run(capsys, "demo", "--l-max", value)
+def test_demo_rejects_bad_lengths(capsys, tmp_path, value):
+    status, _, err = run(capsys, "demo", "--l-max", value, "--out", str(tmp_path / "demo"))
     assert status == 2 and "l_max" in err
 
 

@@ -23,6 +23,7 @@ else:  # pragma: no cover - Python 3.10
 from ..backend import get_backend
 from ..data.load import FORMATS, load
 from ..progress import Step
+from ..release import check_release_target
 from ..scale.partitions import ENGINES
 
 log = logging.getLogger("dpgpu")
@@ -30,6 +31,9 @@ log = logging.getLogger("dpgpu")
 #: Reader options the CLI passes on to :func:`dpgpu.load` when given.
 FORMAT_OPTIONS = ("tokens", "case", "activity", "timestamp", "user", "delimiter", "text",
                   "lowercase")
+
+#: The arguments that name files a command reads (an output may not be one, nor hold one).
+INPUT_ARGUMENTS = ("data", "points", "vocab", "config")
 
 #: Actions whose value a ``--config`` file may set.
 _CONFIGURABLE = (argparse._StoreAction, argparse._StoreConstAction, argparse.BooleanOptionalAction)
@@ -231,6 +235,11 @@ def load_from_args(args: argparse.Namespace, name: str = "data") -> Any:
     return load(getattr(args, name), format=args.format, **options)
 
 
+def input_paths(args: argparse.Namespace) -> list[str]:
+    """The files the command of ``args`` reads (its :data:`INPUT_ARGUMENTS` that are given)."""
+    return [getattr(args, n) for n in INPUT_ARGUMENTS if getattr(args, n, None) is not None]
+
+
 def print_json(obj: Any) -> None:
     """Print ``obj`` as indented JSON on stdout."""
     json.dump(obj, sys.stdout, indent=2, default=str)
@@ -309,7 +318,11 @@ class Progress:
 def run_mechanism(args: argparse.Namespace, load: Callable[[argparse.Namespace], Any],
                   release: Callable[[argparse.Namespace, Any, Progress], Any],
                   describe: Callable[[Any], str]) -> int:
-    """Read the input, release, write the release directory and print the summary.
+    """Check ``--out``, read the input, release, write the release directory, print the summary.
+
+    ``--out`` is checked before the input is read
+    (:func:`dpgpu.release.check_release_target`), so a run that could not
+    be written is not started.
 
     Parameters
     ----------
@@ -328,7 +341,14 @@ def run_mechanism(args: argparse.Namespace, load: Callable[[argparse.Namespace],
     int
         Exit status 0.  (A release that is not private says why in its
         report's ``warning``, which the mechanism also logs.)
+
+    Raises
+    ------
+    InputError
+        ``--out`` may not be written: it exists (without ``--force``), is not
+        a release directory, is or holds an input.
     """
+    check_release_target(args.out, force=args.force, inputs=input_paths(args))
     show = not (args.quiet or args.verbose) and sys.stderr.isatty()
     with Progress(args.command, show=show) as progress, engine_client(args) as client:
         args.client = client  # read by load_from_args and the release

@@ -9,7 +9,8 @@ from pathlib import Path
 from ..data.load import _SUFFIX
 from ..data.writers import WRITE_FORMATS
 from ..errors import InvalidParameter
-from .common import add_command, add_data_arguments, load_from_args
+from ..data.io import check_output
+from .common import add_command, add_data_arguments, input_paths, load_from_args
 
 _EXTENSIONS = textwrap.fill(", ".join(f"{suffix} ({fmt})" for suffix, fmt in _SUFFIX.items()
                                       if fmt in WRITE_FORMATS),
@@ -90,6 +91,7 @@ def output_format(output: str, to: str | None) -> str | None:
 def run(args: argparse.Namespace) -> int:
     """Read, then write atomically."""
     fmt = output_format(args.output, args.to)
+    check_output(args.output, force=args.force, inputs=input_paths(args))  # before reading
     db = load_from_args(args)
     db.save(args.output, format=fmt, force=args.force)
     print(f"wrote {len(db)} sequences to {args.output}")

@@ -17,6 +17,7 @@ from ..data.load import demo_path, load
 from ..eval.metrics import true_positive_ratio
 from ..eval.truth import top_k_strings
 from ..mechanisms.ngram import ngram
+from ..release import check_release_target
 from .common import add_command, add_backend_argument
 
 K_VALUES = (20, 40, 60, 80, 100)
@@ -39,6 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Load, release, write, compare."""
     be = get_backend(args.backend)
+    check_release_target(args.out, force=args.force)  # before the run, not after it
     t0 = time.perf_counter()
     db = load(demo_path())
     s = db.stats()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..data.io import atomic_output
+from ..release import REPORT
 from ..report import as_html, as_text, summarize
 from .common import add_command, print_json
 
@@ -28,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(as_text(facts))
     if args.html:
-        with atomic_output(args.html, force=args.force) as f:
+        with atomic_output(args.html, force=args.force,
+                           inputs=[Path(args.release) / REPORT]) as f:
             f.write(as_html(facts))
     return 0

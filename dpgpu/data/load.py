@@ -7,19 +7,22 @@ logs (one row per event: case, activity, timestamp), ``xes`` event logs,
 user-level text (:mod:`~dpgpu.data.users`): ``jsonl``, ``text-csv``,
 ``text-parquet`` (a user and a text per record, one sequence per sentence).
 Without ``format`` the content decides (file names are only a hint); gzip is
-recognised by its magic number.
+recognised by its magic number.  The file is read once, so a pipe or FIFO
+(``/dev/stdin``) works; ``text-parquet``, read by path, needs a regular file.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import stat
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, InvalidParameter
 from . import text
-from .io import check_not_binary, read_bytes
+from .io import check_not_binary, input_errors, read_bytes
 from .public_vocab import on_vocabulary, public_vocabulary
 from .sequencedb import SequenceDB
 
@@ -88,11 +91,10 @@ def load(path: Any, format: str | None = None, *, vocab: Any = None,
     if vocab is not None:
         vocab = public_vocabulary(vocab)
     p = Path(path)
-    head = _raw_head(p)
-    if is_parquet(format, head):
-        fmt, data = format or "parquet", b""
+    data = b"" if format == "text-parquet" else read_bytes(p)
+    if is_parquet(format, data):
+        fmt = format or "parquet"
     else:
-        data = read_bytes(p)
         if not data.strip():
             raise InputError(f"{p}: empty file (no sequences)")
         fmt = format or detect_format(p, data)
@@ -167,18 +169,20 @@ def detect_format(path: Path, data: bytes) -> str:
     return "lines"
 
 
-def _raw_head(p: Path) -> bytes:
-    try:
-        with open(p, "rb") as f:
-            return f.read(4)
-    except OSError:
-        return b""  # read_bytes reports the problem with its own message
+def _regular_file(p: Path) -> Path:
+    """``p``, which must be a regular file (not a pipe or device) to be read by its path."""
+    with input_errors(p):
+        mode = os.stat(p).st_mode
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{p}: text-parquet is read by path and this is not a regular file; "
+                         "save the data to a file first")
+    return p
 
 
 def read(fmt: str, p: Path, data: bytes, options: dict) -> SequenceDB:
     """Parse ``data``, the contents of ``p``, in the format ``fmt`` (options already checked).
 
-    Parquet formats read ``p`` itself and ignore ``data``.
+    ``text-parquet`` reads ``p`` itself (a regular file) and ignores ``data``.
     """
     if fmt == "seq":
         return text.read_seq(p, data)
@@ -193,9 +197,9 @@ def read(fmt: str, p: Path, data: bytes, options: dict) -> SequenceDB:
     if fmt == "text-csv":
         return users.read_text_csv(p, data, **options)
     if fmt == "text-parquet":
-        return users.read_text_parquet(p, **options)
+        return users.read_text_parquet(_regular_file(p), **options)
     if fmt == "csv":
         return eventlog.read_csv_log(p, data, **options)
     if fmt == "parquet":
-        return eventlog.read_parquet_log(p, **options)
+        return eventlog.read_parquet_log(p, data, **options)
     return eventlog.read_xes(p, data, **options)
