@@ -48,14 +48,34 @@ _SYNTHETIC_FORMATS = {"jsonl": "lines", "text-csv": "lines", "text-parquet": "li
 _FALLBACK_FORMATS = ("spmf", "lines", "csv", "xes", "seq", "parquet")
 
 
+#: How an item label that is exactly a marker's name is written in release files.
+_MARKER_LIKE = {"&": "%26", "$": "%24"}
+
+
 def encode_gram(labels: Sequence[str]) -> str:
-    """A gram as release files write it: labels joined by single spaces.
+    """A gram of items as release files write it: labels joined by single spaces.
 
     A label holding white space or ``%`` is %-encoded (``Send Fine`` becomes
-    ``Send%20Fine``), so the text splits back into the same labels;
-    :func:`dpgpu.eval.truth.parse_gram` reads it.
+    ``Send%20Fine``), so the text splits back into the same labels; so is a
+    label that is exactly a marker's name (``&`` becomes ``%26``, ``$``
+    ``%24``), so that a bare ``&`` or ``$`` is always a marker
+    (:func:`encode_ids`).  :func:`dpgpu.eval.truth.parse_gram` reads it.
     """
-    return " ".join(quote(x, safe="!\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~") for x in labels)
+    return " ".join(_encode_label(x) for x in labels)
+
+
+def encode_ids(vocab: Any, ids: Iterable[int]) -> str:
+    """A gram of symbol ids (items and the markers ``&``, ``$``) as release files write it.
+
+    Items as :func:`encode_gram` writes them, markers as ``&`` and ``$``.
+    """
+    return " ".join(_encode_label(vocab.labels[i]) if i < vocab.size else vocab.label_of(i)
+                    for i in map(int, ids))
+
+
+def _encode_label(label: str) -> str:
+    text = quote(label, safe="!\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~")
+    return _MARKER_LIKE.get(text, text)
 
 
 def vocabulary_fingerprint(vocab: Any) -> str:

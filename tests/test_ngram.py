@@ -221,8 +221,22 @@ def test_same_seed_same_release_and_fresh_keys_differ():
 
 
 def test_gram_encoding_round_trips_labels_with_spaces():
-    assert encode_gram(["Send Fine", "&"]) == "Send%20Fine &"
+    assert encode_gram(["Send Fine", "R&D"]) == "Send%20Fine R&D"
     assert encode_gram(["1", "2"]) == "1 2"
+
+
+def test_items_named_like_the_markers_stay_items_in_ngrams_tsv(tmp_path):
+    # text data easily holds the tokens "&" and "$": in ngrams.tsv a bare & is the end marker
+    from dpgpu.eval.evaluate import read_gram_file
+
+    db = SequenceDB.from_sequences([["R", "&", "D"], ["&"], ["$", "&"], ["R"]] * 40,
+                                   vocab=["R", "&", "D", "$"])
+    rel = ngram(db, 1.0, l_max=3, n_max=3, variant="baseline")
+    grams, _ = read_gram_file(rel.save(tmp_path / "rel") / "ngrams.tsv", db.vocab, ["gram"])
+    released = [tuple(g) for lvl in rel.levels for g in lvl.grams.tolist()]
+    assert grams == released and len(set(grams)) == len(grams)
+    end, item = db.vocab.end_id, db.vocab.id_of("&")
+    assert (item, end) in grams and (item,) in grams and (end,) not in grams
 
 
 @pytest.mark.parametrize("kwargs", [

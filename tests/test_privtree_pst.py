@@ -391,3 +391,16 @@ def test_sampled_symbol_is_the_inverse_of_the_running_sum(scale, width):
 def test_samplers_refusal_names_psts_own_options():
     with pytest.raises(InvalidParameter, match="set by max_nodes"):
         pst(random_db([list("abc")] * 50), 40.0, seed=1)
+
+
+def test_an_item_named_dollar_is_not_the_start_marker_in_pst_json(tmp_path):
+    from dpgpu.eval.evaluate import read_pst
+
+    db = SequenceDB.from_sequences([["$", "a"], ["a", "$"], ["$"]] * 60, vocab=["a", "$"])
+    rel = pst(db, 4.0, l_top=3, seed=1, synthetic=False)
+    doc = json.loads((rel.save(tmp_path / "rel") / "pst.json").read_text())
+    assert doc["start_marker"] == "$$"
+    levels, _ = read_pst(tmp_path / "rel" / "pst.json", db.vocab)
+    assert [lvl.contexts.tolist() for lvl in levels] == \
+        [lvl.contexts.tolist() for lvl in rel.levels]
+    assert any(ctx[:1] == [db.vocab.id_of("$")] for lvl in levels for ctx in lvl.contexts.tolist())

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..backend import to_numpy
 from ..data.sequencedb import concat_ranges
+from ..data.vocabulary import END_LABEL, START_LABEL
 from ..errors import InvalidParameter
 from ..ops.keys import sorted_unique
 from ..validation import check_positive_int
@@ -81,7 +82,8 @@ def parse_gram(text: str, vocab: Any) -> tuple[int, ...] | None:
     """Read a gram written as labels joined by single spaces.
 
     Tokens are %-decoded first (:func:`dpgpu.release.encode_gram` encodes
-    labels holding white space).  Labels written with raw spaces (event-log
+    labels holding white space, and items named ``&`` or ``$``: a bare ``&``
+    or ``$`` is a marker).  Labels written with raw spaces (event-log
     activities) are also understood: when a token is not a label, the tokens
     are segmented into labels, trying the longest label first at each position.
 
@@ -96,8 +98,9 @@ def parse_gram(text: str, vocab: Any) -> tuple[int, ...] | None:
         The ids, or ``None`` when the text is not a sequence of labels.
     """
     tokens = text.split(" ")
-    try:
-        return tuple(vocab.id_of(unquote(t)) for t in tokens)
+    try:  # a bare & or $ is a marker; an item named so is written %26 or %24
+        return tuple(vocab.end_id if t == END_LABEL else vocab.start_id if t == START_LABEL
+                     else vocab.id_of(unquote(t)) for t in tokens)
     except KeyError:
         pass
     n = len(tokens)
@@ -122,7 +125,7 @@ def parse_gram(text: str, vocab: Any) -> tuple[int, ...] | None:
 
 
 def decode_pattern(vocab: Any, pattern: Iterable[int]) -> str:
-    """A pattern of ids written as release files write grams (labels joined by spaces)."""
+    """A pattern of ids for people to read: labels joined by spaces (``&`` for the end marker)."""
     return " ".join(vocab.decode(pattern))
 
 

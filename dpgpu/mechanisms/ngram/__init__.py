@@ -79,7 +79,7 @@ from ...errors import InvalidParameter
 from ...ops.grams import GramEngine
 from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_delta
 from ...privacy.samplers import LAPLACE_TV_BOUND, MAX_LAPLACE_SCALE
-from ...release import ReleaseWriter, add_vocabulary, encode_gram, note_users
+from ...release import ReleaseWriter, add_vocabulary, encode_ids, note_users
 from ...report import Displayed
 from ...scale.partitions import check_engine
 from ...validation import check_choice, check_positive_int, check_positive_real
@@ -174,7 +174,10 @@ class NGramRelease(Displayed):
         """Write the release directory: report.json, ngrams.tsv, synthetic.<ext>."""
         with ReleaseWriter(out_dir, force=force) as rel:
             rel.write_tsv("ngrams.tsv", ["gram", "noisy_count", "count"],
-                          ((encode_gram(g), a, f"{c:.3f}") for g, a, c in self.ngrams()))
+                          ((encode_ids(self.vocab, g), a, f"{c:.3f}")
+                           for lvl in self.levels
+                           for g, a, c in zip(lvl.grams.tolist(), lvl.noisy.tolist(),
+                                              lvl.count.tolist())))
             report = dict(self.report)
             if self.synthetic is not None:
                 report["synthetic_file"] = rel.write_synthetic(self.synthetic)

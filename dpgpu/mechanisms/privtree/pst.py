@@ -344,6 +344,14 @@ class PSTRelease(Displayed):
         self.l_top = l_top
         self.model = sampling.Model(levels, vocab.size)
 
+    @property
+    def start_marker(self) -> str:
+        """The start marker's name in ``pst.json``: ``$``, or ``$$``, ... if an item is ``$``."""
+        name = "$"
+        while name in self.vocab:
+            name += "$"
+        return name
+
     def estimate(self, labels: Sequence[str]) -> float:
         """Estimated occurrences of an item string (``&`` may end it), by Eq. 12."""
         ids = [self.vocab.end_id if x == "&" else self.vocab.id_of(x) for x in labels]
@@ -360,7 +368,7 @@ class PSTRelease(Displayed):
 
     def nodes(self) -> list[dict[str, Any]]:
         """Every node: context labels, depth, leaf flag, noisy histogram."""
-        labels = list(self.vocab.labels) + ["&", "$"]
+        labels = list(self.vocab.labels) + ["&", self.start_marker]
         out = []
         for depth, lvl in enumerate(self.levels):
             for ctx, leaf, h in zip(lvl.contexts.tolist(), lvl.leaf.tolist(), lvl.hist.tolist()):
@@ -372,7 +380,7 @@ class PSTRelease(Displayed):
         """Write the release directory: report.json, pst.json, synthetic.<ext>."""
         with ReleaseWriter(out_dir, force=force) as rel:
             rel.write_json("pst.json", {"symbols": list(self.vocab.labels) + ["&"],
-                                        "start_marker": "$", "l_top": self.l_top,
+                                        "start_marker": self.start_marker, "l_top": self.l_top,
                                         "nodes": self.nodes()})
             report = dict(self.report)
             if self.synthetic is not None:
