@@ -216,3 +216,25 @@ def test_progress_draws_in_place_and_erases_or_logs(capsys, caplog):
     with caplog.at_level("INFO", logger="dpgpu"), Progress("pfs2", show=False) as progress:
         progress("level 1")
     assert capsys.readouterr().err == "" and "pfs2: level 1" in caplog.text
+
+
+def test_option_values_may_start_with_a_minus_sign(tmp_path, capsys):
+    # argparse alone reads "-180,180,-90,90" as an option: "expected one argument"
+    points = tmp_path / "p.csv"
+    points.write_text("x,y\n" + "-10,20\n30,-40\n-50,-5\n" * 10)
+    out = tmp_path / "tree"
+    assert main(["privtree-spatial", str(points), "--epsilon", "1", "--columns", "x,y",
+                 "--bounds", "-180,180,-90,90", "--seed", "1", "-q", "--out", str(out)]) == 0
+    tree = json.loads((out / "report.json").read_text())
+    assert tree["domain"]["bounds"] == [[-180.0, 180.0], [-90.0, 90.0]]
+    assert main(["calibrate", "gaussian", "--epsilon", "1", "--delta", "-1e-6"]) == 2
+    assert "delta: must be finite and > 0" in capsys.readouterr().err
+
+
+def test_scheduler_without_the_dask_engine_is_refused(tmp_path, capsys):
+    data = tmp_path / "seqs.txt"
+    data.write_text(SEQUENCES)
+    assert main(["ngram", str(data), "--epsilon", "1", "--out", str(tmp_path / "r"),
+                 "--scheduler", "tcp://127.0.0.1:8786"]) == 2
+    assert "--scheduler: only with --engine dask" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()

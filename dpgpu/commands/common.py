@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import json
 import logging
+import re
 import shutil
 import sys
 import time
@@ -22,6 +23,7 @@ else:  # pragma: no cover - Python 3.10
 
 from ..backend import get_backend
 from ..data.load import FORMATS, load
+from ..errors import InvalidParameter
 from ..progress import Step
 from ..release import check_release_target
 from ..scale.partitions import ENGINES
@@ -52,7 +54,7 @@ class Parser(argparse.ArgumentParser):
 
     def parse_known_args(self, args: Sequence[str] | None = None,
                          namespace: argparse.Namespace | None = None) -> Any:  # noqa: D102
-        args = sys.argv[1:] if args is None else list(args)
+        args = _negative_values(self, sys.argv[1:] if args is None else list(args))
         if any(action.dest == "config" for action in self._actions):
             path = _config_path(args)
             if path is not None:
@@ -111,6 +113,29 @@ def _config_path(args: Sequence[str]) -> str | None:
         return pre.parse_known_args(args)[0].config
     except argparse.ArgumentError:  # no value: the full parse reports it
         return None
+
+
+
+#: A value that starts like a negative number (``-180,180,-90,90``, ``-1e-6``, ``-.5``).
+_NEGATIVE = re.compile(r"-\.?\d")
+
+
+def _negative_values(parser: argparse.ArgumentParser, args: list[str]) -> list[str]:
+    """``args`` with ``--option -1,2`` written ``--option=-1,2`` where the option takes one value.
+
+    argparse takes a word starting with ``-`` for an option unless it is a
+    plain number, so ``--bounds -180,180,-90,90`` would fail with "expected
+    one argument".
+    """
+    out = []
+    for word in args:
+        action = parser._option_string_actions.get(out[-1]) if out else None
+        if (action is not None and action.nargs is None and action.option_strings
+                and _NEGATIVE.match(word) and "=" not in out[-1]):
+            out[-1] = f"{out[-1]}={word}"
+        else:
+            out.append(word)
+    return out
 
 
 def add_command(sub: argparse._SubParsersAction, name: str, *, help: str, description: str,
@@ -203,9 +228,13 @@ def engine_client(args: argparse.Namespace) -> Iterator[Any]:
     A context manager: the client, and the local cluster it started when no
     address was given, are closed at exit.  That cluster has one worker per
     GPU (``dask-cuda``) when the backend is ``cupy``.  Dask's own INFO
-    messages are shown with ``-v`` only.
+    messages are shown with ``-v`` only.  ``--scheduler`` without
+    ``--engine dask`` is an :class:`~dpgpu.errors.InvalidParameter`.
     """
     if getattr(args, "engine", "local") != "dask":
+        if getattr(args, "scheduler", None) is not None:
+            raise InvalidParameter("--scheduler: only with --engine dask (this run would "
+                                   "count locally and ignore the scheduler)")
         yield None
         return
     from ..scale.dask import close, connect  # noqa: PLC0415 - optional dependency
