@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import argparse
 import textwrap
-from pathlib import Path
 
-from ..data.load import _SUFFIX
+from ..data.load import EXTENSIONS, extension_format
 from ..data.writers import WRITE_FORMATS
 from ..errors import InvalidParameter
 from ..data.io import check_output
 from .common import add_command, add_data_arguments, input_paths, load_from_args
 
-_EXTENSIONS = textwrap.fill(", ".join(f"{suffix} ({fmt})" for suffix, fmt in _SUFFIX.items()
+_EXTENSIONS = textwrap.fill(", ".join(f"{suffix} ({fmt})" for suffix, fmt in EXTENSIONS.items()
                                       if fmt in WRITE_FORMATS),
                             width=76, initial_indent="  ", subsequent_indent="  ")
 DESCRIPTION = f"""\
@@ -52,7 +51,7 @@ def output_format(output: str, to: str | None) -> str | None:
     """The format to write ``output`` in: ``to``, else the one its extension names.
 
     Extensions are those format detection reads as a hint
-    (:data:`dpgpu.data.load._SUFFIX`), after any ``.gz``.
+    (:func:`dpgpu.data.load.extension_format`), after any ``.gz``.
 
     Parameters
     ----------
@@ -72,9 +71,7 @@ def output_format(output: str, to: str | None) -> str | None:
         Naming ``--to``, when the extension names another format; or naming
         the output, when its extension names a format dpgpu cannot write.
     """
-    suffixes = [s for s in Path(output).suffixes if s != ".gz"]
-    suffix = suffixes[-1].lower() if suffixes else ""
-    named = _SUFFIX.get(suffix)
+    suffix, named = extension_format(output)
     if named is None:
         return to
     if to is not None and to != named:

@@ -38,8 +38,9 @@ _OPTIONS = {
     "text-csv": ("user", "text", "lowercase", "delimiter"),
     "text-parquet": ("user", "text", "lowercase"),
 }
-_SUFFIX = {".seq": "seq", ".spmf": "spmf", ".csv": "csv", ".tsv": "csv",
-           ".parquet": "parquet", ".xes": "xes", ".jsonl": "jsonl"}
+#: The formats file extensions name (a hint to detection; what ``convert`` writes).
+EXTENSIONS = {".seq": "seq", ".spmf": "spmf", ".csv": "csv", ".tsv": "csv",
+              ".parquet": "parquet", ".xes": "xes", ".jsonl": "jsonl"}
 DEMO_FILE = "msnbc990928.seq.gz"
 
 
@@ -160,13 +161,20 @@ def detect_format(path: Path, data: bytes) -> str:
         return "xes"
     if text.looks_like_spmf_file(head):
         return "spmf"
-    suffixes = [s for s in path.suffixes if s != ".gz"]
-    hint = _SUFFIX.get(suffixes[-1].lower()) if suffixes else None
+    hint = extension_format(path)[1]
     if hint == "jsonl" or head.lstrip().startswith(b"{"):
         return "jsonl"
     if hint == "csv" or eventlog.looks_like_csv_log(head):
         return "csv"
     return "lines"
+
+
+def extension_format(path: Any) -> tuple[str, str | None]:
+    """The extension of ``path`` after any ``.gz`` (lower case, ``""`` if none), and the
+    format it names (:data:`EXTENSIONS`; ``None`` if it names none)."""
+    suffixes = [s for s in Path(path).suffixes if s != ".gz"]
+    suffix = suffixes[-1].lower() if suffixes else ""
+    return suffix, EXTENSIONS.get(suffix)
 
 
 def _regular_file(p: Path) -> Path:
