@@ -2,20 +2,24 @@
 
 A summary states what was released, the privacy guarantee in plain words
 (epsilon, delta, and the unit it protects), every ledger step, and what the
-guarantee does *not* cover; with an ``evaluation.json`` beside the release it
-adds the utility figures.  Text for the terminal, or a self-contained HTML
-page.
+guarantee does *not* cover.  It shows nothing but the release's public
+facts, so it may be published with the release.  Only when asked
+(``with_evaluation``, ``dpgpu report --with-evaluation``) does it add the
+utility figures of the release's ``evaluation.json``; those are computed
+from the exact original data (its exact size, exact counts), so such a
+summary opens with :data:`EXACT_BANNER` and must not be published.  Text for
+the terminal, or a self-contained HTML page.
 """
 
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from .data.io import input_errors
 from .errors import InputError
-from .release import read_report
+from .release import REPORT, read_report
 
 #: What one mechanism's guarantee protects: the unit whose presence is hidden.
 UNITS = {"ngram": "one sequence", "privtree-pst": "one sequence", "pfs2": "one sequence",
@@ -34,25 +38,77 @@ CAVEATS = {
                         "taken from the data itself is not covered.",
 }
 
+#: The first words of a summary that shows an evaluation (exact statistics of the original).
+EXACT_BANNER = ("NOT PRIVATE: this summary includes evaluation.json, which is computed from "
+                "the exact original data (its exact size and exact counts). It is a diagnostic "
+                "for the data holder: do not publish it.")
 
-def summarize(release_dir: Any) -> dict:
-    """The facts a summary shows, read from ``report.json`` (and ``evaluation.json``).
+
+def read_release_report(release_dir: Any) -> dict:
+    """The ``report.json`` of a release directory, checked to be a readable JSON object.
+
+    Parameters
+    ----------
+    release_dir : str or path-like
+        The release directory.
+
+    Returns
+    -------
+    dict
+        The report (:func:`dpgpu.release.read_report`).
 
     Raises
     ------
     InputError
-        When the directory is not a release.
+        When ``release_dir`` is not a directory, or its ``report.json`` is
+        missing, unreadable, not valid JSON or not a JSON object.
     """
     d = Path(release_dir)
-    facts = report_facts(read_report(d), str(d))
+    if not d.is_dir():
+        raise InputError(f"{d}: no such release directory")
+    with input_errors(d / REPORT):
+        report = read_report(d)
+    if not isinstance(report, dict):
+        raise InputError(f"{d / REPORT}: not a dpgpu report (expected a JSON object, got "
+                         f"{type(report).__name__})")
+    return report
+
+
+def summarize(release_dir: Any, *, with_evaluation: bool = False) -> dict:
+    """The facts a summary shows, read from ``report.json`` (and ``evaluation.json``).
+
+    Parameters
+    ----------
+    release_dir : str or path-like
+        The release directory.
+    with_evaluation : bool
+        Add the release's ``evaluation.json`` (``dpgpu evaluate``) under
+        ``"evaluation"``, and :data:`EXACT_BANNER` under ``"banner"``: the
+        summary then holds exact statistics of the original data and is not
+        private.  Without it the summary holds the release's public facts
+        only.
+
+    Returns
+    -------
+    dict
+        The facts (:func:`report_facts`, with the sizes of the release files).
+
+    Raises
+    ------
+    InputError
+        When the directory is not a release, or (``with_evaluation``) its
+        ``evaluation.json`` is missing or malformed
+        (:func:`dpgpu.eval.evaluate.read_evaluation`).
+    """
+    d = Path(release_dir)
+    facts = report_facts(read_release_report(d), str(d))
     facts["files"] = {name: (d / name).stat().st_size for name in facts["files"]
                       if (d / name).exists()}
-    evaluation = d / "evaluation.json"
-    if evaluation.exists():
-        try:
-            facts["evaluation"] = json.loads(evaluation.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{evaluation}: not valid JSON ({exc})") from None
+    if with_evaluation:
+        from .eval.evaluate import read_evaluation  # noqa: PLC0415 - only with an evaluation
+
+        facts["banner"] = EXACT_BANNER
+        facts["evaluation"] = read_evaluation(d)
     return facts
 
 
@@ -156,7 +212,7 @@ class LoadedRelease(Displayed):
 
     def __init__(self, path: Any):
         self.path = Path(path)
-        self.report = read_report(self.path)
+        self.report = read_release_report(self.path)
         self.files = [f for f in self.report.get("files", []) if (self.path / f).exists()]
 
     def __repr__(self) -> str:
@@ -204,8 +260,9 @@ def utility_table(evaluation: dict) -> str:
 
 
 def as_text(facts: dict) -> str:
-    """The summary for a terminal."""
-    lines = [f"release {facts['release']}: {facts['mechanism']}"
+    """The summary for a terminal (opening with its ``banner``, when it has one)."""
+    lines = [*([facts["banner"], ""] if facts.get("banner") else []),
+             f"release {facts['release']}: {facts['mechanism']}"
              + (f" ({facts['paper']})" if facts["paper"] else ""),
              "", "guarantee: " + guarantee(facts)]
     if facts["caveat"]:
@@ -220,14 +277,14 @@ def as_text(facts: dict) -> str:
                      f" ({s.get('composition', 'sequential')})")
     lines += ["", "files: " + ", ".join(f"{k} ({v:,} bytes)" for k, v in facts["files"].items())]
     if facts.get("evaluation"):
-        lines += ["", "utility (evaluation.json, computed from the original data: a diagnostic, "
-                      "not private):", utility_table(facts["evaluation"])]
+        lines += ["", "utility (evaluation.json, computed from the exact original data: a "
+                      "diagnostic, NOT private):", utility_table(facts["evaluation"])]
     lines.append(f"\nmade by dpgpu {facts['version']} on {facts['backend']} ({facts['device']})")
     return "\n".join(lines)
 
 
 def as_html(facts: dict) -> str:
-    """A self-contained HTML page of the summary."""
+    """A self-contained HTML page of the summary (its ``banner``, if any, heads the page)."""
     e = html.escape
     steps = "".join(
         f"<tr><td>{e(str(s.get('index', '')))}</td><td>{e(str(s.get('name')))}</td>"
@@ -239,15 +296,20 @@ def as_html(facts: dict) -> str:
     files = "".join(f"<li>{e(k)} ({v:,} bytes)</li>" for k, v in facts["files"].items())
     ev = facts.get("evaluation")
     ev_html = (f"<h2>Utility</h2><p>From <code>evaluation.json</code> (computed from the "
-               f"original data: a diagnostic, not private).</p><pre>{e(utility_table(ev))}"
-               f"</pre>") if ev else ""
+               f"exact original data: a diagnostic, NOT private).</p><pre>"
+               f"{e(utility_table(ev))}</pre>") if ev else ""
+    banner = facts.get("banner")
+    banner_html = (f'<p class="not-private" style="border:3px solid #b00;padding:.6em;'
+                   f'color:#b00"><b>{e(banner)}</b></p>') if banner else ""
+    title = ("NOT PRIVATE - " if banner else "") + f"dpgpu release: {facts['mechanism']}"
     seeded = ("<p><b>Seeded:</b> the noise is reproducible by whoever knows the seed.</p>"
               if facts["seeded"] else "")
     return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>dpgpu release: {e(facts['mechanism'])}</title>
+<html><head><meta charset="utf-8"><title>{e(title)}</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td,th{{padding:.2em .6em;
 text-align:left}}table{{border-collapse:collapse}}tr:nth-child(even){{background:#f4f4f4}}</style>
 </head><body>
+{banner_html}
 <h1>{e(facts['mechanism'])} release</h1>
 <p>{e(facts['paper'] or '')}</p>
 <h2>Privacy guarantee</h2>

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 
 import pytest
 
 import dpgpu
 from dpgpu.cli import main
+from dpgpu.data.io import current_umask
 from dpgpu.release import vocabulary_fingerprint
 
 # The original: s1 = a b c a b, s2 = a c b, s3 = b a, s4 = c   (|D| = 4)
@@ -241,3 +243,110 @@ def test_a_private_data_vocabulary_is_not_checked_but_a_missing_fingerprint_is_a
     assert "keeps its vocabulary private" in caplog.text
     with pytest.raises(InputError, match="no vocabulary fingerprint"):
         check_vocabulary({"vocabulary": {"public": True}}, original, "rel", "d.txt")
+
+
+def one_line_error(status, err, *words):
+    lines = err.strip().splitlines()
+    assert status == 2 and len(lines) == 1 and lines[0].startswith("dpgpu: error: "), err
+    assert all(w in lines[0] for w in words), (words, lines[0])
+
+
+def test_plot_replaces_a_file_only_with_force_and_is_checked_first(tmp_path, original, capsys):
+    """Regression: --plot silently overwrote an existing file (there was no --force)."""
+    pytest.importorskip("matplotlib")
+    rel = make_release(tmp_path, original, {"ngrams.tsv": "gram\tcount\na b\t3\n"})
+    fig = tmp_path / "keep.png"
+    fig.write_bytes(b"keep")
+    status, out, err = run(capsys, "evaluate", "--original", str(original), "--release",
+                           str(rel), "--plot", str(fig))
+    one_line_error(status, err, str(fig), "already exists", "--force")
+    assert out == "" and fig.read_bytes() == b"keep"
+    assert not (rel / "evaluation.json").exists()            # checked before any work
+    status, _, err = run(capsys, "evaluate", "--original", str(original), "--release",
+                         str(rel), "--plot", str(fig), "--force")
+    assert status == 0, err
+    assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not [p for p in tmp_path.rglob(".*.part")]
+    assert stat.S_IMODE(os.stat(fig).st_mode) == 0o666 & ~current_umask()
+
+
+def test_plot_into_a_missing_folder_fails_before_any_work(tmp_path, original, capsys):
+    """Regression: --plot /no/such/dir/x.png gave a FileNotFoundError traceback after
+    evaluation.json was written."""
+    rel = make_release(tmp_path, original, {"ngrams.tsv": "gram\tcount\na b\t3\n"})
+    fig = tmp_path / "nodir" / "x.png"
+    status, out, err = run(capsys, "evaluate", "--original", str(original), "--release",
+                           str(rel), "--plot", str(fig))
+    one_line_error(status, err, str(fig), "does not exist")
+    assert out == "" and not (rel / "evaluation.json").exists()
+
+
+def test_plot_is_written_atomically(tmp_path, original, capsys, monkeypatch):
+    """Regression: the figure was drawn straight into its file, so a failed write left half a
+    file (or half of it over the old one)."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    formats = []
+
+    def broken_savefig(self, fname, **options):
+        formats.append(options.get("format"))
+        if hasattr(fname, "write"):
+            fname.write(b"\x89PNG half")
+        else:
+            open(fname, "wb").write(b"\x89PNG half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", broken_savefig)
+    rel = make_release(tmp_path, original, {"ngrams.tsv": "gram\tcount\na b\t3\n"})
+    fig = tmp_path / "fig.png"
+    fig.write_bytes(b"the old figure")
+    status, _, _ = run(capsys, "evaluate", "--original", str(original), "--release", str(rel),
+                       "--plot", str(fig), "--force")
+    assert status != 0
+    assert fig.read_bytes() == b"the old figure"
+    assert not [p for p in tmp_path.rglob(".*.part")]
+    assert formats == ["png"]                  # a file object: the format is passed explicitly
+
+
+def test_evaluation_json_is_replaced_but_never_through_a_link(tmp_path, original, capsys):
+    """evaluation.json is dpgpu's own file: a new evaluation replaces the last one (with the
+    usual file mode, not 0600), but a link of that name is refused before the data is read."""
+    rel = make_release(tmp_path, original, {"ngrams.tsv": "gram\tcount\na b\t3\n"})
+    evaluate(capsys, original, rel)
+    evaluate(capsys, original, rel)                          # replaced, no --force needed
+    ev = rel / "evaluation.json"
+    assert stat.S_IMODE(os.stat(ev).st_mode) == 0o666 & ~current_umask()
+    ev.unlink()
+    (tmp_path / "elsewhere.json").write_text("mine")
+    ev.symlink_to(tmp_path / "elsewhere.json")
+    status, _, err = run(capsys, "evaluate", "--original", str(original), "--release", str(rel))
+    one_line_error(status, err, str(ev), "symbolic link")
+    assert ev.is_symlink() and (tmp_path / "elsewhere.json").read_text() == "mine"
+
+
+@pytest.mark.parametrize("state, message", [
+    ("missing", "typo_dir: no such release directory"),
+    ("empty", "report.json: no such file"),
+    ("not json", "report.json: not valid JSON"),
+    ("list", "report.json: not a dpgpu report"),
+])
+@pytest.mark.parametrize("kind", ["sequences", "points"])
+def test_a_mistyped_release_is_named_before_the_original_is_read(tmp_path, capsys, monkeypatch,
+                                                                 state, message, kind):
+    """Regression: --release typo_dir with a points file said 'no case column found'; with a
+    sequence file the whole original was loaded before 'no such release directory'."""
+    import dpgpu.commands.evaluate as command
+
+    monkeypatch.setattr(command, "load_from_args",
+                        lambda *a, **k: pytest.fail("the original was read first"))
+    data = tmp_path / ("d.txt" if kind == "sequences" else "airports.csv")
+    data.write_text(ORIGINAL if kind == "sequences" else "x,y\n1,2\n")
+    rel = tmp_path / "typo_dir"
+    if state != "missing":
+        rel.mkdir()
+    if state in ("not json", "list"):
+        (rel / "report.json").write_text("{oops" if state == "not json" else "[]")
+    status, _, err = run(capsys, "evaluate", "--original", str(data), "--release", str(rel))
+    one_line_error(status, err, message)
+    assert "case" not in err

@@ -61,7 +61,8 @@ def test_report_json(tmp_path, capsys, flag):
     assert '"mechanism": "ngram"' in capsys.readouterr().out
 
 
-def test_report_includes_an_evaluation(tmp_path, capsys):
+def evaluated_release(tmp_path, capsys):
+    """An N-gram release of SEQS (120 sequences) with the evaluation.json of dpgpu evaluate."""
     db = SequenceDB.from_sequences(SEQS, vocab=list("abc"))
     data = tmp_path / "d.txt"
     db.save(data, format="lines")
@@ -69,9 +70,76 @@ def test_report_includes_an_evaluation(tmp_path, capsys):
     assert main(["evaluate", "--original", str(data), "--release", str(rel),
                  "--task", "lengths"]) == 0
     capsys.readouterr()
-    assert main(["report", str(rel), "--html", str(tmp_path / "r.html")]) == 0
-    assert "total variation distance" in capsys.readouterr().out
-    assert "Utility" in (tmp_path / "r.html").read_text()
+    return rel
+
+
+def test_report_shows_the_evaluation_only_when_asked_and_then_says_not_private(tmp_path,
+                                                                                capsys):
+    """Regression: with an evaluation.json beside the release, report always showed its exact
+    statistics (the exact number of sequences, the exact mean length) under the privacy
+    guarantee, in the text and in the HTML page."""
+    rel = evaluated_release(tmp_path, capsys)
+    assert main(["report", str(rel), "--html", str(tmp_path / "public.html")]) == 0
+    text, page = capsys.readouterr().out, (tmp_path / "public.html").read_text()
+    for shown in (text, page):
+        assert "120 sequences" not in shown and "total variation distance" not in shown
+        assert "Utility" not in shown and "utility" not in shown and "NOT PRIVATE" not in shown
+    assert main(["report", str(rel), "--json"]) == 0
+    assert '"evaluation"' not in capsys.readouterr().out
+
+    assert main(["report", str(rel), "--with-evaluation", "--html",
+                 str(tmp_path / "internal.html")]) == 0
+    text, page = capsys.readouterr().out, (tmp_path / "internal.html").read_text()
+    assert text.startswith("NOT PRIVATE: ") and "exact original data" in text.splitlines()[0]
+    assert "total variation distance" in text and "120 sequences" in text
+    body = page[page.index("<body>") + len("<body>"):].lstrip()
+    assert body.startswith('<p class="not-private"') and "do not publish it" in body[:400]
+    assert "<title>NOT PRIVATE" in page and "Utility" in page and "120 sequences" in page
+    assert main(["report", str(rel), "--with-evaluation", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert '"banner": "NOT PRIVATE' in out and '"evaluation"' in out
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"private": false}', "no 'release' object"),
+    ("[1, 2]", "expected a JSON object, got list"),
+    ("{not json", "not valid JSON"),
+    ('{"release": {}, "original": {"path": "d"}, "tasks": {}}', "KeyError"),
+    ('{"release": {"path": "r"}, "original": {"path": "d", "sequences": 4}, '
+     '"tasks": {"lengths": {"total_variation_distance": "x"}}}', "not an evaluation"),
+    ('{"release": {"path": "r"}, "original": {"path": "d", "sequences": 4}, '
+     '"tasks": {"magic": {}}}', "unknown task 'magic'"),
+])
+def test_a_malformed_evaluation_is_an_input_error(tmp_path, capsys, content, message):
+    """Regression: report crashed on an evaluation.json without the expected keys (KeyError
+    'release') or that is not an object (TypeError), with a traceback."""
+    rel = evaluated_release(tmp_path, capsys)
+    (rel / "evaluation.json").write_text(content)
+    assert main(["report", str(rel)]) == 0                  # not read unless asked for
+    capsys.readouterr()
+    assert main(["report", str(rel), "--with-evaluation"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "evaluation.json: " in err[0] and message in err[0], err
+
+
+def test_with_evaluation_needs_an_evaluation(tmp_path, capsys):
+    db = SequenceDB.from_sequences(SEQS, vocab=list("abc"))
+    rel = dpgpu.ngram(db, 1.0, l_max=4, n_max=3, seed=3).save(tmp_path / "r")
+    assert main(["report", str(rel), "--with-evaluation"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "evaluation.json: no such file" in err[0] and "dpgpu evaluate" \
+        in err[0]
+
+
+def test_a_report_that_is_not_an_object_is_an_input_error(tmp_path, capsys):
+    """Regression: a report.json holding a JSON list crashed report and load_release."""
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "report.json").write_text("[]")
+    assert main(["report", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "report.json: not a dpgpu report" in err[0]
+    with pytest.raises(dpgpu.InputError, match="expected a JSON object"):
+        dpgpu.load_release(tmp_path / "r")
 
 
 def test_notebook_display_and_load_release(tmp_path):
@@ -128,3 +196,44 @@ def test_saved_reports_of_neighbours_are_identical_and_timings_go_to_diagnostics
     assert reports[0] == reports[1]         # the same grams released: nothing tells the size
     assert main(["report", str(tmp_path / "r1"), "--json"]) == 0
     assert "total_s" in capsys.readouterr().out             # shown to the data holder
+
+
+def _snapshot(root):
+    return {str(p.relative_to(root)): (p.is_symlink(), p.is_file() and p.read_bytes())
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.parametrize("page, force", [
+    ("r/ngrams.tsv", True),          # a release file, replaced with --force before the fix
+    ("r/new.html", False),           # a new file among the release files
+    ("link/ngrams.tsv", True),       # the release reached through a link to it
+    ("r/report.json", True),         # the report itself (refused before the fix too)
+])
+def test_the_page_may_not_be_written_inside_the_release(tmp_path, capsys, page, force):
+    """Regression: report --html r/leaves.csv --force replaced a file of the release it
+    summarises (exit 0)."""
+    db = SequenceDB.from_sequences(SEQS, vocab=list("abc"))
+    rel = dpgpu.ngram(db, 1.0, l_max=4, n_max=3, seed=3).save(tmp_path / "r")
+    (tmp_path / "link").symlink_to(rel)
+    before = _snapshot(tmp_path)
+    status = main(["report", str(rel), "--html", str(tmp_path / page),
+                   *(["--force"] if force else [])])
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert status == 2 and len(lines) == 1 and out == "", err
+    assert f"{tmp_path / page}: is inside the release directory {rel}" in lines[0]
+    assert "is the input" in lines[0] and "even with --force" in lines[0]
+    assert _snapshot(tmp_path) == before
+
+
+def test_the_page_is_checked_before_the_summary_is_printed(tmp_path, capsys):
+    db = SequenceDB.from_sequences(SEQS, vocab=list("abc"))
+    rel = dpgpu.ngram(db, 1.0, l_max=4, n_max=3, seed=3).save(tmp_path / "r")
+    (tmp_path / "page.html").write_text("keep")
+    assert main(["report", str(rel), "--html", str(tmp_path / "page.html")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "already exists" in err and "--force" in err
+    assert (tmp_path / "page.html").read_text() == "keep"
+    assert main(["report", str(rel), "--html", str(tmp_path / "page.html"), "--force"]) == 0
+    assert 'class="guarantee"' in (tmp_path / "page.html").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["page.html", "r"]   # no temp files

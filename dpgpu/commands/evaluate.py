@@ -13,15 +13,25 @@ spatial release is a points file (CSV or Parquet) read with the coordinate
 columns recorded in its report.json (``--columns`` overrides them).  The
 evaluation uses the exact original data: it is a diagnostic, not a private
 release.
+
+Before the original is read, the release directory is checked (it must
+hold a readable report.json) and so is every output: ``evaluation.json``
+replaces the one an earlier evaluation left in the release (dpgpu's own
+file, never part of the release; a link or a directory of that name is
+refused), and the ``--plot`` figure never replaces an existing file
+without ``--force``.  Both are written atomically.
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
+from ..data.io import check_output
 from ..errors import InvalidParameter
+from ..report import read_release_report
 from .common import (FORMAT_OPTIONS, add_backend_argument, add_command, add_data_arguments,
-                     load_from_args, print_json)
+                     input_paths, load_from_args, print_json)
 
 
 def _int_list(text: str) -> list[int]:
@@ -55,6 +65,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "files allow)")
     p.add_argument("--json", action="store_true", help="print the evaluation as JSON")
     p.add_argument("--plot", metavar="FILE.png", help="draw a figure (needs dpgpu[plot])")
+    p.add_argument("--force", action="store_true", help="replace an existing --plot file "
+                   "(evaluation.json in the release is always replaced)")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the random query workload (default 0)")
     p.add_argument("--queries", type=int, default=10_000,
@@ -78,18 +90,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Evaluate, print, write evaluation.json (and the figure)."""
-    from ..eval.evaluate import (format_table, is_spatial_release, plot_evaluation,
-                                 require_matplotlib, write_evaluation)
+    """Check the release and the outputs, evaluate, print and write the results."""
+    from ..eval.evaluate import (EVALUATION, format_table, is_spatial_release, plot_evaluation,
+                                 plot_format, require_matplotlib, write_evaluation)
 
+    read_release_report(args.release)  # a mistyped --release is named before the data is read
+    inputs = [args.original, *input_paths(args)]
+    check_output(Path(args.release) / EVALUATION, force=True, inputs=inputs)
     if args.plot:
         require_matplotlib()
-        if not str(args.plot).lower().endswith(".png"):
-            raise InvalidParameter(f"--plot: expected a .png file name, got {args.plot!r}")
+        plot_format(args.plot, "--plot")
+        check_output(args.plot, force=args.force, inputs=inputs)
     result = _spatial(args) if is_spatial_release(args.release) else _sequences(args)
-    path = write_evaluation(args.release, result)
+    path = write_evaluation(args.release, result, inputs=inputs)
     if args.plot:
-        plot_evaluation(result, args.plot)
+        plot_evaluation(result, args.plot, force=args.force, inputs=inputs)
     if args.json:
         print_json(result)
     else:

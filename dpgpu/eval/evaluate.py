@@ -30,7 +30,11 @@ sequence dataset whose vocabulary must match (:func:`evaluate_release`).
 The result is a diagnostic built from the *exact* original data: it is not
 differentially private.  :func:`write_evaluation` stores it as
 ``evaluation.json`` in the release directory (atomically, touching no other
-file) with ``"private": false`` in its header.
+file) with ``"private": false`` in its header; it replaces the evaluation
+an earlier run left there (dpgpu's own file, never part of the release), but
+nothing else of that name (a link, a directory).  :func:`read_evaluation`
+reads it back, checked.  :func:`plot_evaluation` draws it as a PNG figure,
+written atomically and never over an existing file without ``force``.
 """
 
 from __future__ import annotations
@@ -39,8 +43,6 @@ import csv
 import json
 import logging
 import math
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -48,11 +50,13 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from .. import __version__
+from ..data.io import atomic_output, input_errors, read_bytes
 from ..data.points import parse_columns, read_points
 from ..errors import InputError, InvalidParameter
 from ..mechanisms.privtree.spatial import check_bounds
 from ..ops.keys import sorted_unique
-from ..release import REPORT, read_report, vocabulary_fingerprint
+from ..release import REPORT, vocabulary_fingerprint
+from ..report import read_release_report
 from ..validation import check_positive_int, check_positive_real
 from . import metrics as M
 from . import truth as T
@@ -68,6 +72,8 @@ PST = "pst.json"
 POINT_FORMATS = ("csv", "parquet")
 K_VALUES = (20, 40, 60, 80, 100)
 COVERAGE_KS = (1, 10, 100, 1000)
+#: Figure formats of :func:`plot_evaluation`, by file name extension.
+PLOT_FORMATS = ("png",)
 WARNING = ("diagnostic computed from the exact original data; NOT differentially private: "
            "never publish it with the release")
 #: Keys of report["parameters"] read as a relative / absolute support threshold.
@@ -334,9 +340,7 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
         The evaluation (see :func:`write_evaluation`).
     """
     rdir = Path(release_dir)
-    if not rdir.is_dir():
-        raise InputError(f"{rdir}: no such release directory")
-    report = read_report(rdir)
+    report = read_release_report(rdir)
     files = release_files(rdir)
     if "leaves" in files:
         raise InputError(f"{rdir}: a spatial release ({LEAVES}); its original is a points file "
@@ -822,9 +826,7 @@ def evaluate_spatial_release(points_path: Any, release_dir: Any, *,
         Bad ``columns``, ``format``, ``tasks``, ``seed`` or ``n_queries``.
     """
     rdir = Path(release_dir)
-    if not rdir.is_dir():
-        raise InputError(f"{rdir}: no such release directory")
-    report = read_report(rdir)
+    report = read_release_report(rdir)
     files = release_files(rdir)
     if "leaves" not in files:
         raise InputError(f"{rdir}: not a spatial release (no {LEAVES})")
@@ -985,26 +987,85 @@ def _range_queries(points: np.ndarray, bounds: np.ndarray,
 
 
 # -------------------------------------------------------------------- output
-def write_evaluation(release_dir: Any, result: dict) -> Path:
+def write_evaluation(release_dir: Any, result: dict, *, inputs: Iterable[Any] = ()) -> Path:
     """Write ``evaluation.json`` into the release directory, atomically.
 
     The file goes to a temporary name in the same directory and is renamed
-    into place; no other file of the release is touched.
+    into place (:func:`dpgpu.data.io.atomic_output`); no other file of the
+    release is touched.  An ``evaluation.json`` that is a regular file (the
+    previous evaluation) is replaced; a link, a directory, a device or one
+    of ``inputs`` at that name is refused.
+
+    Parameters
+    ----------
+    release_dir : str or path-like
+        The release directory.
+    result : dict
+        The evaluation (:func:`evaluate_release`, :func:`evaluate_spatial_release`).
+    inputs : iterable of path-like
+        The files the evaluation read, which the output may not be.
+
+    Returns
+    -------
+    pathlib.Path
+        The path of ``evaluation.json``.
+
+    Raises
+    ------
+    InputError
+        When ``evaluation.json`` may not be written there.
     """
-    d = Path(release_dir)
-    fd, tmp = tempfile.mkstemp(prefix=f".{EVALUATION}.", suffix=".part", dir=d)
+    path = Path(release_dir) / EVALUATION
+    with atomic_output(path, force=True, inputs=inputs) as f:
+        json.dump(result, f, indent=2, default=_jsonable)
+        f.write("\n")
+    return path
+
+
+def read_evaluation(release_dir: Any) -> dict:
+    """The ``evaluation.json`` of a release directory, checked to be one :func:`format_table` shows.
+
+    Parameters
+    ----------
+    release_dir : str or path-like
+        The release directory.
+
+    Returns
+    -------
+    dict
+        The evaluation, as :func:`write_evaluation` wrote it.
+
+    Raises
+    ------
+    InputError
+        When the file is missing or unreadable, is not valid JSON, or does
+        not have the layout that ``dpgpu evaluate`` writes (the message
+        names the file and what is wrong).
+    """
+    path = Path(release_dir) / EVALUATION
+    if not path.exists():
+        raise InputError(f"{path}: no such file (run dpgpu evaluate on {release_dir} first)")
+    with input_errors(path):
+        data = read_bytes(path)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=2, default=_jsonable)
-            f.write("\n")
-        os.replace(tmp, d / EVALUATION)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return d / EVALUATION
+        doc = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not valid JSON ({exc})") from None
+    layout = "not an evaluation written by dpgpu evaluate"
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: {layout} (expected a JSON object, got "
+                         f"{type(doc).__name__})")
+    for key in ("release", "original", "tasks"):
+        if not isinstance(doc.get(key), dict):
+            raise InputError(f"{path}: {layout} (no {key!r} object)")
+    unknown = sorted(set(doc["tasks"]) - set(TASKS))
+    if unknown:
+        raise InputError(f"{path}: {layout} (unknown task {unknown[0]!r})")
+    try:
+        format_table(doc)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(f"{path}: {layout} ({type(exc).__name__}: {exc})") from None
+    return doc
 
 
 def _jsonable(obj: Any) -> Any:
@@ -1130,8 +1191,63 @@ def require_matplotlib():
     return plt
 
 
-def plot_evaluation(result: dict, path: Any) -> Path:
-    """Draw the evaluation as one PNG figure (a panel per task)."""
+def plot_format(path: Any, name: str = "path") -> str:
+    """The figure format of ``path``, from its file name extension.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The figure file.
+    name : str
+        How messages name the parameter (``--plot`` on the command line).
+
+    Returns
+    -------
+    str
+        The format matplotlib writes (one of :data:`PLOT_FORMATS`).
+
+    Raises
+    ------
+    InvalidParameter
+        When the extension is not one of :data:`PLOT_FORMATS` (the message
+        names the parameter ``name``).
+    """
+    fmt = Path(path).suffix[1:].lower()
+    if fmt not in PLOT_FORMATS:
+        raise InvalidParameter(f"{name}: expected a file name ending in "
+                               f"{' or '.join('.' + f for f in PLOT_FORMATS)}, got "
+                               f"{str(path)!r}")
+    return fmt
+
+
+def plot_evaluation(result: dict, path: Any, *, force: bool = False,
+                    inputs: Iterable[Any] = ()) -> Path:
+    """Draw the evaluation as one figure (a panel per task), written atomically.
+
+    Parameters
+    ----------
+    result : dict
+        The evaluation (:func:`evaluate_release`, :func:`evaluate_spatial_release`).
+    path : str or path-like
+        The figure file; its extension gives the format (:data:`PLOT_FORMATS`).
+    force : bool
+        Replace an existing regular file ``path``.
+    inputs : iterable of path-like
+        The files the evaluation read, which ``path`` may not be.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    InvalidParameter
+        When matplotlib is not installed, or ``path`` has another extension.
+    InputError
+        When ``path`` may not be written (:func:`dpgpu.data.io.check_output`).
+    """
+    fmt = plot_format(path)
     plt = require_matplotlib()
     tasks = result["tasks"]
     panels = []
@@ -1162,10 +1278,12 @@ def plot_evaluation(result: dict, path: Any) -> Path:
     fig.suptitle(f"{rel.get('mechanism')} (epsilon {rel.get('epsilon')}) - not a private "
                  "release: exact diagnostic", fontsize=10)
     fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
+    try:
+        with atomic_output(path, force=force, binary=True, inputs=inputs) as f:
+            fig.savefig(f, dpi=100, format=fmt)
+    finally:
+        plt.close(fig)
+    return Path(path)
 
 
 def _plot_counts(ax, t):
