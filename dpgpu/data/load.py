@@ -86,8 +86,14 @@ def load(path: Any, format: str | None = None, *, vocab: Any = None,
         The file is missing, empty, binary, corrupt or malformed (the message
         names the file and line).
     InvalidParameter
-        Unknown format or an option the format does not take.
+        ``path`` is not a str or path-like (sequences in memory go to
+        :meth:`SequenceDB.from_sequences`), an unknown format or an option the
+        format does not take.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidParameter(f"path: expected a file path (str or path-like), got "
+                               f"{type(path).__name__}; for sequences in memory use "
+                               "SequenceDB.from_sequences")
     check_format(format)
     if vocab is not None:
         vocab = public_vocabulary(vocab)

@@ -21,6 +21,8 @@ from .vocabulary import Vocabulary
 log = logging.getLogger("dpgpu")
 
 PAD = -1
+#: The string values of :meth:`SequenceDB.padded`'s ``end`` (besides True and False).
+END_MODES = ("uncut", "all")
 
 
 class SequenceDB:
@@ -90,6 +92,11 @@ class SequenceDB:
         Returns
         -------
         SequenceDB
+
+        Raises
+        ------
+        InvalidParameter
+            When a label of ``sequences`` is not an item of ``vocab``.
         """
         seqs = [[str(x) for x in s] for s in sequences]
         if vocab is None:
@@ -98,8 +105,8 @@ class SequenceDB:
             vocab = Vocabulary(vocab)
         lengths = np.array([len(s) for s in seqs], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(lengths)])
-        flat = [vocab.id_of(x) for s in seqs for x in s]
-        return cls(np.array(flat, dtype=np.int32), offsets, vocab, users=users)
+        flat = vocab.encode([x for s in seqs for x in s], name="vocab", markers=())
+        return cls(flat, offsets, vocab, users=users)
 
     def __len__(self) -> int:
         return int(self.lengths.size)
@@ -129,13 +136,72 @@ class SequenceDB:
         return int(self.lengths.max()) if len(self) else 0
 
     def sequence_ids(self, i: int) -> np.ndarray:
-        """Item ids of sequence ``i`` (a view)."""
+        """Item ids of sequence ``i``.
+
+        Parameters
+        ----------
+        i : int
+            Sequence number; a negative one counts from the end.
+
+        Returns
+        -------
+        numpy.ndarray of int32
+            A view of :attr:`items` (no copy).
+
+        Raises
+        ------
+        IndexError
+            When ``i`` is out of range, as for ``db[i]``.
+        """
+        i = range(len(self))[i]
         return self.items[self.offsets[i]:self.offsets[i + 1]]
+
+    def _rows(self, index: Any, name: str) -> np.ndarray:
+        """Sequence numbers (int64, in order) picked by integers or a boolean mask."""
+        try:
+            idx = np.atleast_1d(np.asarray(index))
+        except (TypeError, ValueError):  # ragged nesting
+            idx = np.asarray([None])
+        n = len(self)
+        if idx.dtype == np.bool_:
+            if idx.shape != (n,):
+                raise InvalidParameter(f"{name}: a boolean mask needs one entry per sequence "
+                                       f"({n}), got shape {idx.shape}")
+            return np.flatnonzero(idx)
+        if idx.size == 0:  # [] is a float array
+            return np.zeros(0, dtype=np.int64)
+        if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer):
+            raise InvalidParameter(f"{name}: expected sequence numbers (integers) or a boolean "
+                                   f"mask, got {index!r}")
+        bad = idx[(idx < -n) | (idx >= n)]
+        if bad.size:
+            raise InvalidParameter(f"{name}: sequence {int(bad[0])} is out of range for a "
+                                   f"database of {n} sequences")
+        return np.where(idx < 0, idx + n, idx).astype(np.int64)
 
     # --------------------------------------------------------------- reshaping
     def select(self, index: Any) -> "SequenceDB":
-        """A database of the sequences picked by ``index`` (ints or a mask), same vocabulary."""
-        rows = np.arange(len(self))[np.asarray(index)]
+        """A database of some of the sequences, in the same vocabulary.
+
+        Parameters
+        ----------
+        index : int, array of int or array of bool
+            Sequence numbers (negative ones count from the end; repeats and
+            any order allowed), or a mask with one entry per sequence.
+
+        Returns
+        -------
+        SequenceDB
+            The picked sequences, in ``index`` order, with their users and
+            case names.
+
+        Raises
+        ------
+        InvalidParameter
+            When ``index`` holds a number out of range or is neither integers
+            nor a mask of the right length.
+        """
+        rows = self._rows(index, "index")
         starts, lens = self.offsets[rows], self.lengths[rows].astype(np.int64)
         gather = concat_ranges(starts, lens)
         offsets = np.concatenate([[0], np.cumsum(lens)])
@@ -150,6 +216,21 @@ class SequenceDB:
 
         Truncation bounds each sequence's contribution and so sets a
         mechanism's sensitivity; it is logged with the number of sequences cut.
+
+        Parameters
+        ----------
+        l_max : int
+            Items kept per sequence (at least 1).
+
+        Returns
+        -------
+        SequenceDB
+            A new database; this one is unchanged.
+
+        Raises
+        ------
+        InvalidParameter
+            When ``l_max`` is not a positive integer.
         """
         l_max = check_positive_int(l_max, "l_max")
         cut = int(np.count_nonzero(self.lengths > l_max))
@@ -170,15 +251,16 @@ class SequenceDB:
             Truncation length (items per sequence, markers excluded).
         backend : str or Backend, optional
             Where the tensor lives (see :func:`dpgpu.backend.get_backend`).
-        end : bool or {"uncut", "all"}
-            Append the end marker ``&`` (``vocab.end_id``): ``True`` or
-            ``"uncut"`` to every sequence that was *not* cut (a cut sequence
-            did not end there); ``"all"`` to every sequence, cut or not (the
-            truncated database, whose sequences all end after ``l_max``).
+        end : {False, True, "uncut", "all"}
+            Append the end marker ``&`` (``vocab.end_id``): ``False`` to no
+            sequence; ``True`` or ``"uncut"`` to every sequence that was
+            *not* cut (a cut sequence did not end there); ``"all"`` to every
+            sequence, cut or not (the truncated database, whose sequences all
+            end after ``l_max``).
         start : bool
             Prepend the start marker ``$`` (``vocab.start_id``) to every sequence.
-        rows : array of int, optional
-            Only these sequences, in this order.
+        rows : array of int or array of bool, optional
+            Only these sequences, in this order (as :meth:`select` takes them).
         items : array, optional
             ``self.items`` already on the backend, so that building several
             blocks uploads it to a GPU once (default: copied per call).
@@ -189,25 +271,34 @@ class SequenceDB:
             Padded with -1.  ``W = max(1, min(l_max, longest)) + start + end``.
         lengths : array of int32, shape (N,)
             Symbols per row, markers included.
+
+        Raises
+        ------
+        InvalidParameter
+            When ``l_max``, ``end`` or ``rows`` is not one of the values above.
         """
         from ..backend import get_backend
 
         l_max = check_positive_int(l_max, "l_max")
+        if isinstance(end, (bool, np.bool_)):
+            end = "uncut" if end else None
+        elif not (isinstance(end, str) and end in END_MODES):
+            raise InvalidParameter(f"end: must be False, True, 'uncut' or 'all', got {end!r}")
         be = get_backend(backend)
-        starts = self.offsets[:-1] if rows is None else self.offsets[np.asarray(rows)]
-        full = self.lengths if rows is None else self.lengths[np.asarray(rows)]
+        rows = slice(None) if rows is None else self._rows(rows, "rows")
+        starts, full = self.offsets[:-1][rows], self.lengths[rows]
         kept = np.minimum(full, l_max)
         width = max(int(kept.max()) if kept.size else 0, 1)
         lengths = kept.astype(np.int32)
         if start:
             lengths += 1
-        if end:
-            ends = np.flatnonzero(full <= l_max) if end in (True, "uncut") else \
-                np.arange(kept.size)
+        if end is not None:
+            ends = np.flatnonzero(full <= l_max) if end == "uncut" else np.arange(kept.size)
             lengths[ends] += 1
         # Built where it will live: on a GPU only the items travel, not the padding.
         xp = be.xp
-        tokens = xp.full((kept.size, width + int(start) + int(bool(end))), PAD, dtype=xp.int32)
+        tokens = xp.full((kept.size, width + int(start) + int(end is not None)), PAD,
+                         dtype=xp.int32)
         if self.items.size and kept.size:
             itype = np.int32 if self.items.size < 2 ** 31 else np.int64
             col = xp.arange(width, dtype=itype)
@@ -218,7 +309,7 @@ class SequenceDB:
                 items[xp.minimum(gather, items.size - 1)], PAD)
         if start:
             tokens[:, 0] = self.vocab.start_id
-        if end:
+        if end is not None:
             ends_dev = xp.asarray(ends)
             tokens[ends_dev, xp.asarray(lengths[ends] - 1)] = self.vocab.end_id
         return tokens, be.asarray(lengths)
@@ -252,7 +343,17 @@ class SequenceDB:
                 for g, c in zip(to_numpy(grams).tolist(), to_numpy(counts).tolist())}
 
     def stats(self) -> dict[str, Any]:
-        """A summary of the dataset (exact, not private)."""
+        """A summary of the dataset (exact, not private).
+
+        Returns
+        -------
+        dict
+            ``sequences``, ``items`` (vocabulary size), ``events``,
+            ``distinct_items_seen``, ``mean_length``, ``median_length``,
+            ``p90_length``, ``max_length``, ``min_length``,
+            ``empty_sequences``, ``users`` (distinct user ids, or None) and
+            ``most_frequent`` (up to five ``(label, count)`` pairs).
+        """
         lens = self.lengths
         freq = np.bincount(self.items, minlength=self.vocab.size)
         top = np.argsort(-freq, kind="stable")[:5]

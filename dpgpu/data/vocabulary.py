@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
+
+from ..errors import InvalidParameter
 
 END_LABEL = "&"
 START_LABEL = "$"
@@ -81,7 +83,27 @@ class Vocabulary:
         return f"Vocabulary({self.size} items{origin}: {head})"
 
     def id_of(self, label: str) -> int:
-        """Id of ``label`` (markers ``&`` and ``$`` included)."""
+        """Id of ``label``: an item, else the marker ``&`` or ``$``.
+
+        An item label wins: ``"&"`` is the end marker only when no item has
+        that label (likewise ``"$"``).
+
+        Parameters
+        ----------
+        label : str
+            An item label, ``"&"`` or ``"$"``.
+
+        Returns
+        -------
+        int
+            The item's id, :attr:`end_id` or :attr:`start_id`.
+
+        Raises
+        ------
+        KeyError
+            When ``label`` is neither an item nor a marker (:meth:`encode`
+            raises :class:`~dpgpu.errors.InvalidParameter` instead).
+        """
         if label in self._index:
             return self._index[label]
         if label == END_LABEL:
@@ -91,7 +113,22 @@ class Vocabulary:
         raise KeyError(label)
 
     def label_of(self, ident: int) -> str:
-        """Label of id ``ident`` (marker ids give ``&`` and ``$``)."""
+        """Label of id ``ident`` (marker ids give ``&`` and ``$``).
+
+        Parameters
+        ----------
+        ident : int
+            An item id (``0 .. size-1``), :attr:`end_id` or :attr:`start_id`.
+
+        Returns
+        -------
+        str
+
+        Raises
+        ------
+        KeyError
+            When ``ident`` is none of these ids.
+        """
         ident = int(ident)
         if 0 <= ident < self.size:
             return self.labels[ident]
@@ -102,9 +139,92 @@ class Vocabulary:
         raise KeyError(ident)
 
     def decode(self, ids: Iterable[int]) -> tuple[str, ...]:
-        """Labels of a sequence of ids."""
+        """Labels of a sequence of ids.
+
+        Parameters
+        ----------
+        ids : iterable of int
+            Item ids and marker ids.
+
+        Returns
+        -------
+        tuple of str
+
+        Raises
+        ------
+        KeyError
+            When an id is neither an item's nor a marker's (:meth:`label_of`).
+        """
         return tuple(self.label_of(i) for i in ids)
 
-    def encode(self, labels: Iterable[str]) -> np.ndarray:
-        """Ids (int32) of a sequence of labels."""
-        return np.array([self.id_of(x) for x in labels], dtype=np.int32)
+    def encode(self, labels: Iterable[Any], *, name: str = "labels",
+               markers: Sequence[str] = (END_LABEL, START_LABEL)) -> np.ndarray:
+        """Ids (int32) of a sequence of labels, every one checked.
+
+        Entries are turned into strings first, as
+        :meth:`SequenceDB.from_sequences <dpgpu.data.sequencedb.SequenceDB.from_sequences>`
+        does, so ``[1, 2]`` reads as ``["1", "2"]``.  An item label wins over
+        a marker (:meth:`id_of`).
+
+        Parameters
+        ----------
+        labels : sequence of labels
+            Not a single string: ``"12"`` is not read as ``["1", "2"]``.
+        name : str
+            The parameter named in errors.
+        markers : sequence of str
+            The markers (``"&"``, ``"$"``) accepted where no item has that
+            label; ``()`` accepts items only.
+
+        Returns
+        -------
+        numpy.ndarray of int32
+
+        Raises
+        ------
+        InvalidParameter
+            When ``labels`` is a string or not iterable, or holds a label that
+            is neither an item nor one of ``markers`` (the message names it).
+        """
+        if isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
+            raise InvalidParameter(f"{name}: pass a sequence of labels (a list such as "
+                                   f"['a', 'b']), got {labels!r}")
+        ids = []
+        for label in map(str, labels):
+            if label not in self._index and label not in markers:
+                raise InvalidParameter(f"{name}: {label!r} is not in the vocabulary")
+            ids.append(self.id_of(label))
+        return np.array(ids, dtype=np.int32)
+
+    def encode_string(self, labels: Iterable[Any], *, name: str = "labels") -> np.ndarray:
+        """Ids (int32) of a non-empty item string that the end marker ``&`` may end.
+
+        The strings whose counts the releases estimate
+        (:meth:`NGramRelease.estimate <dpgpu.mechanisms.ngram.NGramRelease.estimate>`,
+        :meth:`PSTRelease.estimate <dpgpu.mechanisms.privtree.pst.PSTRelease.estimate>`).
+        Labels are read as :meth:`encode` reads them: ``"&"`` is the end
+        marker only when no item has that label.
+
+        Parameters
+        ----------
+        labels : sequence of labels
+            Items, optionally followed by ``"&"``.
+        name : str
+            The parameter named in errors.
+
+        Returns
+        -------
+        numpy.ndarray of int32
+
+        Raises
+        ------
+        InvalidParameter
+            As :meth:`encode` (``"$"`` is not accepted), or when the string is
+            empty or ``&`` is not its last symbol.
+        """
+        ids = self.encode(labels, name=name, markers=(END_LABEL,))
+        if not ids.size:
+            raise InvalidParameter(f"{name}: the string is empty; pass at least one label")
+        if np.any(ids[:-1] == self.end_id):
+            raise InvalidParameter(f"{name}: the end marker {END_LABEL!r} may only end the string")
+        return ids

@@ -192,7 +192,29 @@ class DPNERelease(Displayed):
         return [self.vocab.decode(g) for lvl in self.levels for g in lvl.tolist()]
 
     def save(self, out_dir: Any, *, force: bool = False):
-        """Write ``ngrams.tsv`` (columns ``k``, ``gram``; no counts) and ``report.json``."""
+        """Write ``ngrams.tsv`` (columns ``k``, ``gram``; no counts) and ``report.json``.
+
+        Parameters
+        ----------
+        out_dir : str or path-like
+            The release directory; its folder must exist.
+        force : bool
+            Replace an existing release directory.
+
+        Returns
+        -------
+        pathlib.Path
+            ``out_dir``.
+
+        Raises
+        ------
+        InputError
+            When ``out_dir`` exists and ``force`` is not set, or may not be
+            replaced even with ``force``: it is not a dpgpu release (holds no
+            ``report.json``), is a symbolic link or not a directory, or is or
+            holds the current folder (:func:`dpgpu.release.check_release_target`);
+            or when its folder does not exist.
+        """
         with ReleaseWriter(out_dir, force=force) as w:
             w.write_tsv("ngrams.tsv", ("k", "gram"),
                         ((len(g), encode_gram(g)) for g in self.grams()))

@@ -127,16 +127,34 @@ class NGramRelease(Displayed):
                 out.append((self.vocab.decode(g), a, c))
         return out
 
-    def estimate(self, labels: Sequence[str]) -> float:
+    def estimate(self, labels: Sequence[Any]) -> float:
         """Estimated number of occurrences of an item string (``&`` may end it).
 
         The count of the string's node when the model has it, else the
         estimate of its prefix times the conditional probability of its last
         symbol given the longest context the model knows (Markov chaining).
+
+        Parameters
+        ----------
+        labels : sequence of labels
+            Item labels, optionally followed by ``"&"`` (occurrences that end
+            a sequence, or its first ``l_max`` items).  Entries are turned
+            into strings (``[1, 2]`` is ``["1", "2"]``); a single string is
+            refused, not split into characters.  An item labelled ``&`` wins
+            over the end marker (:meth:`dpgpu.Vocabulary.encode_string`).
+
+        Returns
+        -------
+        float
+            The estimated count (0 for a string the model gives no weight).
+
+        Raises
+        ------
+        InvalidParameter
+            When ``labels`` is a string or empty, holds a label that is not in
+            the vocabulary, or has ``&`` before its end.
         """
-        ids = [self.vocab.id_of(x) for x in labels]
-        if not ids:
-            raise ValueError("labels: empty string")
+        ids = self.vocab.encode_string(labels).tolist()
         est = self._count(ids[:1])
         for j in range(2, len(ids) + 1):
             direct = self._count(ids[:j])
@@ -161,8 +179,30 @@ class NGramRelease(Displayed):
         return 0.0
 
     def top_k(self, k: int, *, min_length: int = 2) -> list[tuple[tuple[str, ...], float]]:
-        """The ``k`` item strings of length >= ``min_length`` with the largest estimated counts."""
+        """The ``k`` item strings of length >= ``min_length`` with the largest estimated counts.
+
+        Parameters
+        ----------
+        k : int
+            How many strings (at least 1).
+        min_length : int
+            Shortest string length.  Default 2: single items are left out, as
+            in the paper's top-k evaluation (Section 6.2.2); PST's
+            :meth:`~dpgpu.mechanisms.privtree.pst.PSTRelease.top_k` starts at 1.
+
+        Returns
+        -------
+        list of (tuple of str, float)
+            ``(labels, estimated count)`` of the model's grams of items (no
+            ``&``), largest first; fewer than ``k`` when the model holds fewer.
+
+        Raises
+        ------
+        InvalidParameter
+            When ``k`` or ``min_length`` is not a positive integer.
+        """
         k = check_positive_int(k, "k")
+        min_length = check_positive_int(min_length, "min_length")
         rows = []
         for lvl in self.model[min_length - 1:]:
             items_only = np.all(lvl.grams != self.vocab.end_id, axis=1)
@@ -171,7 +211,29 @@ class NGramRelease(Displayed):
         return [(self.vocab.decode(g), c) for g, c in rows[:k]]
 
     def save(self, out_dir: Any, *, force: bool = False) -> Any:
-        """Write the release directory: report.json, ngrams.tsv, synthetic.<ext>."""
+        """Write the release directory: report.json, ngrams.tsv, synthetic.<ext>.
+
+        Parameters
+        ----------
+        out_dir : str or path-like
+            The release directory; its folder must exist.
+        force : bool
+            Replace an existing release directory.
+
+        Returns
+        -------
+        pathlib.Path
+            ``out_dir``.
+
+        Raises
+        ------
+        InputError
+            When ``out_dir`` exists and ``force`` is not set, or may not be
+            replaced even with ``force``: it is not a dpgpu release (holds no
+            ``report.json``), is a symbolic link or not a directory, or is or
+            holds the current folder (:func:`dpgpu.release.check_release_target`);
+            or when its folder does not exist.
+        """
         with ReleaseWriter(out_dir, force=force) as rel:
             rel.write_tsv("ngrams.tsv", ["gram", "noisy_count", "count"],
                           ((encode_ids(self.vocab, g), a, f"{c:.3f}")

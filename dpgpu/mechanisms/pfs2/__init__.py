@@ -195,7 +195,29 @@ class PFS2Release(Displayed):
         return [(self.vocab.decode(p), int(s)) for p, s in zip(self.patterns, self.supports)]
 
     def save(self, out_dir: Any, *, force: bool = False) -> Any:
-        """Write the release directory: ``report.json`` and ``frequent.tsv``."""
+        """Write the release directory: ``report.json`` and ``frequent.tsv``.
+
+        Parameters
+        ----------
+        out_dir : str or path-like
+            The release directory; its folder must exist.
+        force : bool
+            Replace an existing release directory.
+
+        Returns
+        -------
+        pathlib.Path
+            ``out_dir``.
+
+        Raises
+        ------
+        InputError
+            When ``out_dir`` exists and ``force`` is not set, or may not be
+            replaced even with ``force``: it is not a dpgpu release (holds no
+            ``report.json``), is a symbolic link or not a directory, or is or
+            holds the current folder (:func:`dpgpu.release.check_release_target`);
+            or when its folder does not exist.
+        """
         with ReleaseWriter(out_dir, force=force) as rel:
             rel.write_tsv("frequent.tsv", ["pattern", "support"],
                           ((encode_gram(p), s) for p, s in self.frequent()))

@@ -352,15 +352,56 @@ class PSTRelease(Displayed):
             name += "$"
         return name
 
-    def estimate(self, labels: Sequence[str]) -> float:
-        """Estimated occurrences of an item string (``&`` may end it), by Eq. 12."""
-        ids = [self.vocab.end_id if x == "&" else self.vocab.id_of(x) for x in labels]
-        if not ids:
-            raise ValueError("labels: empty string")
-        return float(self.model.estimate(np.asarray([ids], dtype=np.int32))[0])
+    def estimate(self, labels: Sequence[Any]) -> float:
+        """Estimated occurrences of an item string (``&`` may end it), by Eq. 12.
+
+        Parameters
+        ----------
+        labels : sequence of labels
+            Item labels, optionally followed by ``"&"`` (occurrences that end
+            a sequence within ``l_top`` symbols).  Entries are turned into
+            strings (``[1, 2]`` is ``["1", "2"]``); a single string is refused,
+            not split into characters.  An item labelled ``&`` wins over the
+            end marker (:meth:`dpgpu.Vocabulary.encode_string`).
+
+        Returns
+        -------
+        float
+            The estimated count.
+
+        Raises
+        ------
+        InvalidParameter
+            When ``labels`` is a string or empty, holds a label that is not in
+            the vocabulary, or has ``&`` before its end.
+        """
+        ids = self.vocab.encode_string(labels)
+        return float(self.model.estimate(ids[None, :])[0])
 
     def top_k(self, k: int, *, min_length: int = 1) -> list[tuple[tuple[str, ...], float]]:
-        """The ``k`` item strings of length >= ``min_length`` with the largest estimates."""
+        """The ``k`` item strings of length >= ``min_length`` with the largest estimates.
+
+        Parameters
+        ----------
+        k : int
+            How many strings (at least 1).
+        min_length : int
+            Shortest string length.  Default 1: single items count (N-gram's
+            :meth:`~dpgpu.mechanisms.ngram.NGramRelease.top_k` starts at 2,
+            as the N-gram paper's evaluation does).
+
+        Returns
+        -------
+        list of (tuple of str, float)
+            ``(labels, Eq. 12 estimate)`` of strings of items (no ``&``) of at
+            most ``l_top`` items, largest first; fewer than ``k`` when fewer
+            have a positive estimate.
+
+        Raises
+        ------
+        InvalidParameter
+            When ``k`` or ``min_length`` is not a positive integer.
+        """
         k = check_positive_int(k, "k")
         min_length = check_positive_int(min_length, "min_length")
         grams, est = self.model.top_k(k, min_length=min_length, max_length=self.l_top)
@@ -377,7 +418,29 @@ class PSTRelease(Displayed):
         return out
 
     def save(self, out_dir: Any, *, force: bool = False) -> Any:
-        """Write the release directory: report.json, pst.json, synthetic.<ext>."""
+        """Write the release directory: report.json, pst.json, synthetic.<ext>.
+
+        Parameters
+        ----------
+        out_dir : str or path-like
+            The release directory; its folder must exist.
+        force : bool
+            Replace an existing release directory.
+
+        Returns
+        -------
+        pathlib.Path
+            ``out_dir``.
+
+        Raises
+        ------
+        InputError
+            When ``out_dir`` exists and ``force`` is not set, or may not be
+            replaced even with ``force``: it is not a dpgpu release (holds no
+            ``report.json``), is a symbolic link or not a directory, or is or
+            holds the current folder (:func:`dpgpu.release.check_release_target`);
+            or when its folder does not exist.
+        """
         with ReleaseWriter(out_dir, force=force) as rel:
             rel.write_json("pst.json", {"symbols": list(self.vocab.labels) + ["&"],
                                         "start_marker": self.start_marker, "l_top": self.l_top,
