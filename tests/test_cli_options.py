@@ -90,8 +90,10 @@ def test_json_summary(tmp_path, command):
                        "--out", str(out)))
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
-    assert set(summary) == {"mechanism", "epsilon", "delta", "out", "files", "seeded", "timings"}
+    assert set(summary) == {"mechanism", "private", "epsilon", "delta", "out", "files", "seeded",
+                            "timings"}
     assert summary["epsilon"] == pytest.approx(2.0) and summary["seeded"] is True
+    assert summary["private"] is True
     assert summary["out"] == str(out)
     assert set(summary["files"]) == COMMANDS[command][3] | {"diagnostics.json"}
     assert all((out / f).is_file() for f in summary["files"])

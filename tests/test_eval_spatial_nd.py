@@ -192,3 +192,18 @@ def test_end_to_end_privtree_release_cli(tmp_path, capsys, d):
         assert by_set[name]["mean"] == pytest.approx(err.mean())
         assert by_set[name]["nonzero_true"] == int(np.count_nonzero(true))
     assert by_set["large"]["mean"] < 0.5
+
+
+def test_histogram_range_estimates_keep_narrow_leaves_and_refuse_empty_ones():
+    # Regression: widths were floored at 1e-300, so a leaf narrower than that (a valid
+    # domain [0, 1e-300] halved 64 times) lost its count.
+    leaves = [(0.0, 5e-320), (5e-320, 1e-300)]
+    assert M.histogram_range_estimates(leaves, [70, 30], [(0.0, 1e-300)]) == \
+        pytest.approx([100.0])
+    assert SpatialHistogram([[0.0], [5e-320]], [[5e-320], [1e-300]], [70, 30]) \
+        .range_count([0.0], [1e-300]) == pytest.approx([100.0])
+    for bad in ([(0.0, 1.0), (1.0, 1.0)], [(0.0, 1.0), (-1.7e308, 1.7e308)]):
+        with pytest.raises(InvalidParameter, match="leaf_boxes: box 1"):
+            M.histogram_range_estimates(bad, [1, 2], [(0.0, 1.0)])
+        with pytest.raises(InvalidParameter, match="lo, hi"):
+            SpatialHistogram(np.array(bad)[:, :1], np.array(bad)[:, 1:], [1, 2])

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from dpgpu import InvalidParameter
+from dpgpu import InputError, InvalidParameter
 from dpgpu.audit import audit
 from dpgpu.cli import main
 from dpgpu.data.points import read_points
@@ -17,6 +17,13 @@ from dpgpu.mechanisms.privtree.core import SplitTest, split_params
 from dpgpu.privacy import NoiseKey
 
 spatial = importlib.import_module("dpgpu.mechanisms.privtree.spatial")
+
+
+class SplitNonEmpty:
+    """A stand-in split test that splits every tested node holding a point (no noise)."""
+
+    def decide(self, counts, depth, ids, backend):
+        return counts > 0
 
 
 class SplitAll:
@@ -235,3 +242,218 @@ def test_numpy_and_cupy_give_the_same_decomposition():
     b = privtree_spatial(pts, 0.5, bounds=[[0, 1], [0, 1]], seed=8, backend="cupy")
     assert np.array_equal(a.leaves.lo, b.leaves.lo) and np.array_equal(a.leaves.hi, b.leaves.hi)
     assert np.array_equal(a.leaves.counts, b.leaves.counts)
+
+
+# ------------------------------------------- the floating-point grid, domains, inputs
+def clipped_1d():
+    """5,000 points uniform on [0, 2] with the domain [0, 1]: half are clipped onto 1.0."""
+    return np.random.default_rng(0).uniform(0, 2, (5000, 1)), [[0, 1]]
+
+
+def repeated_2d():
+    """20,000 copies of one point: its path splits until the box is one float step wide."""
+    return np.full((20_000, 2), 0.3), [[0, 1], [0, 1]]
+
+
+def assert_leaves_tile_the_domain(release, bounds):
+    """Every leaf has a positive width, and the whole domain counts every leaf once."""
+    b = np.asarray(bounds, dtype=np.float64)
+    width = release.leaves.hi - release.leaves.lo
+    assert np.all(width > 0) and np.all(np.isfinite(release.leaves.hi))
+    assert np.all(release.leaves.lo >= b[:, 0]) and np.all(release.leaves.hi <= b[:, 1])
+    assert release.range_count(b[:, 0], b[:, 1])[0] == release.leaves.counts.sum()
+
+
+@pytest.mark.parametrize("case, fanout", [(clipped_1d, None), (repeated_2d, None),
+                                          (repeated_2d, 2)])
+def test_no_leaf_is_narrower_than_a_float_step(case, fanout):
+    # Regression: halving at (lo + hi) / 2 up to depth 64 made zero-width boxes once the
+    # width reached one float step (about 53 halvings): the 1-D case ended in the leaf
+    # [1.0, 1.0] holding the 2,500 clipped points, which range queries then ignored.
+    pts, bounds = case()
+    release = privtree_spatial(pts, 1.0, bounds=bounds, seed=1, fanout=fanout)
+    assert_leaves_tile_the_domain(release, bounds)
+    if fanout is None:  # stopped by the box, not the depth cap (fanout 2 halves x every 2nd level)
+        assert len(release.nodes) < spatial.MAX_DEPTH + 1
+    assert abs(release.leaves.counts.sum() - len(pts)) < 200
+
+
+def test_a_box_too_narrow_to_halve_is_a_leaf_without_a_test():
+    lo, hi = np.array([[1 - 2.0 ** -53, 0.0], [0.25, 0.0]]), np.array([[1.0, 1.0], [0.5, 1.0]])
+    mid = lo + (hi - lo) / 2
+    assert spatial.halvable(lo, hi, mid, [0]).tolist() == [False, True]
+    assert spatial.halvable(lo, hi, mid, [1]).tolist() == [True, True]
+    levels = spatial.grow(np.full((10, 1), 0.3), np.zeros((1, 1)), np.ones((1, 1)),
+                          np.zeros(10, np.int64), 0, SplitNonEmpty(), k=1, max_depth=200,
+                          max_nodes=10 ** 6, backend="numpy")
+    assert len(levels) == 55  # 0.3 has 54 halvings to a box one float step (2**-54) wide
+    assert levels[-1].hi[1, 0] - levels[-1].lo[1, 0] == 2.0 ** -54
+    for lvl in levels:
+        assert np.all(lvl.hi > lvl.lo)
+        assert np.array_equal(lvl.ids, np.arange(lvl.lo.shape[0], dtype=np.uint64))
+    assert not levels[-1].split.any() and levels[-2].split.sum() == 1
+
+
+def test_the_split_test_draws_only_for_nodes_that_can_be_halved():
+    pts, bounds = clipped_1d()
+    release = privtree_spatial(pts, 1.0, bounds=bounds, seed=1)
+    narrow = release.nodes[-1]["hi"][-1][0] - release.nodes[-1]["lo"][-1][0]
+    assert narrow == 2.0 ** -53  # the clipped points' leaf is one float step wide
+    halvable = [spatial.halvable(lo, hi, lo + (hi - lo) / 2, [0])
+                for lo, hi in ((np.array(n["lo"]), np.array(n["hi"])) for n in release.nodes)]
+    assert not halvable[-1][-1] and release.nodes[-1]["leaf"][-1]
+    assert release.report["tree"]["split_tests"] == sum(int(h.sum()) for h in halvable)
+
+
+def test_the_dask_engine_grows_the_same_narrow_leaves():
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        for case in (clipped_1d, repeated_2d):
+            pts, bounds = case()
+            local = privtree_spatial(pts, 1.0, bounds=bounds, seed=3)
+            remote = privtree_spatial(pts, 1.0, bounds=bounds, seed=3, engine="dask",
+                                      client=client)
+            for field in ("lo", "hi", "counts"):
+                np.testing.assert_array_equal(getattr(remote.leaves, field),
+                                              getattr(local.leaves, field))
+            assert remote.report["tree"] == local.report["tree"]
+
+
+@pytest.mark.gpu
+def test_numpy_and_cupy_give_the_same_narrow_leaves():
+    for case in (clipped_1d, repeated_2d):
+        pts, bounds = case()
+        a = privtree_spatial(pts, 1.0, bounds=bounds, seed=3, backend="numpy")
+        b = privtree_spatial(pts, 1.0, bounds=bounds, seed=3, backend="cupy")
+        for field in ("lo", "hi", "counts"):
+            np.testing.assert_array_equal(getattr(a.leaves, field), getattr(b.leaves, field))
+        assert a.report["tree"] == b.report["tree"]
+
+
+def test_subnormal_leaves_keep_their_counts():
+    # Regression: the estimator floored widths at 1e-300, so leaves of a valid domain
+    # [0, 1e-300] (about 5e-320 wide at depth 64) lost their counts.
+    release = privtree_spatial(np.zeros((3000, 1)), 1.0, bounds=[[0, 1e-300]], seed=2)
+    assert (release.leaves.hi - release.leaves.lo).min() < 1e-300 / 2 ** 50
+    assert_leaves_tile_the_domain(release, [[0, 1e-300]])
+
+
+def test_domains_near_the_float_limit():
+    # Regression: (lo + hi) / 2 overflowed to inf; a width above the largest float was taken.
+    pts = np.random.default_rng(4).uniform(1e308, 1.7e308, (2000, 2))
+    release = privtree_spatial(pts, 1.0, bounds=[[1e308, 1.7e308]] * 2, seed=1)
+    assert len(release.leaves) > 1
+    assert_leaves_tile_the_domain(release, [[1e308, 1.7e308]] * 2)
+    for bounds in ([[-1.7e308, 1.7e308]], [[-np.inf, 0]], [[0, np.nan]]):
+        with pytest.raises(InvalidParameter, match="bounds"):
+            privtree_spatial(np.zeros((3, 1)), 1.0, bounds=bounds)
+    with pytest.raises(InvalidParameter, match="bounds: the width hi - lo must be finite"):
+        spatial.check_bounds([-1.7e308, 1.7e308], 1)
+
+
+def test_domain_from_data_has_positive_finite_widths():
+    flat = np.column_stack([np.full(50, 1e20), np.linspace(-1.7e308, -1e308, 50)])
+    release = privtree_spatial(flat, 1.0, seed=1)
+    dom = np.asarray(release.report["domain"]["bounds"])
+    assert dom[0].tolist() == [1e20, 2e20]
+    assert_leaves_tile_the_domain(release, dom)
+    top = privtree_spatial(np.full((5, 1), 1.7e308), 1.0, seed=1)
+    assert top.report["domain"]["bounds"] == [[0.0, 1.7e308]]
+    with pytest.raises(InvalidParameter, match="bounds: the data's bounding box is wider"):
+        privtree_spatial(np.array([[-1.7e308], [1.7e308]]), 1.0, seed=1)
+
+
+def test_domain_from_data_is_reported_as_not_private(caplog):
+    # Regression: the report said "private": false with "epsilon": 1.0.
+    with caplog.at_level("WARNING", logger="dpgpu"):
+        release = privtree_spatial(np.random.default_rng(2).random((100, 2)), 1.0, seed=1)
+    r = release.report
+    assert r["private"] is False and r["epsilon"] == np.inf and r["delta"] == 1.0
+    assert r["warning"] == spatial.DATA_DOMAIN_WARNING
+    assert any(spatial.DATA_DOMAIN_WARNING in rec.getMessage() for rec in caplog.records)
+    bounded = privtree_spatial(np.random.default_rng(2).random((100, 2)), 1.0, seed=1,
+                               bounds=[[0, 1], [0, 1]]).report
+    assert bounded["private"] is True and bounded["epsilon"] == 1.0 and "warning" not in bounded
+
+
+def test_cli_summary_says_whether_the_release_is_private(tmp_path, capsys):
+    data = tmp_path / "pts.csv"
+    data.write_text("x,y\n" + "".join(f"{a},{b}\n" for a, b in
+                                      np.random.default_rng(5).random((200, 2))))
+    base = ["privtree-spatial", str(data), "--epsilon", "1", "--columns", "x,y", "--seed", "1"]
+    assert main(base + ["--out", str(tmp_path / "a"), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["private"] is False and summary["epsilon"] == np.inf
+    assert summary["delta"] == 1.0
+    assert main(base + ["--out", str(tmp_path / "b"), "--bounds", "0,1,0,1", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["private"] is True and summary["epsilon"] == 1.0
+    assert main(base + ["--out", str(tmp_path / "c")]) == 0
+    line = capsys.readouterr().out.strip()
+    assert "NOT private" in line and "spent" not in line
+    assert main(base + ["--out", str(tmp_path / "d"), "--bounds", "0,1,0,1"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert "NOT private" not in line and "spent epsilon=1" in line
+
+
+def test_cli_bounds_near_the_float_limit(tmp_path, capsys):
+    data = tmp_path / "pts.csv"
+    data.write_text("x,y\n1.2e308,0.5\n1.5e308,0.25\n")
+    assert main(["privtree-spatial", str(data), "--epsilon", "1", "--columns", "x,y",
+                 "--bounds", "1e308,1.7e308,0,1", "--seed", "1", "--out", str(tmp_path / "a")]) \
+        == 0
+    assert "inf" not in (tmp_path / "a" / "leaves.csv").read_text()
+    capsys.readouterr()
+    assert main(["privtree-spatial", str(data), "--epsilon", "1", "--columns", "x,y",
+                 "--bounds", "-1.7e308,1.7e308,0,1", "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert "bounds" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_bounds_help_says_points_outside_are_clipped(capsys):
+    assert main(["privtree-spatial", "--help"]) == 0
+    assert "clipped onto the domain's edge" in " ".join(capsys.readouterr().out.split())
+    pts = np.array([[-5.0, 0.5], [5.0, 0.5]])  # both outside [0, 1] in x: clipped onto 0 and 1
+    release = privtree_spatial(np.repeat(pts, 500, axis=0), 1.0, bounds=[[0, 1], [0, 1]],
+                               seed=1)
+    left = release.range_count([[0, 0]], [[0.25, 1]])[0]
+    right = release.range_count([[0.75, 0]], [[1, 1]])[0]
+    assert abs(left - 500) < 60 and abs(right - 500) < 60
+
+
+def test_csv_errors_name_the_line_and_column(tmp_path):
+    cases = {"x,y\n1,2\n3,oops\n": r"line 3, column 'y': 'oops' is not a number",
+             "x,y\n1,2\n3\n": r"line 3, column 'y': no value",
+             "x,y\n1,\n": r"line 2, column 'y': no value",
+             'x,y\n"1\n",2\n5,inf\n': r"line 4, column 'y': 'inf' is not a finite number",
+             "y,x\nnan,1\n": r"line 2, column 'y': 'nan' is not a finite number"}
+    for i, (text, message) in enumerate(cases.items()):
+        path = tmp_path / f"bad{i}.csv"
+        path.write_text(text)
+        with pytest.raises(InputError, match=f"bad{i}.csv, {message}"):
+            read_points(path, "x,y")
+
+
+def test_parquet_errors_name_the_row_and_column(tmp_path, capsys):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    good = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"x": ["0.25", "0.5"], "y": [1, 2]}), good)
+    assert read_points(good, "x,y").tolist() == [[0.25, 1.0], [0.5, 2.0]]
+    cases = {"strings": ({"x": ["0.1", "0.2", "abc"], "y": [0.1, 0.2, 0.3]},
+                         r"row 3, column 'x': 'abc' is not a number"),
+             "null": ({"x": [0.1, 0.2], "y": [0.5, None]},
+                      r"row 2, column 'y': no value or not a finite number"),
+             "nullstr": ({"x": ["1", None], "y": [0.5, 0.5]}, r"row 2, column 'x': no value")}
+    for name, (columns, message) in cases.items():
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(pa.table(columns), path)
+        with pytest.raises(InputError, match=f"{name}.parquet, {message}"):
+            read_points(path, "x,y")
+    # Regression: a string column crashed with ValueError and a traceback (exit 1).
+    assert main(["privtree-spatial", str(tmp_path / "strings.parquet"), "--epsilon", "1",
+                 "--columns", "x,y", "--bounds", "0,1,0,1", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "column 'x'" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err

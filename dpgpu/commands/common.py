@@ -369,7 +369,9 @@ def run_mechanism(args: argparse.Namespace, load: Callable[[argparse.Namespace],
     -------
     int
         Exit status 0.  (A release that is not private says why in its
-        report's ``warning``, which the mechanism also logs.)
+        report's ``warning``, which the mechanism also logs; the summary
+        says ``NOT private`` instead of the budget spent, and the ``--json``
+        summary has ``"private": false``.)
 
     Raises
     ------
@@ -393,10 +395,12 @@ def run_mechanism(args: argparse.Namespace, load: Callable[[argparse.Namespace],
         timings = {"load_s": round(t1 - t0, 4), "write_s": round(time.perf_counter() - t2, 4)}
     r = rel.report
     if args.json:
-        print_json({"mechanism": r["mechanism"], "epsilon": r["epsilon"], "delta": r["delta"],
+        print_json({"mechanism": r["mechanism"], "private": r["private"],
+                    "epsilon": r["epsilon"], "delta": r["delta"],
                     "out": str(out), "files": sorted(p.name for p in out.iterdir()),
                     "seeded": r["seeded"], "timings": {**r["timings"], **timings}})
     elif not args.quiet:
         spent = f"epsilon={r['epsilon']:g}" + (f", delta={r['delta']:g}" if r["delta"] else "")
-        print(f"{describe(rel)}; spent {spent}; written to {out}")
+        guarantee = f"spent {spent}" if r["private"] else "NOT private (see the report's warning)"
+        print(f"{describe(rel)}; {guarantee}; written to {out}")
     return 0

@@ -3,8 +3,9 @@
 Writes a release directory: ``report.json``, ``leaves.csv`` (one row per leaf:
 ``lo_<column>``, ``hi_<column>`` for each dimension and the noisy ``count``)
 and ``tree.json`` (every node by depth).  Pass the public domain with
-``--bounds lo,hi,lo,hi,...``; without it the data's bounding box is used and
-the report says the release is not private.
+``--bounds lo,hi,lo,hi,...``; points outside it are clipped onto its edge.
+Without it the data's bounding box is used and the release is NOT private:
+the report says ``"private": false`` with epsilon infinite and delta 1.
 """
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                                       "--out tree/")
     p.add_argument("points", help="CSV or Parquet file, one point per row")
     p.add_argument("--columns", required=True, help="coordinate columns, e.g. x,y")
-    p.add_argument("--bounds", help="public domain: lo,hi for each column, in order")
+    p.add_argument("--bounds", help="public domain: lo,hi for each column, in order, with "
+                                    "hi - lo finite; points outside are clipped onto the "
+                                    "domain's edge (default: the data's bounding box, NOT "
+                                    "private)")
     p.add_argument("--fanout", type=int, help="power of two up to 2**d (default 2**d)")
     add_engine_arguments(p)
     p.set_defaults(func=run)

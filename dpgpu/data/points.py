@@ -4,7 +4,8 @@ One point per row; the chosen numeric columns are the coordinates.  CSV is
 parsed with the standard :mod:`csv` module (quoted fields allowed, the
 delimiter sniffed from the header line); Parquet needs pyarrow.  gzip is
 transparent.  A row whose coordinate is empty or not a finite number is an
-input error naming the file, line and column.
+input error naming the file, line and column (in Parquet: the column and
+the row, counted from 1).
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def read_points(path: Any, columns: "str | Sequence[str]") -> np.ndarray:
     Raises
     ------
     InputError
-        Missing file or column, or a value that is not a finite number.
+        Missing file or column, or a value that is not a finite number
+        (naming the file, the column and the line or row).
     """
     names = parse_columns(columns)
     p = Path(path)
@@ -66,18 +68,27 @@ def read_points(path: Any, columns: "str | Sequence[str]") -> np.ndarray:
         raise InputError(f"{p}: no column {missing[0]!r} (columns: {', '.join(header)})")
     cols = [header.index(c) for c in names]
     out = []
-    for line, row in enumerate(rows, start=2):
-        if not row:
-            continue
-        try:
-            vals = [float(row[j]) for j in cols]
-        except (ValueError, IndexError):
-            raise InputError(f"{p}, line {line}: columns {', '.join(names)} need numbers") \
-                from None
-        if not all(math.isfinite(v) for v in vals):
-            raise InputError(f"{p}, line {line}: coordinates must be finite")
-        out.append(vals)
+    end = rows.line_num  # the last line read: a quoted field may span lines
+    for row in rows:
+        line, end = end + 1, rows.line_num
+        if row:
+            out.append([_coordinate(row[j] if j < len(row) else None, p, f"line {line}", c)
+                        for j, c in zip(cols, names)])
     return np.asarray(out, dtype=np.float64).reshape(-1, len(names))
+
+
+def _coordinate(value: Any, p: Path, where: str, column: str) -> float:
+    """``value`` as a finite float, or an InputError naming the file, ``where`` and ``column``."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise InputError(f"{p}, {where}, column {column!r}: no value (a coordinate is needed)")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{p}, {where}, column {column!r}: {value!r} is not a number") \
+            from None
+    if not math.isfinite(v):
+        raise InputError(f"{p}, {where}, column {column!r}: {value!r} is not a finite number")
+    return v
 
 
 def _parquet(p: Path, names: list[str]) -> np.ndarray:
@@ -88,9 +99,23 @@ def _parquet(p: Path, names: list[str]) -> np.ndarray:
     missing = [c for c in names if c not in table.column_names]
     if missing:
         raise InputError(f"{p}: no column {missing[0]!r}")
-    cols = [np.asarray(table.column(c).to_numpy(zero_copy_only=False), dtype=np.float64)
-            for c in names]
-    pts = np.column_stack(cols) if cols else np.zeros((0, 0))
-    if not np.all(np.isfinite(pts)):
-        raise InputError(f"{p}: coordinates must be finite numbers")
-    return pts
+    cols = [_parquet_column(pa, table.column(c), p, c) for c in names]
+    return np.column_stack(cols)
+
+
+def _parquet_column(pa: Any, column: Any, p: Path, name: str) -> np.ndarray:
+    """A Parquet column as finite float64, or an InputError naming the column and row.
+
+    Integer and floating-point columns are converted at once; any other type
+    (strings, decimals, ...) value by value, as CSV fields are.
+    """
+    values = column.to_numpy(zero_copy_only=False)
+    if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
+        return np.asarray([_coordinate(v, p, f"row {i}", name)
+                           for i, v in enumerate(values, start=1)], dtype=np.float64)
+    out = np.asarray(values, dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(out))
+    if bad.size:
+        raise InputError(f"{p}, row {bad[0] + 1}, column {name!r}: no value or not a finite "
+                         "number")
+    return out

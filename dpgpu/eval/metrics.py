@@ -414,18 +414,25 @@ def histogram_range_estimates(leaf_boxes: Any, leaf_counts: Any, query_boxes: An
 
     Each leaf with (noisy) count ``c`` contributes ``c * vol(leaf & query) /
     vol(leaf)``, the standard way a private decomposition answers a range
-    query (PrivTree Section 2).
+    query (PrivTree Section 2); a query that covers every leaf returns the
+    sum of the counts, however narrow the leaves.
 
     Parameters
     ----------
     leaf_boxes : array of float, shape (L, 2 d)
-        Rows ``(lo_1, .., lo_d, hi_1, .., hi_d)``.
+        Rows ``(lo_1, .., lo_d, hi_1, .., hi_d)``, with ``0 < hi - lo < inf``.
     leaf_counts : array of float, shape (L,)
     query_boxes : array of float, shape (Q, 2 d)
 
     Returns
     -------
     numpy.ndarray of float64, shape (Q,)
+
+    Raises
+    ------
+    InvalidParameter
+        Arrays of the wrong shape, or a leaf box without a positive finite
+        width in some dimension (it would hold no volume to spread its count on).
     """
     L = _boxes(leaf_boxes, None, "leaf_boxes")
     d = L.shape[1] // 2
@@ -433,7 +440,12 @@ def histogram_range_estimates(leaf_boxes: Any, leaf_counts: Any, query_boxes: An
     c = np.asarray(leaf_counts, dtype=np.float64).ravel()
     if c.size != L.shape[0]:
         raise InvalidParameter("leaf_counts: one count per leaf box is needed")
-    width = np.maximum(L[:, d:] - L[:, :d], 1e-300)
+    with np.errstate(over="ignore", invalid="ignore"):
+        width = L[:, d:] - L[:, :d]
+    bad = np.flatnonzero(~np.all(np.isfinite(width) & (width > 0), axis=1))
+    if bad.size:
+        raise InvalidParameter(f"leaf_boxes: box {bad[0]} needs finite lo < hi with a finite "
+                               "width in every dimension")
     out = np.zeros(Q.shape[0], dtype=np.float64)
     step = max(1, 2 ** 22 // max(L.shape[0], 1))
     for s in range(0, Q.shape[0], step):

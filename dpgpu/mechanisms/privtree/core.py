@@ -36,7 +36,10 @@ audit's batches apart, :func:`level_ids`).  That list is the children of the
 split nodes of the depth above, in their order, so it is fixed by released
 decisions only and is the same on NumPy, CuPy and Dask; positions are
 distinct, so no two nodes of a depth share a draw (path hashes, used before,
-could collide).
+could collide).  A caller may test only some nodes of a depth (the others
+being leaves by a public rule, such as a box too narrow to halve): each
+tested node still draws at its own position, so the draws do not depend on
+which nodes are tested.
 """
 
 from __future__ import annotations
@@ -154,7 +157,23 @@ class SplitTest:
         self.draws = 0
 
     def decide(self, scores: Any, depth: int, identities: Any, backend: Any):
-        """Boolean split mask of a level's nodes (scores and identities in one namespace)."""
+        """Boolean split mask of the tested nodes of a level.
+
+        Parameters
+        ----------
+        scores : (n,) int array
+            The tested nodes' scores.
+        depth : int
+            Their depth (the noise tag).
+        identities : (n,) uint64 array
+            Their noise identities (:func:`level_ids`, or a subset of them),
+            in the namespace of ``scores``.
+        backend : str or Backend
+
+        Returns
+        -------
+        (n,) bool array
+        """
         self.draws += int(scores.shape[0])
         if scores.shape[0] == 0:
             return scores.astype(bool)

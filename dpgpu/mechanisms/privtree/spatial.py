@@ -18,20 +18,26 @@ are monotone (a child's points are its parent's).  With half the budget,
 ``epsilon / 2``, the split test (Corollary 1: ``lambda = (2 beta - 1) /
 (beta - 1) / (epsilon / 2)``, ``delta = ceil(lambda ln beta)``, ``theta = 0``;
 :mod:`.core` shows it holds with integer noise) makes the tree
-``epsilon / 2``-DP (Theorem 3.1).  The point is in one leaf, so the leaf
-counts have sensitivity 1 and get discrete Laplace noise of scale
-``2 / epsilon`` (Section 3.4): ``epsilon / 2``-DP.  Inner counts are sums of
-leaves, range queries read the release only: post-processing.  The samplers'
-distance from exact noise is charged as ``sampling_delta`` for at most
-``max_nodes`` draws per step.
+``epsilon / 2``-DP (Theorem 3.1); a node made a leaf without a test by a
+public rule below only drops a factor from the proof's product.  The point
+is in one leaf, so the leaf counts have sensitivity 1 and get discrete
+Laplace noise of scale ``2 / epsilon`` (Section 3.4): ``epsilon / 2``-DP.
+Inner counts are sums of leaves, range queries read the release only:
+post-processing.  The samplers' distance from exact noise is charged as
+``sampling_delta`` for at most ``max_nodes`` draws per step.
 
 Public choices that never look at the data: the domain ``bounds`` (points
-outside are clipped onto it), ``max_depth`` (nodes at that depth are leaves
-without a test, like C1 of Section 4.2) and ``max_nodes`` (when a level
+outside are clipped onto its edge), ``max_depth`` (nodes at that depth are
+leaves without a test, like C1 of Section 4.2), the floating-point grid (a
+node is halved at ``mid = lo + (hi - lo) / 2``; one whose ``mid`` is not
+strictly inside its box in a dimension it would halve, which happens after
+about 53 halvings, is a leaf without a test: a rule on its public box, so
+every leaf has a positive width) and ``max_nodes`` (when a level
 would take the tree past it, the tree is cut above that level: a function of
 the uncapped output, hence post-processing).  When ``bounds`` is not given
-the data's bounding box is used; the report then says that the domain is
-**not** private.
+the data's bounding box is used; the release is then **not** private: its
+report says ``"private": false``, epsilon infinite and delta 1, with a
+warning, which is also logged.
 
 UG (the paper's baseline, [41, 48]) counts the points of an ``m**d`` grid,
 ``m = (n epsilon / 10) ** (2 / (d + 2))``, with discrete Laplace noise of
@@ -41,6 +47,7 @@ scale ``1 / epsilon``; ``n`` is taken as public, as in the paper.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -86,15 +93,28 @@ class SpatialHistogram:
     Parameters
     ----------
     lo, hi : (L, d) float arrays
-        Corners of the boxes.
+        Corners of the boxes: finite, with ``0 < hi - lo < inf`` in every dimension.
     counts : (L,) array
         Noisy counts.
+
+    Raises
+    ------
+    InvalidParameter
+        Corners of different shapes, or a box that is not finite or has no width.
     """
 
     def __init__(self, lo: Any, hi: Any, counts: Any):
         self.lo = np.asarray(lo, dtype=np.float64)
         self.hi = np.asarray(hi, dtype=np.float64)
         self.counts = np.asarray(counts)
+        if self.lo.ndim != 2 or self.lo.shape != self.hi.shape or \
+                self.counts.shape != self.lo.shape[:1]:
+            raise InvalidParameter("lo, hi, counts: need (L, d), (L, d) and (L,) arrays")
+        with np.errstate(over="ignore", invalid="ignore"):
+            width = self.hi - self.lo
+        if not np.all(np.isfinite(width) & (width > 0)):
+            raise InvalidParameter("lo, hi: every box needs finite lo < hi with a finite "
+                                   "width in every dimension")
 
     def __len__(self) -> int:
         return int(self.counts.shape[0])
@@ -102,11 +122,12 @@ class SpatialHistogram:
     def range_count(self, lo: Any, hi: Any) -> np.ndarray:
         """Estimated points in each query box ``[lo, hi]`` (``(Q, d)`` corners).
 
-        Each box contributes ``count * volume(box & query) / volume(box)``.
+        Each box contributes ``count * volume(box & query) / volume(box)``, so
+        a query that covers every box returns the sum of their counts.
         """
         qlo = np.asarray(lo, dtype=np.float64).reshape(-1, self.lo.shape[1])
         qhi = np.asarray(hi, dtype=np.float64).reshape(-1, self.lo.shape[1])
-        width = np.maximum(self.hi - self.lo, 1e-300)
+        width = self.hi - self.lo
         c = self.counts.astype(np.float64)
         out = np.zeros(qlo.shape[0])
         step = max(1, 2 ** 22 // max(len(self), 1))
@@ -166,6 +187,10 @@ def grow(points: Any, lo: Any, hi: Any, point_node: Any, first_id: int, test: Sp
     ``point_node`` gives each point's root; several roots make a forest of
     independent trees (used by the audit).  A node's noise identity is
     ``first_id`` plus its position in its depth (:func:`.core.level_ids`).
+    A node is halved at ``mid = lo + (hi - lo) / 2`` (finite for a finite
+    width); one that cannot be halved in the dimensions of its depth
+    (:func:`halvable`), or at ``max_depth``, is a leaf without a split
+    test, so every box has a positive width.
     The points and their current nodes live in the partitions of ``data``
     (:func:`dpgpu.scale.partitions.partition_points`, all in root 0;
     without it, one partition in this process holding ``points`` and
@@ -185,8 +210,12 @@ def grow(points: Any, lo: Any, hi: Any, point_node: Any, first_id: int, test: Sp
     for depth in range(max_depth + 1):
         ids = level_ids(lo.shape[0], first_id, xp)
         counts = xp.asarray(data.sum(_node_counts, lo.shape[0]))
-        split = test.decide(counts, depth, ids, be) if depth < max_depth else \
-            xp.zeros(lo.shape[0], dtype=bool)
+        dims = [(depth * k + j) % d for j in range(k)]
+        mid = lo + (hi - lo) / 2
+        split = xp.zeros(lo.shape[0], dtype=bool)
+        if depth < max_depth:
+            tested = xp.flatnonzero(halvable(lo, hi, mid, dims))
+            split[tested] = test.decide(counts[tested], depth, ids[tested], be)
         n_split = int(split.sum())
         if total + n_split * beta > max_nodes:
             log.warning("privtree: the public cap of %d nodes cuts the tree at depth %d",
@@ -196,8 +225,6 @@ def grow(points: Any, lo: Any, hi: Any, point_node: Any, first_id: int, test: Sp
         levels.append(SpatialLevel(lo, hi, ids, split, counts))
         if n_split == 0:
             break
-        dims = [(depth * k + j) % d for j in range(k)]
-        mid = (lo + hi) / 2
         rows = xp.flatnonzero(split)
         child_start = xp.full(lo.shape[0], -1, dtype=xp.int64)
         child_start[rows] = xp.arange(n_split, dtype=xp.int64) * beta
@@ -212,6 +239,24 @@ def grow(points: Any, lo: Any, hi: Any, point_node: Any, first_id: int, test: Sp
         lo, hi = clo, chi
         total += n_split * beta
     return levels
+
+
+def halvable(lo: Any, hi: Any, mid: Any, dims: list[int]) -> Any:
+    """Which boxes have ``lo < mid < hi`` in each of ``dims``: both halves have a positive width.
+
+    Parameters
+    ----------
+    lo, hi, mid : (n, d) float arrays
+        Corners and halving points of the boxes (one namespace).
+    dims : list of int
+        The dimensions a split at this depth halves.
+
+    Returns
+    -------
+    (n,) bool array
+    """
+    xp = K.array_module(lo)
+    return xp.all((lo[:, dims] < mid[:, dims]) & (mid[:, dims] < hi[:, dims]), axis=1)
 
 
 def _node_counts(state: tuple, n_nodes: int) -> np.ndarray:
@@ -262,26 +307,62 @@ def leaf_noisy_counts(levels: list[SpatialLevel], key: Any, scale: float, backen
 
 
 def check_bounds(bounds: Any, d: int) -> np.ndarray:
-    """``bounds`` as a ``(d, 2)`` float array with finite ``lo < hi`` per dimension."""
+    """``bounds`` as a ``(d, 2)`` float array: ``lo < hi``, ``hi - lo`` finite, per dimension.
+
+    Parameters
+    ----------
+    bounds : array-like
+        ``d`` pairs ``(lo, hi)``, flat or nested.
+    d : int
+        Number of dimensions.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (d, 2)
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``bounds``: not ``d`` pairs of numbers, a bound that is not
+        finite, ``lo >= hi``, or a width ``hi - lo`` above the largest float.
+    """
     try:
         b = np.asarray(bounds, dtype=np.float64).reshape(d, 2)
     except (TypeError, ValueError):
         raise InvalidParameter(f"bounds: expected {d} (lo, hi) pairs, got {bounds!r}") from None
+    with np.errstate(over="ignore", invalid="ignore"):
+        width = b[:, 1] - b[:, 0]
     if not (np.all(np.isfinite(b)) and np.all(b[:, 0] < b[:, 1])):
         raise InvalidParameter("bounds: need finite lo < hi in every dimension")
+    if not np.all(np.isfinite(width)):
+        raise InvalidParameter(f"bounds: the width hi - lo must be finite (at most "
+                               f"{np.finfo(np.float64).max:g}) in every dimension")
     return b
 
 
+#: Why a release whose domain is the data's bounding box is not private.
+DATA_DOMAIN_WARNING = ("the domain is the data's bounding box: the release reveals it and is "
+                       "NOT differentially private; pass bounds")
+
+
 def _domain(pts: np.ndarray, bounds: Any) -> tuple[np.ndarray, bool]:
+    """The public domain ``(d, 2)`` and whether it was taken from the data (logged)."""
     d = pts.shape[1]
     if bounds is not None:
         return check_bounds(bounds, d), False
-    log.warning("privtree: no bounds given; the domain is the data's bounding box, "
-                "which is NOT private")
+    log.warning("privtree: %s", DATA_DOMAIN_WARNING)
     if pts.shape[0] == 0:
         return np.tile([0.0, 1.0], (d, 1)), True
     lo, hi = pts.min(axis=0), pts.max(axis=0)
-    hi = np.where(hi > lo, hi, lo + 1.0)
+    # a flat dimension gets the width max(1, |lo|) (above lo, or below it at the float limit)
+    flat, span = hi <= lo, np.maximum(1.0, np.abs(lo))
+    with np.errstate(over="ignore"):
+        up, down, width = lo + span, lo - span, hi - lo
+    lo = np.where(flat & ~np.isfinite(up), down, lo)
+    hi = np.where(flat & np.isfinite(up), up, hi)
+    if not np.all(np.isfinite(width)):
+        raise InvalidParameter("bounds: the data's bounding box is wider than the largest "
+                               "float; pass bounds")
     return np.column_stack([lo, hi]), True
 
 
@@ -306,8 +387,10 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
     epsilon : float
         Privacy budget; half for the tree, half for the leaf counts.
     bounds : (d, 2) array, optional
-        Public domain, ``(lo, hi)`` per dimension.  Default: the data's
-        bounding box (not private; the report says so).
+        Public domain, ``(lo, hi)`` per dimension, ``hi - lo`` finite; points
+        outside are clipped onto its edge.  Default: the data's bounding box
+        (not private: the report says ``"private": false``, epsilon infinite,
+        delta 1, and a warning is logged).
     columns : sequence of str, optional
         Names of the dimensions (default ``x0, x1, ...``).
     fanout : int, optional
@@ -327,6 +410,12 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
     Returns
     -------
     SpatialRelease
+
+    Raises
+    ------
+    InvalidParameter
+        A bad parameter, named; without ``bounds``, also when the data's
+        bounding box is wider than the largest float.
     """
     pts = _points(points)
     d = pts.shape[1]
@@ -375,7 +464,8 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
         "domain": {"bounds": dom.tolist(), "from_data": from_data},
         "split_test": params.to_dict(),
         "count_noise": {"epsilon": eps_count, "scale": count_scale},
-        "epsilon": ledger.spent_epsilon, "delta": ledger.spent_delta,
+        "epsilon": math.inf if from_data else ledger.spent_epsilon,
+        "delta": 1.0 if from_data else ledger.spent_delta,
         "ledger": ledger.to_dict(), "seeded": ledger.seeded,
         "backend": be.name, "device": be.device_name(), "engine": engine,
         "tree": {"nodes_per_depth": [int(lvl.lo.shape[0]) for lvl in levels],
@@ -384,8 +474,7 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
                     "total_s": round(time.perf_counter() - t0, 4)},
     }
     if from_data:
-        report["warning"] = ("the domain is the data's bounding box: the release reveals it "
-                             "and is NOT differentially private; pass bounds")
+        report["warning"] = DATA_DOMAIN_WARNING
     return SpatialRelease(leaves, nodes, names, report)
 
 
