@@ -536,10 +536,21 @@ def test_numpy_and_cupy_give_the_same_release():
 def test_chunked_engine_gives_the_same_release(monkeypatch):
     from dpgpu.ops import grams
 
+    engines = []
+
+    class Recorded(grams.GramEngine):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
+            engines.append(self)
+
+    monkeypatch.setattr(ngram_module, "GramEngine", Recorded)
     db = SequenceDB.from_sequences(TABLE1 * 20, vocab=VOCAB)
     whole = ngram(db, 1.0, l_max=5, n_max=4, seed=9)
-    monkeypatch.setattr(grams, "MAX_BLOCK_CELLS", 16)  # blocks of a few sequences
+    # the block bound on either backend (a GPU's is its free memory, not MAX_BLOCK_CELLS)
+    monkeypatch.setattr(grams, "_device_cells", lambda backend: 16)  # a few sequences
     chunked = ngram(db, 1.0, l_max=5, n_max=4, seed=9)
+    n_whole, n_chunked = (len(engine.blocks) for engine in engines)
+    assert n_chunked > n_whole  # the premise: the second run counts in smaller blocks
     assert whole.ngrams() == chunked.ngrams()
     assert sorted(whole.synthetic) == sorted(chunked.synthetic)
 

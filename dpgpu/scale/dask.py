@@ -6,7 +6,10 @@ padded blocks never travel back), and answers the same whole-level questions
 as a local engine by summing the partitions' exact answers on the client.
 Counting is a reduction, and every mechanism draws its noise once, on the
 client, keyed by the identity of what is noised: so for the same key a Dask
-run releases exactly what a local run releases.
+run releases exactly what a local run releases.  The partitions are
+scattered data, which Dask cannot recompute: a worker lost during a run
+stops it with a :class:`~dpgpu.errors.DPGPUError` (:func:`gather`), before
+anything is released.
 
 :class:`DaskPartitions` is the Dask engine of
 :mod:`dpgpu.scale.partitions`, which the other mechanisms (PFS², PST, DPNE)
@@ -24,9 +27,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..backend import to_numpy
-from ..errors import InvalidParameter
+from ..errors import DPGPUError, InvalidParameter
 from ..validation import check_positive_int
-from .partitions import Partitions, part_of, partition, split_rows
+from .partitions import Partitions, part_of, partition, run_client, split_rows
 
 log = logging.getLogger("dpgpu")
 
@@ -35,8 +38,24 @@ log = logging.getLogger("dpgpu")
 SCATTER_BYTES, SCATTER_ITEMS = 1 << 20, 1 << 14
 
 
+def require_distributed() -> Any:
+    """The ``dask.distributed`` module, imported here (it is optional).
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``engine``, when ``dask[distributed]`` is not installed.
+    """
+    try:
+        import dask.distributed as distributed  # noqa: PLC0415 - optional dependency
+    except ImportError:
+        raise InvalidParameter("engine: 'dask' needs dask[distributed] "
+                               "(pip install dpgpu[dist])") from None
+    return distributed
+
+
 def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = False,
-            gpus: bool = False) -> Any:
+            gpus: bool = False, name: str = "scheduler") -> Any:
     """A ``dask.distributed.Client``: to ``scheduler`` (an address), else a local cluster.
 
     Parameters
@@ -53,6 +72,8 @@ def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = F
         ``LocalCUDACluster``, one worker per visible GPU.  Without
         ``dask-cuda`` installed, a warning says so and the ``n_workers``
         workers of a CPU cluster share the GPU.
+    name : str
+        The parameter ``scheduler`` came from, named in errors.
 
     Returns
     -------
@@ -65,18 +86,14 @@ def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = F
         at ``scheduler`` (within Dask's connect timeout,
         ``distributed.comm.timeouts.connect``).
     """
-    try:
-        from dask.distributed import Client, LocalCluster  # noqa: PLC0415
-    except ImportError:
-        raise InvalidParameter("engine: 'dask' needs dask[distributed] "
-                               "(pip install dpgpu[dist])") from None
+    distributed = require_distributed()
     if quiet:  # after the import, which sets the levels from Dask's configuration
         logging.getLogger("distributed").setLevel(logging.WARNING)
     if scheduler:
         try:
-            return Client(scheduler)
+            return distributed.Client(scheduler)
         except (OSError, ValueError) as exc:  # unreachable, refused, or not an address
-            raise InvalidParameter(f"scheduler: cannot connect to {scheduler!r} ({exc})") from None
+            raise InvalidParameter(f"{name}: cannot connect to {scheduler!r} ({exc})") from None
     n_workers = check_positive_int(n_workers, "n_workers")
     if gpus:
         try:
@@ -85,9 +102,50 @@ def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = F
             log.warning("dask-cuda is not installed: the %d workers of the local cluster share "
                         "one GPU (pip install dpgpu[dist-gpu] for one worker per GPU)", n_workers)
         else:
-            return Client(LocalCUDACluster(threads_per_worker=1, dashboard_address=None))
-    return Client(LocalCluster(n_workers=n_workers, threads_per_worker=1,
-                               dashboard_address=None))
+            return distributed.Client(LocalCUDACluster(threads_per_worker=1,
+                                                       dashboard_address=None))
+    return distributed.Client(distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
+                                                       dashboard_address=None))
+
+
+def check_client(client: Any) -> Any:
+    """Return ``client`` if it is a ``dask.distributed.Client`` or a scheduler's address.
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``client`` (or ``engine`` when Dask is not installed).
+    """
+    if isinstance(client, str):
+        if not client.strip():
+            raise InvalidParameter("client: an empty scheduler address (pass None for a "
+                                   "local cluster)")
+        return client
+    if not isinstance(client, require_distributed().Client):
+        raise InvalidParameter(f"client: expected a dask.distributed.Client or a scheduler's "
+                               f"address (str), got {type(client).__name__}")
+    return client
+
+
+def gather(client: Any, futures: Any) -> Any:
+    """``client.gather(futures)``, a lost worker reported as a :class:`~dpgpu.errors.DPGPUError`.
+
+    Raises
+    ------
+    DPGPUError
+        A worker (or the connection to the cluster) was lost: Dask cannot
+        recompute the partitions it held (scattered data), so the run
+        stops before releasing anything and must be repeated.
+    """
+    from distributed import KilledWorker  # noqa: PLC0415 - optional dependency
+    from distributed.client import FutureCancelledError  # noqa: PLC0415
+    from distributed.comm import CommClosedError  # noqa: PLC0415
+
+    try:
+        return client.gather(futures)
+    except (FutureCancelledError, KilledWorker, CommClosedError) as exc:
+        raise DPGPUError(f"a Dask worker was lost during the run ({type(exc).__name__}: {exc}); "
+                         "nothing was released: repeat the run") from exc
 
 
 def close(client: Any) -> None:
@@ -122,9 +180,10 @@ class DaskPartitions(Partitions):
         """Scatter the parts of ``db`` to the workers (see :func:`~.partitions.partition`).
 
         ``take(db, rows, by_user=...)`` cuts one part (default: a SequenceDB of
-        those sequences; any indexable data with a length works).
+        those sequences; any indexable data with a length works).  ``client``
+        as for :func:`~.partitions.run_client`.
         """
-        client = client if client is not None else connect()
+        client = run_client(client)
         n_workers = len(client.scheduler_info()["workers"])
         n_parts = check_positive_int(2 * max(1, n_workers) if partitions is None else partitions,
                                  "partitions")
@@ -140,7 +199,7 @@ class DaskPartitions(Partitions):
                 for i, state in enumerate(self.states)]
 
     def _results(self, outputs: list[Any]) -> list[Any]:
-        return self.client.gather(outputs)
+        return gather(self.client, outputs)
 
     def _share(self, arg: Any) -> Any:
         """``arg``, or a future of it on every worker when it is large."""
@@ -162,8 +221,10 @@ class DaskGramEngine:
     backend : str, optional
         Backend name each worker uses (``"numpy"`` or ``"cupy"`` on
         ``dask-cuda`` workers).
-    client : dask.distributed.Client, optional
-        Default: a local cluster of two workers (not used for a DistributedDB).
+    client : dask.distributed.Client or str, optional
+        A client or a scheduler's address; default: a local cluster of two
+        workers (see :func:`~.partitions.run_client`; not used for a
+        DistributedDB).
     partitions : int, optional
         Number of partitions (default: twice the number of workers).
     """

@@ -17,13 +17,20 @@ come back.  Everything random stays on the client, drawn once at the
 identity of what is noised, and the partition functions are deterministic:
 for the same key both engines give the same release, bit for bit.
 
+A mechanism runs inside :func:`engine_run`: a Dask client that the engine
+opens itself (``engine="dask"`` without a client, or with a scheduler's
+address) lives for that run only and is closed, with the local cluster it
+started, when the run returns or raises.
+
 Importing this module does not import Dask.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from typing import Any, Callable, Sequence
+from contextvars import ContextVar
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -32,6 +39,11 @@ from ..validation import check_choice
 
 #: The values of a mechanism's ``engine`` argument.
 ENGINES = ("local", "dask")
+
+#: The clients the current :func:`engine_run` opened, by scheduler address
+#: (``None``: a local cluster); ``None`` outside a run.
+_RUN_CLIENTS: ContextVar["dict[str | None, Any] | None"] = ContextVar("dpgpu_run_clients",
+                                                                      default=None)
 
 
 class Partitions:
@@ -146,13 +158,97 @@ class HeldData:
         raise NotImplementedError
 
 
-def check_engine(engine: Any, db: Any = None) -> str:
-    """Return ``engine`` if it is one of :data:`ENGINES` (and ``"dask"`` for held data ``db``)."""
+def check_engine(engine: Any, db: Any = None, client: Any = None) -> str:
+    """Return ``engine`` if it is one of :data:`ENGINES` and fits ``db`` and ``client``.
+
+    Parameters
+    ----------
+    engine : {"local", "dask"}
+    db : optional
+        The mechanism's input: held data (:class:`HeldData`) needs ``"dask"``.
+    client : dask.distributed.Client or str, optional
+        The mechanism's ``client``: only with ``"dask"``, a client or the
+        address of a scheduler (``tcp://host:8786``).
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``engine`` or ``client``.
+    """
     engine = check_choice(engine, "engine", ENGINES)
     if isinstance(db, HeldData) and engine != "dask":
         raise InvalidParameter(f"engine: the data were read on Dask workers "
                                f"({type(db).__name__}); use engine='dask', not {engine!r}")
+    if client is not None:
+        if engine != "dask":
+            raise InvalidParameter(f"client: only with engine='dask' (this run would count "
+                                   f"locally and ignore the client), not engine={engine!r}")
+        from .dask import check_client  # noqa: PLC0415 - optional dependency
+
+        check_client(client)
     return engine
+
+
+@contextlib.contextmanager
+def engine_run() -> Iterator[None]:
+    """The extent of one run: the Dask clients :func:`run_client` opens in it close at its end.
+
+    A context manager, and a decorator (``@engine_run()``) of every
+    mechanism: the clients, and the local clusters they started, are closed
+    when the run returns or raises.  A client the caller passed is never
+    closed here.
+    """
+    opened: dict[str | None, Any] = {}
+    token = _RUN_CLIENTS.set(opened)
+    try:
+        yield
+    finally:
+        _RUN_CLIENTS.reset(token)
+        if opened:
+            from .dask import close  # noqa: PLC0415 - only where Dask was used
+
+            for client in opened.values():
+                close(client)
+
+
+def run_client(client: Any = None) -> Any:
+    """The Dask client to count on: ``client``, or one the current :func:`engine_run` owns.
+
+    Parameters
+    ----------
+    client : dask.distributed.Client or str, optional
+        A client is returned as it is.  For a scheduler's address, or
+        ``None`` (a local cluster of two workers), the run connects once
+        (:func:`dpgpu.scale.dask.connect`) and closes the client at its end.
+
+    Returns
+    -------
+    dask.distributed.Client
+
+    Raises
+    ------
+    InvalidParameter
+        Outside :func:`engine_run` (nothing would close the client), when
+        Dask is not installed, or no scheduler answers at ``client``.
+    """
+    if client is not None and not isinstance(client, str):
+        return client
+    from .dask import connect, require_distributed  # noqa: PLC0415 - optional dependency
+
+    require_distributed()  # without Dask, say that first
+    opened = _RUN_CLIENTS.get()
+    if opened is None:
+        raise InvalidParameter("client: engine='dask' outside a mechanism's run needs a "
+                               "dask.distributed.Client (or the calls inside `with "
+                               "dpgpu.scale.partitions.engine_run():`, which closes the client "
+                               "it opens)")
+    if client not in opened:
+        opened[client] = connect(client, name="client")
+    return opened[client]
 
 
 def partition(db: Any, engine: str = "local", client: Any = None, *, by_user: bool = False,
@@ -165,9 +261,10 @@ def partition(db: Any, engine: str = "local", client: Any = None, *, by_user: bo
     engine : {"local", "dask"}
         ``"local"``: one partition, ``db`` itself.  ``"dask"``: parts of
         ``db`` scattered to the workers of ``client``.
-    client : dask.distributed.Client, optional
-        With ``engine="dask"``; default: a local cluster of two workers
-        (:func:`dpgpu.scale.dask.connect`).
+    client : dask.distributed.Client or str, optional
+        With ``engine="dask"``: a client, or a scheduler's address; default:
+        a local cluster of two workers.  One the engine opens (see
+        :func:`run_client`) is closed when the current :func:`engine_run` ends.
     by_user : bool
         Keep all the sequences of a user in one partition (user-level
         contribution bounding runs where the user's data is).  Without a

@@ -139,7 +139,7 @@ from ...privacy.samplers import MAX_GAUSSIAN_SIGMA
 from ...progress import Step
 from ...release import ReleaseWriter, encode_gram, vocabulary_facts
 from ...report import Displayed
-from ...scale.partitions import check_engine, partition
+from ...scale.partitions import check_engine, engine_run, partition
 from ...validation import check_choice, check_positive_int, check_positive_real, \
     check_probability
 from .calibration import GRID, TAIL_RESOLUTION, dpsu_integer_threshold, tail_probability, \
@@ -231,6 +231,7 @@ def sigma_schedule(sigma_star: float, max_n: int, schedule: str, decay: float) -
     return split_gaussian_sigma(sigma_star, weights)
 
 
+@engine_run()
 def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
          contribution: int | Sequence[int] = 300, eta: float = 0.01, rule: str = "both",
          schedule: str = "equal", decay: float = 1.0, seed: int | None = None,
@@ -289,8 +290,9 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
         worker bounds its users' contributions and the client adds the
         bounded histograms (same release for the same key; the baselines
         too, see :mod:`.baselines`).
-    client : dask.distributed.Client, optional
-        With ``engine="dask"``; default: a local cluster of two workers.
+    client : dask.distributed.Client or str, optional
+        With ``engine="dask"``: a client, or a scheduler's address; default: a
+        local cluster of two workers.  One the run opens is closed when it ends.
     progress : callable, optional
         Receives a message (a :class:`dpgpu.progress.Step`) per released
         level (default: logged at INFO level).
@@ -318,7 +320,7 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     method = check_choice(method, "method", ("dpne",) + METHODS)
     policy = check_choice(policy, "policy", POLICIES)
     alpha = check_positive_real(alpha, "alpha")
-    engine = check_engine(engine, db)
+    engine = check_engine(engine, db, client)
     if method == "dpne" and policy != "weighted":
         raise InvalidParameter("policy: DPNE uses the weighted policy; other policies are "
                                "for the dpsu-* methods")

@@ -374,8 +374,8 @@ def release_runs(db: Any, plan: list[list[int]], caps: list[int], calib: list[tu
         The release's key (it never leaves this process).
     engine : {"local", "dask"}
         Where the bounded histograms are built (same release for the same key).
-    client : dask.distributed.Client, optional
-        With ``engine="dask"``; default: a local cluster of two workers.
+    client : dask.distributed.Client or str, optional
+        With ``engine="dask"`` (see :func:`dpgpu.scale.partitions.run_client`).
 
     Returns
     -------

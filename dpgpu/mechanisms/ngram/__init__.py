@@ -81,7 +81,7 @@ from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_d
 from ...privacy.samplers import LAPLACE_TV_BOUND, MAX_LAPLACE_SCALE
 from ...release import ReleaseWriter, add_vocabulary, encode_ids, note_users
 from ...report import Displayed
-from ...scale.partitions import check_engine
+from ...scale.partitions import check_engine, engine_run
 from ...validation import check_choice, check_positive_int, check_positive_real
 from .consistency import enforce_consistency
 from .synthesis import ModelLevel, decompose, extend, model_level
@@ -246,6 +246,7 @@ class NGramRelease(Displayed):
             return rel.finish(report)
 
 
+@engine_run()
 def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
           variant: str = "adaptive", seed: int | None = None, backend: Any = None,
           synthetic: bool = True, max_draws: int = MAX_DRAWS, engine: str = "local",
@@ -283,8 +284,9 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     engine : {"local", "dask"}
         Count on this machine, or over Dask partitions (same release for the
         same key; see :mod:`dpgpu.scale.dask`).
-    client : dask.distributed.Client, optional
-        With ``engine="dask"``; default: a local cluster of two workers.
+    client : dask.distributed.Client or str, optional
+        With ``engine="dask"``: a client, or a scheduler's address; default: a
+        local cluster of two workers.  One the run opens is closed when it ends.
     progress : callable, optional
         Receives one line per finished stage.
 
@@ -298,7 +300,7 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     n_max = check_positive_int(n_max, "n_max", maximum=MAX_N)
     variant = check_choice(variant, "variant", VARIANTS)
     max_draws = check_positive_int(max_draws, "max_draws")
-    engine = check_engine(engine, db)
+    engine = check_engine(engine, db, client)
     if n_max > l_max + 1:
         log.warning("ngram: n_max %d is lowered to l_max + 1 = %d: a truncated sequence holds "
                     "at most l_max items and '&'", n_max, l_max + 1)

@@ -107,7 +107,7 @@ from ...privacy.tables import float_at_least
 from ...progress import Step
 from ...release import ReleaseWriter, add_vocabulary, encode_gram, note_users
 from ...report import Displayed
-from ...scale.partitions import Partitions, check_engine, partition
+from ...scale.partitions import Partitions, check_engine, engine_run, partition
 from ...validation import check_positive_int, check_positive_real, check_positive_reals, \
     check_probability
 from .premining import PreMining, length_constraint, max_frequent_length, noisy_size, tv_delta
@@ -224,6 +224,7 @@ class PFS2Release(Displayed):
             return rel.finish(self.report)
 
 
+@engine_run()
 def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
          eta: float = 0.85, zeta: float = 0.3, budget_split: Sequence[float] = BUDGET_SPLIT,
          max_candidates: int = MAX_CANDIDATES, seed: int | None = None, backend: Any = None,
@@ -260,8 +261,9 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
     engine : {"local", "dask"}
         Count supports on this machine, or over Dask partitions of the
         sequences (same release for the same key; see :func:`mine`).
-    client : dask.distributed.Client, optional
-        With ``engine="dask"``; default: a local cluster of two workers.
+    client : dask.distributed.Client or str, optional
+        With ``engine="dask"``: a client, or a scheduler's address; default: a
+        local cluster of two workers.  One the run opens is closed when it ends.
     progress : callable, optional
         Receives one line per finished stage.
 
@@ -287,7 +289,7 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
     if len(weights) != 5:
         raise InvalidParameter("budget_split: expected 5 weights (eps_1 .. eps_5)")
     check_max_candidates(max_candidates, db.vocab.size)
-    engine = check_engine(engine, db)
+    engine = check_engine(engine, db, client)
     eps = split_budget(epsilon, weights)
     ledger = PrivacyLedger(epsilon, max_sampling_delta=MAX_SAMPLING_DELTA, seed=seed)
     ledger.check_sampling("pfs2: all steps (public bound)", max(eps),

@@ -67,7 +67,8 @@ from ...privacy.samplers import LAPLACE_TV_BOUND
 from ...progress import Step
 from ...release import ReleaseWriter, add_vocabulary, note_users
 from ...report import Displayed
-from ...scale.partitions import LocalPartitions, Partitions, check_engine, partition
+from ...scale.partitions import LocalPartitions, Partitions, check_engine, engine_run, \
+    partition
 from ...validation import check_positive_int, check_positive_real
 from . import sampling
 from .core import SplitTest, split_params
@@ -461,6 +462,7 @@ def _default_synthetic_count(model: sampling.Model) -> int:
     return min(n, MAX_SYNTHETIC)
 
 
+@engine_run()
 def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = None,
         backend: Any = None, synthetic: bool = True, n_synthetic: int | None = None,
         max_length: int | None = None, max_nodes: int = MAX_NODES, engine: str = "local",
@@ -495,8 +497,9 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
         Count the level histograms on this machine, or over Dask partitions
         of the sequences (same release for the same key; see
         :func:`grow_partitions`).
-    client : dask.distributed.Client, optional
-        With ``engine="dask"``; default: a local cluster of two workers.
+    client : dask.distributed.Client or str, optional
+        With ``engine="dask"``: a client, or a scheduler's address; default: a
+        local cluster of two workers.  One the run opens is closed when it ends.
     progress : callable, optional
         Receives one line per finished stage.
 
@@ -512,7 +515,7 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
         check_positive_int(max_length, "max_length", maximum=MAX_SYNTHETIC_LENGTH)
     if n_synthetic is not None:
         n_synthetic = check_positive_int(n_synthetic, "n_synthetic", maximum=MAX_SYNTHETIC)
-    engine = check_engine(engine, db)
+    engine = check_engine(engine, db, client)
     progress = progress or (lambda msg: log.info("pst: %s", msg))
     be = get_backend(backend)
     timings: dict[str, float] = {}

@@ -62,7 +62,8 @@ from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_d
 from ...privacy.samplers import LAPLACE_TV_BOUND
 from ...release import ReleaseWriter
 from ...report import Displayed
-from ...scale.partitions import LocalPartitions, Partitions, check_engine, partition_points
+from ...scale.partitions import LocalPartitions, Partitions, check_engine, engine_run, \
+    partition_points
 from ...validation import check_positive_int, check_positive_real
 from .core import SplitTest, level_ids, split_params
 
@@ -373,6 +374,7 @@ def _points(points: Any) -> np.ndarray:
     return pts
 
 
+@engine_run()
 def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
                      columns: Sequence[str] | None = None, fanout: int | None = None,
                      seed: int | None = None, backend: Any = None, max_depth: int = MAX_DEPTH,
@@ -404,8 +406,9 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
         ``"dask"`` counts the points of each level's nodes over Dask
         partitions of the points (:mod:`dpgpu.scale.partitions`); the split
         decisions and all noise stay here, so the release is the same.
-    client : dask.distributed.Client, optional
-        With ``engine="dask"``; default: a local cluster of two workers.
+    client : dask.distributed.Client or str, optional
+        With ``engine="dask"``: a client, or a scheduler's address; default: a
+        local cluster of two workers.  One the run opens is closed when it ends.
 
     Returns
     -------
@@ -427,7 +430,7 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
                                f"got {fanout}")
     max_depth = check_positive_int(max_depth, "max_depth")
     max_nodes = check_positive_int(max_nodes, "max_nodes")
-    engine = check_engine(engine)
+    engine = check_engine(engine, client=client)
     names = [f"x{j}" for j in range(d)] if columns is None else list(columns)
     if len(names) != d:
         raise InvalidParameter(f"columns: expected {d} names, got {len(names)}")
