@@ -267,8 +267,7 @@ class ReleaseWriter:
     def write_json(self, name: str, obj: Any) -> None:
         """Write ``obj`` as indented JSON."""
         with open(self.path(name), "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=2, default=_jsonable)
-            f.write("\n")
+            dump_json(obj, f)
 
     def finish(self, report: dict) -> Path:
         """Write ``report.json`` and ``diagnostics.json``, and move the release into place.
@@ -289,8 +288,7 @@ class ReleaseWriter:
                        "timings": report.pop("timings", {})}
         for name, obj in ((REPORT, report), (DIAGNOSTICS, diagnostics)):
             with open(self.staging / name, "w", encoding="utf-8") as f:
-                json.dump(obj, f, indent=2, default=_jsonable)
-                f.write("\n")
+                dump_json(obj, f)
         check_release_target(self.target, force=self.force, inputs=self.inputs)
         old = None
         if os.path.lexists(self.target):  # a release (checked): moved aside, removed below
@@ -339,9 +337,38 @@ def read_report(release_dir: Any) -> dict:
     return report
 
 
-def _jsonable(obj: Any) -> Any:
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
+def json_ready(obj: Any) -> Any:
+    """``obj`` in plain JSON values, with ``None`` for every infinite or NaN float.
+
+    JSON has no infinity: Python would write ``Infinity``, which other JSON
+    readers refuse, so the epsilon of a release that is not private is
+    written ``null`` (its report says ``"private": false``).  Arrays and
+    NumPy scalars become lists and numbers, paths strings; other objects are
+    left for the caller's ``default``.
+    """
     if isinstance(obj, Path):
         return str(obj)
-    raise TypeError(f"cannot write {type(obj).__name__} to JSON")
+    if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):
+        obj = obj.tolist()
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: json_ready(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_ready(v) for v in obj]
+    return obj
+
+
+def dump_json(obj: Any, f: Any, *, default: Any = None) -> None:
+    """Write ``obj`` to the text stream ``f`` as indented, standard JSON (:func:`json_ready`).
+
+    Parameters
+    ----------
+    obj : Any
+    f : text stream
+    default : callable, optional
+        As :func:`json.dump`'s: what becomes of other objects (default: a
+        ``TypeError``).
+    """
+    json.dump(json_ready(obj), f, indent=2, allow_nan=False, default=default)
+    f.write("\n")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -237,3 +239,28 @@ def test_the_page_is_checked_before_the_summary_is_printed(tmp_path, capsys):
     assert main(["report", str(rel), "--html", str(tmp_path / "page.html"), "--force"]) == 0
     assert 'class="guarantee"' in (tmp_path / "page.html").read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["page.html", "r"]   # no temp files
+
+
+def _strict_json(text):
+    """json.loads that refuses Infinity and NaN, as JSON itself (and other readers) do."""
+    def refuse(name):
+        raise ValueError(f"not JSON: {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_release_that_is_not_private_writes_standard_json(tmp_path, capsys):
+    # a vocabulary taken from the data: epsilon is infinite in memory, null on disk
+    data = tmp_path / "d.txt"
+    data.write_text("a b c\na b\nb c\n" * 20)
+    assert main(["ngram", str(data), "--epsilon", "1", "--seed", "1", "--json", "-q",
+                 "--out", str(tmp_path / "rel")]) == 0
+    summary = _strict_json(capsys.readouterr().out)
+    report = _strict_json((tmp_path / "rel" / "report.json").read_text())
+    assert report["private"] is False and report["epsilon"] is None and report["delta"] == 1.0
+    assert summary["private"] is False and summary["epsilon"] is None
+    assert main(["evaluate", "--original", str(data), "--release", str(tmp_path / "rel")]) == 0
+    _strict_json((tmp_path / "rel" / "evaluation.json").read_text())
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "rel")]) == 0
+    assert "NOT differentially private" in capsys.readouterr().out

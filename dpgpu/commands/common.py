@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import logging
 import re
 import shutil
@@ -25,7 +24,7 @@ from ..backend import get_backend
 from ..data.load import FORMATS, load
 from ..errors import InvalidParameter
 from ..progress import Step
-from ..release import check_release_target
+from ..release import check_release_target, dump_json
 from ..scale.partitions import ENGINES
 
 log = logging.getLogger("dpgpu")
@@ -271,8 +270,7 @@ def input_paths(args: argparse.Namespace) -> list[str]:
 
 def print_json(obj: Any) -> None:
     """Print ``obj`` as indented JSON on stdout."""
-    json.dump(obj, sys.stdout, indent=2, default=str)
-    sys.stdout.write("\n")
+    dump_json(obj, sys.stdout, default=str)
 
 
 #: How a counted stage is drawn: ``ngram: 40%|########            | 2/5 [00:01<00:02] level 2...``.

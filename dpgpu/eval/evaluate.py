@@ -55,7 +55,7 @@ from ..data.points import parse_columns, read_points
 from ..errors import InputError, InvalidParameter
 from ..mechanisms.privtree.spatial import check_bounds
 from ..ops.keys import sorted_unique
-from ..release import REPORT, vocabulary_fingerprint
+from ..release import REPORT, dump_json, vocabulary_fingerprint
 from ..report import read_release_report
 from ..validation import check_positive_int, check_positive_real
 from . import metrics as M
@@ -1017,8 +1017,7 @@ def write_evaluation(release_dir: Any, result: dict, *, inputs: Iterable[Any] = 
     """
     path = Path(release_dir) / EVALUATION
     with atomic_output(path, force=True, inputs=inputs) as f:
-        json.dump(result, f, indent=2, default=_jsonable)
-        f.write("\n")
+        dump_json(result, f, default=str)
     return path
 
 
@@ -1066,14 +1065,6 @@ def read_evaluation(release_dir: Any) -> dict:
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(f"{path}: {layout} ({type(exc).__name__}: {exc})") from None
     return doc
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    return str(obj)
 
 
 def format_table(result: dict) -> str:
