@@ -143,12 +143,16 @@ class Displayed:
     report: dict
 
     def _repr_html_(self) -> str:
-        page = as_html(report_facts(self.report))
+        page = as_html(self._facts())
         return page[page.index("<body>") + len("<body>"):page.index("</body>")]
 
     def summary(self) -> str:
         """The text summary ``dpgpu report`` prints."""
-        return as_text(report_facts(self.report))
+        return as_text(self._facts())
+
+    def _facts(self) -> dict:
+        """What the summaries show (:func:`report_facts`) of a release not yet saved."""
+        return report_facts(self.report)
 
     def to_pandas(self) -> Any:
         """What was released, one row per released item (needs ``dpgpu[pandas]``).
@@ -209,6 +213,9 @@ class LoadedRelease(Displayed):
     files : list of str
         The release files present.
     """
+
+    def _facts(self) -> dict:
+        return report_facts(self.report, str(self.path))
 
     def __init__(self, path: Any):
         self.path = Path(path)

@@ -106,6 +106,8 @@ def test_a_loaded_release_gives_the_same_frame(releases, tmp_path, name):
     # ngrams.tsv keeps the consistent counts to three decimals
     pd.testing.assert_frame_equal(loaded.to_pandas(), rel.to_pandas(), check_exact=False,
                                   atol=5e-4, rtol=0)
+    assert loaded.summary().startswith(f"release {tmp_path / name}: ")  # not "not saved yet"
+    assert rel.summary().startswith("release (not saved yet): ")
 
 
 def test_a_damaged_release_file_is_an_input_error(releases, tmp_path):
