@@ -74,3 +74,15 @@ def _log(tmp_path):
     path = tmp_path / "log.csv"
     path.write_text(LOG)
     return path
+
+
+def test_a_tsv_output_is_tab_separated_and_a_csv_one_comma_separated(tmp_path, capsys):
+    lines = tmp_path / "l.txt"
+    lines.write_text("1 2 3\n2 3\n")
+    assert convert(capsys, str(lines), str(tmp_path / "c.tsv"))[0] == 0
+    tsv = (tmp_path / "c.tsv").read_text().splitlines()
+    assert tsv[0] == "case:concept:name\tconcept:name\ttime:timestamp" and "," not in tsv[1]
+    assert convert(capsys, str(tmp_path / "c.tsv"), str(tmp_path / "c.csv"))[0] == 0
+    assert (tmp_path / "c.csv").read_text().splitlines()[0] == \
+        "case:concept:name,concept:name,time:timestamp"
+    assert [list(s) for s in dpgpu.load(tmp_path / "c.csv")] == [["1", "2", "3"], ["2", "3"]]

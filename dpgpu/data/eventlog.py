@@ -669,7 +669,7 @@ def _event_table(db: SequenceDB) -> tuple[dict[str, str | None], str | None, dic
     return columns, kind, values
 
 
-def write_csv_log(db: SequenceDB, stream: TextIO) -> None:
+def write_csv_log(db: SequenceDB, stream: TextIO, *, delimiter: str | None = None) -> None:
     """Write ``db`` as a CSV event log, one row per event.
 
     Columns: case, activity, timestamp (synthetic, see the module docstring)
@@ -682,6 +682,8 @@ def write_csv_log(db: SequenceDB, stream: TextIO) -> None:
     db : SequenceDB
     stream : text stream
         For instance from :func:`dpgpu.data.io.atomic_output`.
+    delimiter : str, optional
+        The field delimiter; default the input's (a CSV log), else ``,``.
     """
     columns, kind, values = _event_table(db)
     if "timestamp" in values:
@@ -689,7 +691,8 @@ def write_csv_log(db: SequenceDB, stream: TextIO) -> None:
         values["timestamp"] = pos.tolist() if kind == "numeric" else \
             np.array(synthetic_times(db.max_length), dtype=object)[pos].tolist()
     roles = [r for r in ("case", "activity", "timestamp", "user") if r in values]
-    delimiter = db.source.get("delimiter", ",") if db.source.get("format") == "csv" else ","
+    if delimiter is None:
+        delimiter = db.source.get("delimiter", ",") if db.source.get("format") == "csv" else ","
     # csv leaves a field with a carriage return unquoted when lines end in "\n" alone,
     # and a reader takes that "\r" for the end of the row
     names = (case_names(db), db.vocab.labels, user_names(db) if "user" in values else ())

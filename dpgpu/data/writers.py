@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterator, TextIO
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from ..errors import InputError, InvalidParameter
 from .io import atomic_output
-from .load import DETECT_BYTES, detect_format
+from .load import DETECT_BYTES, detect_format, extension_format
 from .text import MAX_DIGITS, SEQ_DATA_VOCABULARY
 
 log = logging.getLogger("dpgpu")
@@ -36,8 +37,15 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
+#: The field delimiter a CSV output's extension asks for (else the input's, or a comma).
+_CSV_DELIMITERS = {".tsv": "\t", ".csv": ","}
+
+
 def write(db: Any, path: Any, format: str | None = None, *, force: bool = False) -> None:
     """Write ``db`` to ``path`` (see :meth:`SequenceDB.save`).
+
+    A CSV log is tab-separated in a ``.tsv`` file and comma-separated in a
+    ``.csv`` one (otherwise delimited as its input, if that was a CSV log).
 
     Raises
     ------
@@ -56,7 +64,9 @@ def write(db: Any, path: Any, format: str | None = None, *, force: bool = False)
             eventlog.write_parquet_log(db, stream)
         return
     writer = {"seq": write_seq, "spmf": write_spmf, "lines": write_lines,
-              "csv": eventlog.write_csv_log, "xes": eventlog.write_xes}[fmt]
+              "csv": partial(eventlog.write_csv_log, delimiter=_CSV_DELIMITERS.get(
+                  extension_format(path)[0])),
+              "xes": eventlog.write_xes}[fmt]
     with atomic_output(path, force=force) as stream:
         writer(db, stream)
     if fmt == "lines":
