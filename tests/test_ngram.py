@@ -252,15 +252,19 @@ def test_invalid_parameters(kwargs):
         ngram(toy(), eps, **args)
 
 
-def test_tiny_epsilon_refuses_a_synthetic_database_of_noise(monkeypatch):
-    # at epsilon 1e-9 the model's 1-gram total is about 1e11 noisy items
+def test_tiny_epsilon_releases_the_ngrams_without_a_synthetic_database_of_noise(
+        monkeypatch, caplog):
+    # at epsilon 1e-9 the model's 1-gram total is about 1e11 noisy items: the tree and the
+    # model are released (the budget is spent on them), the synthetic data is skipped
     db = SequenceDB.from_sequences(TABLE1, vocab=VOCAB)
-    with pytest.raises(InvalidParameter, match="epsilon: too small for synthetic data"):
-        ngram(db, 1e-9, seed=1)
-    assert ngram(db, 1e-9, seed=1, synthetic=False).synthetic is None
+    rel = ngram(db, 1e-9, seed=1)
+    assert rel.synthetic is None and "no synthetic data" in rel.report["synthetic_skipped"]
+    assert rel.levels and "no synthetic data" in caplog.text
     monkeypatch.setattr(ngram_module, "MAX_SYNTHETIC_ITEMS", 10)  # the limit binds below it too
-    with pytest.raises(InvalidParameter, match="limit of 1e\\+01"):
-        ngram(db, 1.0, l_max=5, n_max=2, variant="baseline")
+    small = ngram(db, 1.0, l_max=5, n_max=2, variant="baseline")
+    assert small.synthetic is None and "limit of 1e+01" in small.report["synthetic_skipped"]
+    monkeypatch.setattr(ngram_module, "MAX_SYNTHETIC_ITEMS", 10 ** 9)
+    assert "synthetic_skipped" not in ngram(db, 1.0, l_max=5, n_max=2, variant="baseline").report
 
 
 @pytest.mark.parametrize("mechanism", [ngram, dpgpu.pst])

@@ -75,7 +75,6 @@ import numpy as np
 
 from ...backend import get_backend
 from ...data.sequencedb import SequenceDB, check_db, synthetic_like
-from ...errors import InvalidParameter
 from ...ops.grams import GramEngine
 from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_delta
 from ...privacy.samplers import LAPLACE_TV_BOUND, MAX_LAPLACE_SCALE
@@ -346,10 +345,9 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     t = time.perf_counter()  # the model's joins (top_k and estimate read them too)
     model = extend(model, l_max, db.vocab.end_id, counter.n_symbols, progress)
     timings["extension_s"] = time.perf_counter() - t
-    synth = None
-    if synthetic:
+    synth, skipped = None, _synthetic_too_large(model) if synthetic else None
+    if synthetic and not skipped:
         t = time.perf_counter()
-        _check_synthetic_size(model)
         items, lengths = decompose(model, db.vocab.end_id)
         synth = synthetic_like(db, items, lengths)
         timings["synthetic_s"] = time.perf_counter() - t
@@ -372,6 +370,9 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
         "model": {"levels": [int(m.grams.shape[0]) for m in model]},
         "timings": {k: round(v, 4) for k, v in timings.items()},
     }
+    if skipped:
+        report["synthetic_skipped"] = skipped
+        log.warning("ngram: %s", skipped)
     if not private:
         report["warning"] = "baseline: exact n-gram counts; this output is NOT private"
         log.warning("ngram: %s", report["warning"])
@@ -385,18 +386,20 @@ def _sensitivity(l_max: int) -> int:
     return l_max
 
 
-def _check_synthetic_size(model: list[ModelLevel]) -> None:
-    """Refuse a synthetic database of more than :data:`MAX_SYNTHETIC_ITEMS` items.
+def _synthetic_too_large(model: list[ModelLevel]) -> str | None:
+    """Why no synthetic database is made, when it would pass :data:`MAX_SYNTHETIC_ITEMS` items.
 
     Decomposition publishes as many items as the model's 1-gram total, which
-    at a tiny epsilon is mostly noise and can reach 1e14.
+    at a tiny epsilon is mostly noise and can reach 1e14.  The total is
+    post-processing of the released counts, so skipping the synthetic data
+    (the tree and the model are still released) costs no privacy.
     """
     total = float(model[0].count.sum()) if model else 0.0
-    if total > MAX_SYNTHETIC_ITEMS:
-        raise InvalidParameter(
-            f"epsilon: too small for synthetic data; the noisy model holds {total:.3g} items, "
-            f"more than the synthetic database's limit of {MAX_SYNTHETIC_ITEMS:.0e}: raise "
-            "epsilon, or release without synthetic data (--no-synthetic, synthetic=False)")
+    if total <= MAX_SYNTHETIC_ITEMS:
+        return None
+    return (f"no synthetic data: the noisy model holds {total:.3g} items, more than the "
+            f"synthetic database's limit of {MAX_SYNTHETIC_ITEMS:.0e} (epsilon too small for "
+            "synthetic data); the n-grams are released")
 
 
 def _possible_nodes(n_items: int, n_max: int) -> int:
