@@ -229,6 +229,9 @@ def test_option_values_may_start_with_a_minus_sign(tmp_path, capsys):
                  "--bounds", "-180,180,-90,90", "--seed", "1", "-q", "--out", str(out)]) == 0
     tree = json.loads((out / "report.json").read_text())
     assert tree["domain"]["bounds"] == [[-180.0, 180.0], [-90.0, 90.0]]
+    out2 = tmp_path / "tree2"  # a shortened option name, as argparse allows
+    assert main(["privtree-spatial", str(points), "--epsilon", "1", "--columns", "x,y",
+                 "--bound", "-180,180,-90,90", "--seed", "1", "-q", "--out", str(out2)]) == 0
     assert main(["calibrate", "gaussian", "--epsilon", "1", "--delta", "-1e-6"]) == 2
     assert "delta: must be finite and > 0" in capsys.readouterr().err
 

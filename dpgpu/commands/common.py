@@ -128,13 +128,23 @@ def _negative_values(parser: argparse.ArgumentParser, args: list[str]) -> list[s
     """
     out = []
     for word in args:
-        action = parser._option_string_actions.get(out[-1]) if out else None
-        if (action is not None and action.nargs is None and action.option_strings
-                and _NEGATIVE.match(word) and "=" not in out[-1]):
+        action = _option(parser, out[-1]) if out else None
+        if action is not None and action.nargs is None and _NEGATIVE.match(word):
             out[-1] = f"{out[-1]}={word}"
         else:
             out.append(word)
     return out
+
+
+def _option(parser: argparse.ArgumentParser, word: str) -> argparse.Action | None:
+    """The option ``word`` names, its name written out or shortened as argparse allows."""
+    if not word.startswith("--") or "=" in word:
+        return None
+    options = parser._option_string_actions
+    if word in options:
+        return options[word]
+    found = {id(a): a for name, a in options.items() if name.startswith(word)}
+    return next(iter(found.values())) if len(found) == 1 and parser.allow_abbrev else None
 
 
 def add_command(sub: argparse._SubParsersAction, name: str, *, help: str, description: str,
