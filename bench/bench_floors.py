@@ -15,7 +15,11 @@ tokens; ``dpgpu.data.generate.markov_sequences``) with
   divided by the nominal INT32 rate (multiprocessors x clock x 64 lanes on a
   GPU; cores x clock x 8 on the CPU, an AVX2 estimate),
 
-and the ratio of measured time to the larger floor.  On a GPU it also
+and the ratio of measured time to the larger floor.  It then times all
+levels at once (:meth:`GramEngine.count_levels`: the longest level counted
+from the windows, the shorter ones derived from it), against the summed
+per-level floors and against the floor of the joint job (tokens read once,
+every level's grams written once).  On a GPU it also
 reports, from a separate pass with CUDA events around each launch, the
 device time of dpgpu's own kernels (``cuda.launch``: counting, read-out
 and unpacking), their number and the work items they covered (windows,
@@ -154,6 +158,31 @@ def count_levels(db, be, n_max: int, bandwidth: float, peak: float,
     return rows, t_blocks
 
 
+def count_all_levels(db, be, n_max: int, bandwidth: float, rows: list[dict],
+                     repeat: int = 1) -> dict:
+    """Time :meth:`GramEngine.count_levels` and compare it with both floors.
+
+    Each level's result is checked against the per-level count's size
+    first.  ``x_summed_floors`` uses the per-level floors of ``rows`` (each
+    level reads the tokens); ``x_joint_floor`` the joint job's floor.
+    """
+    engine = GramEngine(db, None, backend=be)
+    engine.blocks  # noqa: B018 - built before timing, as for the levels
+    out = {}
+    t = seconds(lambda: out.setdefault("r", engine.count_levels(n_max)), be, repeat)
+    assert [int(c.shape[0]) for _, c in out["r"]] == [r["distinct"] for r in rows]
+    summed = sum(max(r["bandwidth_floor_s"], r["ops_floor_s"]) for r in rows)
+    joint = (4 * db.n_events + sum((4 * r["n"] + 8) * r["distinct"] for r in rows)) / bandwidth
+    result = {"seconds": round(t, 5), "joint_floor_s": round(joint, 6),
+              "x_summed_floors": round(t / summed, 1), "x_joint_floor": round(t / joint, 1)}
+    if be.is_gpu:
+        with KernelTimer(be) as timer:
+            engine.count_levels(n_max)
+        result.update(kernel_s=round(timer.seconds, 5), launches=len(timer.events))
+    print({"count_levels": result}, flush=True)
+    return result
+
+
 @contextlib.contextmanager
 def sort_path():
     """Make :meth:`GramEngine.count` skip its dense and hash kernels: the sort path."""
@@ -218,8 +247,15 @@ def write(result: dict) -> Path:
               f"{format(r['work_items'], ',') if 'work_items' in r else '-'} | "
               f"{r.get('sort_s', '-')} |"
               for r in result["levels"]]
-    lines += ["", f"All levels: {result['count_total_s']} s, {result['count_x_floor']}x the "
-              f"summed floors.  Building the padded blocks on the device (host to "
+    joint = result["count_levels"]
+    lines += ["", f"All levels, one by one: {result['count_total_s']} s, "
+              f"{result['count_x_floor']}x the summed floors.  All levels at once "
+              f"(`count_levels`): {joint['seconds']} s, {joint['x_summed_floors']}x the summed "
+              f"floors and {joint['x_joint_floor']}x the joint job's floor "
+              f"({joint['joint_floor_s']} s: tokens read once, every level written once)"
+              + (f"; own kernels {joint['kernel_s']} s in {joint['launches']} launches"
+                 if "kernel_s" in joint else "")
+              + f".  Building the padded blocks on the device (host to "
               f"device copy included) took {result['blocks_s']} s more, once.", "",
               f"Full N-gram release on MSNBC (989,818 sequences; epsilon 1, l_max 20, "
               f"n_max 5): {result['msnbc_release_s']} s on {result['backend']}, "
@@ -250,6 +286,7 @@ def main() -> None:
     count_levels(markov_sequences(2_000_000, seed=2), be, args.n_max, bandwidth, peak)  # warm-up
     db = markov_sequences(int(args.tokens), seed=1)
     levels, t_blocks = count_levels(db, be, args.n_max, bandwidth, peak, args.repeat)
+    result["count_levels"] = count_all_levels(db, be, args.n_max, bandwidth, levels, args.repeat)
     if be.is_gpu:
         sort_levels(db, be, levels)
     total = sum(r["seconds"] for r in levels)

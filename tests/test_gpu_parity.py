@@ -243,6 +243,16 @@ def test_engine_backends_agree(msnbc, l_max, markers):
             np.testing.assert_array_equal(got.get(), expected)
 
 
+@pytest.mark.parametrize("l_max,markers", [(None, True), (20, False)])
+def test_count_levels_backends_agree(msnbc, l_max, markers):
+    """Every level of count_levels on CuPy (kernel keys, derived levels) equals NumPy's."""
+    want = GramEngine(msnbc, l_max, start=markers, end=markers).count_levels(5)
+    got = GramEngine(msnbc, l_max, start=markers, end=markers, backend="cupy").count_levels(5)
+    for (g, c), (wg, wc) in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g.get(), wg)
+        np.testing.assert_array_equal(c.get(), wc)
+
+
 def test_multiprocessors_is_the_device_count(cp):
     assert cuda.multiprocessors() == cp.cuda.Device().attributes["MultiProcessorCount"] > 0
     assert cuda.multiprocessors() == cuda.multiprocessors()  # the cached answer

@@ -65,7 +65,7 @@ _SUFFIX = {np.dtype(np.uint32): "u32", np.dtype(np.uint64): "u64", np.dtype(np.i
 
 
 def count_grams_gpu(blocks: list, n: int, radix: int, windows: int, dense_space: int,
-                    max_bytes: int):
+                    max_bytes: int, *, keys: bool = False):
     """All distinct length-``n`` windows of padded blocks with their counts, on the GPU.
 
     Key spaces of at most ``dense_space`` bins are counted in a dense
@@ -93,24 +93,27 @@ def count_grams_gpu(blocks: list, n: int, radix: int, windows: int, dense_space:
         Largest key space to count densely.
     max_bytes : int
         Device memory a hash table may take.
+    keys : bool
+        Return the grams' packed keys (int64, increasing) instead of their
+        symbol rows.
 
     Returns
     -------
     (grams, counts) or None
-        ``(U, n)`` int32 grams in lexicographic order and their int64
-        counts; ``None`` when the hash table would need more than
-        ``max_bytes`` (the caller then sorts the keys instead).
+        ``(U, n)`` int32 grams in lexicographic order (or their keys) and
+        their int64 counts; ``None`` when the hash table would need more
+        than ``max_bytes`` (the caller then sorts the keys instead).
     """
     import cupy  # noqa: PLC0415 - GPU path only
 
     space = radix ** n
     count_bits = max(windows, 1).bit_length()
     if space > dense_space or (space - 1).bit_length() + count_bits > 64:
-        return hash_counts_gpu(blocks, n, radix, max_bytes, windows)
+        return hash_counts_gpu(blocks, n, radix, max_bytes, windows, keys=keys)
     hist = cupy.zeros(space, dtype=cupy.uint32 if windows < 2 ** 32 else cupy.uint64)
     for tokens, lengths in blocks:
         dense_counts_gpu(tokens, lengths, n, radix, hist)
-    return unpack_counts(pack_nonzero(hist, count_bits), count_bits, n, radix)
+    return _unpacked(pack_nonzero(hist, count_bits), count_bits, n, radix, keys)
 
 
 def dense_counts_gpu(tokens: Any, lengths: Any, n: int, radix: int, counts: Any) -> Any:
@@ -177,7 +180,8 @@ def dense_counts_gpu(tokens: Any, lengths: Any, n: int, radix: int, counts: Any)
     return counts
 
 
-def hash_counts_gpu(blocks: list, n: int, radix: int, max_bytes: int, windows: int):
+def hash_counts_gpu(blocks: list, n: int, radix: int, max_bytes: int, windows: int, *,
+                    keys: bool = False):
     """Distinct length-``n`` windows of padded blocks with counts, by hashing.
 
     Every valid window of every block goes into one open-addressing table
@@ -201,6 +205,8 @@ def hash_counts_gpu(blocks: list, n: int, radix: int, max_bytes: int, windows: i
     windows : int
         Number of valid windows in ``blocks``, exactly (as in
         :func:`count_grams_gpu`).
+    keys : bool
+        Return packed keys instead of symbol rows.
 
     Returns
     -------
@@ -237,10 +243,10 @@ def hash_counts_gpu(blocks: list, n: int, radix: int, max_bytes: int, windows: i
     if packed:
         words = pack_nonzero(table, -1)
         words.sort()
-        return unpack_counts(words, count_bits, n, radix)
+        return _unpacked(words, count_bits, n, radix, keys)
     found = table[cupy.flatnonzero(table[:, 1])]
     order = found[:, 0].argsort()
-    return decode_packed(found[order, 0], n, radix), found[order, 1]
+    return (found[order, 0] if keys else decode_packed(found[order, 0], n, radix)), found[order, 1]
 
 
 def pack_nonzero(values: Any, index_shift: int) -> Any:
@@ -307,6 +313,14 @@ def unpack_counts(words: Any, count_bits: int, n: int, radix: int):
                     (words, np.int64(words.size), np.int32(count_bits), np.int32(n),
                      np.int64(radix), grams, counts))
     return grams, counts
+
+
+def _unpacked(words: Any, count_bits: int, n: int, radix: int, keys: bool):
+    """Gram rows (or keys, when ``keys``) and counts of packed words, increasing."""
+    if keys:
+        return ((words >> np.uint64(count_bits)).astype(np.int64),
+                (words & np.uint64((1 << count_bits) - 1)).astype(np.int64))
+    return unpack_counts(words, count_bits, n, radix)
 
 
 def level_histogram_gpu(tokens: Any, lengths: Any, m: int, sorted_ctx_keys: Any,

@@ -5,6 +5,8 @@ grouped by length, so nothing is padded to the longest sequence) on the
 run's backend, and answers whole-level questions in one call:
 
 * :meth:`GramEngine.count` -- every distinct contiguous n-gram and its count;
+* :meth:`GramEngine.count_levels` -- the same for every n up to a bound, in
+  one pass over the windows (:mod:`dpgpu.ops.levels`);
 * :meth:`GramEngine.next_symbol_histogram` -- for a frontier of context
   strings of one length, the count of every symbol that follows each context
   (the level histogram of an N-gram exploration tree or a prediction suffix
@@ -20,13 +22,14 @@ from __future__ import annotations
 
 import logging
 from functools import cached_property
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
 from ..backend import free_device_memory, get_backend
 from ..validation import check_positive_int
 from . import keys as K
+from .levels import row_suffix_keys, run_sums, shorter_level
 
 log = logging.getLogger("dpgpu")
 
@@ -135,6 +138,38 @@ class GramEngine:
             log.warning("64-bit hash collision among %d-grams: recounting exactly", n)
             return self._count_lexicographic(n)
 
+    def count_levels(self, n_max: int) -> list:
+        """All distinct n-grams with their counts, for every ``n = 1 .. n_max``.
+
+        The longest level with exact keys is counted from the windows as by
+        :meth:`count`; each shorter level follows from the one above it and
+        the rows' last symbols (:func:`dpgpu.ops.levels.shorter_level`),
+        with no further pass over the windows.  Longer levels, whose keys
+        are hashes, are counted one by one.
+
+        Parameters
+        ----------
+        n_max : int
+            Longest gram length (>= 1).
+
+        Returns
+        -------
+        list of (grams, counts)
+            Entry ``n - 1`` equals :meth:`count` ``(n)``: the distinct
+            n-grams as an ``(U, n)`` int32 array and their int64 counts.
+        """
+        n_max = check_positive_int(n_max, "n_max")
+        top = n_max
+        while top > 1 and not K.fits_exact(top, self.n_symbols):
+            top -= 1
+        keys, counts = self._count_keys(top)
+        suffixes = self._suffix_keys(top - 1)
+        levels = [(K.decode_packed(keys, top, self.radix), counts)]
+        for n in range(top - 1, 0, -1):
+            keys, counts = shorter_level(keys, counts, suffixes, n, self.radix)
+            levels.append((K.decode_packed(keys, n, self.radix), counts))
+        return levels[::-1] + [self.count(n) for n in range(top + 1, n_max + 1)]
+
     def windows(self, n: int):
         """All valid length-``n`` windows as an ``(M, n)`` int32 matrix (one row per occurrence)."""
         xp = self.xp
@@ -166,8 +201,16 @@ class GramEngine:
         self._key_cache = (n, full)
         return full
 
-    def _count_gpu(self, n: int):
-        """Distinct n-grams and counts by the GPU counting kernels, or ``None``.
+    def _count_keys(self, n: int):
+        """Distinct exact keys of the n-grams, increasing, and their counts."""
+        if self.backend.is_gpu:
+            found = self._count_gpu(n, keys=True)
+            if found is not None:
+                return found
+        return self._count_packed(n)
+
+    def _count_gpu(self, n: int, keys: bool = False):
+        """Distinct n-grams (or their keys) and counts by the GPU counting kernels, or ``None``.
 
         A dense histogram for key spaces up to :data:`GPU_DENSE_KEY_SPACE`
         bins that fit an eighth of the free device memory, else a hash table
@@ -178,10 +221,10 @@ class GramEngine:
 
         return count_grams_gpu(self.blocks, n, self.radix, self.n_windows(n),
                                _gpu_dense_space(self.backend),
-                               free_device_memory(self.backend) // 2)
+                               free_device_memory(self.backend) // 2, keys=keys)
 
     def _count_packed(self, n: int):
-        """Distinct exact keys and their counts, on the CPU or where the GPU kernels cannot.
+        """Distinct exact keys (increasing) and counts, on the CPU or where GPU kernels cannot.
 
         Small key spaces use a dense histogram on the CPU, a Numba loop over
         the flat items with no padding (:mod:`dpgpu.ops.grams_numba`).
@@ -192,32 +235,35 @@ class GramEngine:
         if space <= DENSE_KEY_SPACE and not self.backend.is_gpu:
             from .grams_numba import add_dense_counts  # noqa: PLC0415 - Numba loads on first use
 
-            db, vocab = self._db, self.vocab
             hist = np.zeros(space, dtype=np.int64)
-            add_dense_counts(db.items, db.offsets, self.l_max or max(db.max_length, 1),
-                             vocab.start_id if self._start else -1,
-                             vocab.end_id if self._end else -1, self._end == "all",
-                             n, self.radix, hist)
+            add_dense_counts(*self._flat_rows(), n, self.radix, hist)
             keys = np.flatnonzero(hist)
             return keys, hist[keys]
         blocks = [(k, lengths) for k, (_, lengths) in zip(self._packed_blocks(n), self.blocks)
                   if k is not None]
-        parts = [k[K.window_valid(lengths, n, k.shape[1])] for k, lengths in blocks]
-        return self._merge(xp.unique(k, return_counts=True) for k in parts if k.size)
+        keys = [k[K.window_valid(lengths, n, k.shape[1])] for k, lengths in blocks]
+        return run_sums(xp.sort(xp.concatenate(keys)) if keys else xp.zeros(0, dtype=xp.int64))
 
-    def _merge(self, parts: Iterator[tuple[Any, Any]]):
-        xp = self.xp
-        parts = list(parts)
-        if not parts:
-            return xp.zeros(0, dtype=xp.int64), xp.zeros(0, dtype=xp.int64)
-        if len(parts) == 1:
-            return parts[0]
-        keys = xp.concatenate([p[0] for p in parts])
-        counts = xp.concatenate([p[1] for p in parts])
-        uniq, inverse = xp.unique(keys, return_inverse=True)
-        total = xp.zeros(uniq.shape[0], dtype=xp.int64)
-        scatter_add(total, inverse.ravel(), counts)
-        return uniq, total
+    def _flat_rows(self) -> tuple:
+        """The database's flat items and the row layout, as the Numba loops take them."""
+        db, vocab = self._db, self.vocab
+        return (db.items, db.offsets, self.l_max or max(db.max_length, 1),
+                vocab.start_id if self._start else -1, vocab.end_id if self._end else -1,
+                self._end == "all")
+
+    def _suffix_keys(self, m: int):
+        """Packed key of every row's last ``m`` symbols (:func:`~.levels.row_suffix_keys`).
+
+        On the CPU read from the flat items (no padded blocks); rows in any
+        order, which the level merge does not depend on.
+        """
+        if self.backend.is_gpu:
+            return row_suffix_keys(self.blocks, m, self.radix, self.xp)
+        from .grams_numba import suffix_keys  # noqa: PLC0415 - Numba loads on first use
+
+        out = np.empty(len(self._db), dtype=np.int64)
+        suffix_keys(*self._flat_rows(), m, self.radix, out)
+        return out
 
     def _count_hashed(self, n: int):
         xp = self.xp

@@ -245,14 +245,25 @@ class DaskGramEngine:
 
     def count(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Distinct n-grams and their counts, merged over partitions (lexicographic order)."""
-        parts = self.parts.gather(_count, n)
-        grams = np.concatenate([g for g, _ in parts]) if parts else np.zeros((0, n), np.int32)
-        counts = np.concatenate([c for _, c in parts]) if parts else np.zeros(0, np.int64)
-        if grams.shape[0] == 0:
-            return grams, counts
-        uniq, inverse = np.unique(grams, axis=0, return_inverse=True)
-        return uniq, np.bincount(inverse.ravel(), weights=counts,
-                                 minlength=uniq.shape[0]).astype(np.int64)
+        return _merged(self.parts.gather(_count, n), n)
+
+    def count_levels(self, n_max: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Every level of :meth:`GramEngine.count_levels`, each merged over partitions."""
+        n_max = check_positive_int(n_max, "n_max")
+        parts = self.parts.gather(_count_levels, n_max)
+        return [_merged([p[n - 1] for p in parts], n) for n in range(1, n_max + 1)]
+
+
+def _merged(parts: list, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """One level's (grams, counts) of several partitions, equal grams summed, in order."""
+    grams = np.concatenate([g for g, _ in parts]) if parts else np.zeros((0, n), np.int32)
+    counts = np.concatenate([c for _, c in parts]) if parts else np.zeros(0, np.int64)
+    if grams.shape[0] == 0:
+        return grams, counts
+    uniq, inverse = np.unique(grams, axis=0, return_inverse=True)
+    total = np.zeros(uniq.shape[0], dtype=np.int64)
+    np.add.at(total, inverse.ravel(), counts)
+    return uniq, total
 
 
 def _build(db: Any, l_max: Any, start: bool, end: Any, backend: Any) -> Any:
@@ -268,3 +279,7 @@ def _histogram(engine: Any, contexts: np.ndarray) -> np.ndarray:
 def _count(engine: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
     grams, counts = engine.count(n)
     return to_numpy(grams), to_numpy(counts)
+
+
+def _count_levels(engine: Any, n_max: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    return [(to_numpy(g), to_numpy(c)) for g, c in engine.count_levels(n_max)]
