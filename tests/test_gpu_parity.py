@@ -243,14 +243,36 @@ def test_engine_backends_agree(msnbc, l_max, markers):
             np.testing.assert_array_equal(got.get(), expected)
 
 
-@pytest.mark.parametrize("l_max,markers", [(None, True), (20, False)])
-def test_count_levels_backends_agree(msnbc, l_max, markers):
-    """Every level of count_levels on CuPy (kernel keys, derived levels) equals NumPy's."""
+@pytest.mark.parametrize("l_max,markers,path", [(None, True, "dense"), (20, False, "dense"),
+                                                (20, True, "sorted")])
+def test_count_levels_backends_agree(msnbc, monkeypatch, l_max, markers, path):
+    """Every level of count_levels on CuPy equals NumPy's: the top level's keys from the
+    dense kernel and dense merges, or (path "sorted") from the hash table and sorted
+    merges (levels.merge_counts)."""
+    from dpgpu.ops import grams, levels  # noqa: PLC0415
+
     want = GramEngine(msnbc, l_max, start=markers, end=markers).count_levels(5)
+    if path == "sorted":
+        monkeypatch.setattr(grams, "_gpu_dense_space", lambda backend: 0)
+        monkeypatch.setattr(levels, "DENSE_MERGE_BINS", 0)
     got = GramEngine(msnbc, l_max, start=markers, end=markers, backend="cupy").count_levels(5)
     for (g, c), (wg, wc) in zip(got, want, strict=True):
         np.testing.assert_array_equal(g.get(), wg)
         np.testing.assert_array_equal(c.get(), wc)
+
+
+@pytest.mark.parametrize("n_symbols", [3, 2 ** 13])
+def test_count_levels_on_short_rows_and_wide_keys(cp, n_symbols):
+    """n_max past every row (levels with no row end: CuPy's bincount of nothing) and, with
+    2**13 symbols, a top level below n_max whose longer levels are hashed."""
+    rng = np.random.default_rng(n_symbols)
+    rows = [[str(x) for x in rng.integers(0, 3, size=k)] for k in rng.integers(0, 4, size=300)]
+    db = SequenceDB.from_sequences(rows, vocab=[str(i) for i in range(n_symbols)])
+    want = GramEngine(db, end=True).count_levels(6)
+    got = GramEngine(db, end=True, backend="cupy").count_levels(6)
+    for (g, c), (wg, wc) in zip(got, want, strict=True):
+        np.testing.assert_array_equal(cp.asnumpy(g), wg)
+        np.testing.assert_array_equal(cp.asnumpy(c), wc)
 
 
 def test_multiprocessors_is_the_device_count(cp):

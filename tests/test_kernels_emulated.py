@@ -472,23 +472,25 @@ def test_dense_counts_refuse_key_spaces_past_int(launches):
     assert launches == []
 
 
-@pytest.mark.parametrize("n_symbols,dense_space", [(6, 10 ** 6), (40, 0)])
+@pytest.mark.parametrize("n_symbols,dense_space,kernel", [
+    (6, 10 ** 6, "dpgpu_gram_counts_"), (40, 0, "dpgpu_gram_hash_packed"),
+    (2 ** 20, 0, "dpgpu_gram_hash_counts")])
 def test_count_levels_run_on_the_warp_emulator(all_launches, monkeypatch, n_symbols,
-                                               dense_space):
+                                               dense_space, kernel):
     """GramEngine.count_levels on the kernel path (the top level's keys from a dense
-    histogram or a one-word hash table) equals the NumPy engine at every level."""
+    histogram, a one-word or a two-word hash table) equals the NumPy engine at every level."""
     from dpgpu.ops import grams  # noqa: PLC0415
 
     monkeypatch.setattr(grams, "free_device_memory", lambda backend: 2 ** 30)
     monkeypatch.setattr(grams, "_gpu_dense_space", lambda backend: dense_space)
     db = zipf_db(n_symbols, n_symbols)
-    want = GramEngine(db, 30, start=True, end=True, max_block_cells=900).count_levels(4)
+    n_max = 3 if n_symbols > 2 ** 16 else 4  # keys of 3-grams over 2**20 symbols: 61 bits
+    want = GramEngine(db, 30, start=True, end=True, max_block_cells=900).count_levels(n_max)
     emulated = GramEngine(db, 30, start=True, end=True, backend="numpy", max_block_cells=900)
     emulated.backend = Backend("cupy", np)
-    got = emulated.count_levels(4)
+    got = emulated.count_levels(n_max)
     for (g, c), (wg, wc) in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, wg)
         np.testing.assert_array_equal(c, wc)
-    kernel = "dpgpu_gram_counts_" if dense_space else "dpgpu_gram_hash_packed"
     assert any(k.startswith(kernel) for k in all_launches)
     assert "dpgpu_unpack_counts" not in all_launches  # keys, not rows, from the kernels

@@ -163,8 +163,8 @@ class GramEngine:
         while top > 1 and not K.fits_exact(top, self.n_symbols):
             top -= 1
         keys, counts = self._count_keys(top)
-        suffixes = self._suffix_keys(top - 1)
         levels = [(K.decode_packed(keys, top, self.radix), counts)]
+        suffixes = self._suffix_keys(top - 1) if top > 1 else None
         for n in range(top - 1, 0, -1):
             keys, counts = shorter_level(keys, counts, suffixes, n, self.radix)
             levels.append((K.decode_packed(keys, n, self.radix), counts))
@@ -241,8 +241,11 @@ class GramEngine:
             return keys, hist[keys]
         blocks = [(k, lengths) for k, (_, lengths) in zip(self._packed_blocks(n), self.blocks)
                   if k is not None]
-        keys = [k[K.window_valid(lengths, n, k.shape[1])] for k, lengths in blocks]
-        return run_sums(xp.sort(xp.concatenate(keys)) if keys else xp.zeros(0, dtype=xp.int64))
+        if not blocks:
+            return xp.zeros(0, dtype=xp.int64), xp.zeros(0, dtype=xp.int64)
+        keys = xp.concatenate([k[K.window_valid(lengths, n, k.shape[1])] for k, lengths in blocks])
+        keys.sort()  # in place: no second copy of every window's key
+        return run_sums(keys)
 
     def _flat_rows(self) -> tuple:
         """The database's flat items and the row layout, as the Numba loops take them."""

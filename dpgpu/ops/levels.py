@@ -151,7 +151,9 @@ def shorter_level(keys: Any, counts: Any, suffixes: Any, n: int, radix: int):
     heads, sums = run_sums(keys // radix, counts)
     space = radix ** n
     if space <= DENSE_MERGE_BINS:
-        hist = xp.bincount(ends, minlength=space).astype(xp.int64)
+        hist = xp.zeros(space, dtype=xp.int64)
+        if ends.size:  # CuPy's bincount fails on an empty array (cupy/cupy#8116)
+            hist += xp.bincount(ends, minlength=space)
         hist[heads] += sums  # heads are distinct
         found = xp.flatnonzero(hist)
         return found, hist[found]
