@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -243,3 +244,20 @@ def test_scheduler_without_the_dask_engine_is_refused(tmp_path, capsys):
                  "--scheduler", "tcp://127.0.0.1:8786"]) == 2
     assert "--scheduler: only with --engine dask" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_verbose_before_or_after_the_command_logs_the_backend_once(tmp_path, where):
+    """-v is taken on either side of the command's name; the backend line comes once,
+    without a doubled prefix."""
+    data = data_file(tmp_path, "ngram")
+    opts = ["--epsilon", "1", "--seed", "1", "--out", str(tmp_path / "rel"), "--l-max", "4"]
+    argv = (["-v", "ngram", str(data)] + opts if where == "before"
+            else ["ngram", str(data)] + opts + ["-v"])
+    run = subprocess.run([sys.executable, "-m", "dpgpu", *argv], capture_output=True, text=True,
+                         env={**os.environ, "DPGPU_BACKEND": "numpy"})
+    assert run.returncode == 0, run.stderr
+    lines = run.stderr.splitlines()
+    assert "dpgpu: ngram: reading the input" in lines
+    assert [line for line in lines if "backend" in line] == \
+        ["dpgpu: backend: numpy (chosen by DPGPU_BACKEND)"]

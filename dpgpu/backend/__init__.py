@@ -217,21 +217,25 @@ def get_backend(backend: "str | Backend | None" = None) -> Backend:
         )
     if name == "auto":
         name = "cupy" if gpu_available() else "numpy"
-    result = _make(name, source)
+    result = _make(name)
+    if name not in _announced:  # once per process: later calls pass the name on
+        _announced.add(name)
+        log.info("backend: %s (chosen by %s)", name, source)
     return result
 
 
+#: Backends whose choice has been logged.
+_announced: set[str] = set()
+
+
 @lru_cache(maxsize=None)
-def _make(name: str, source: str) -> Backend:
+def _make(name: str) -> Backend:
     if name == "numpy":
-        chosen = Backend("numpy", np)
-    else:
-        cupy = _cupy_module()
-        if cupy is None:
-            raise BackendUnavailable(
-                "backend: 'cupy' was asked for but CuPy cannot use a GPU here "
-                "(install dpgpu[cuda13] or dpgpu[cuda12] and check the NVIDIA driver)"
-            )
-        chosen = Backend("cupy", cupy)
-    log.info("dpgpu backend: %s (chosen by %s)", name, source)
-    return chosen
+        return Backend("numpy", np)
+    cupy = _cupy_module()
+    if cupy is None:
+        raise BackendUnavailable(
+            "backend: 'cupy' was asked for but CuPy cannot use a GPU here "
+            "(install dpgpu[cuda13] or dpgpu[cuda12] and check the NVIDIA driver)"
+        )
+    return Backend("cupy", cupy)

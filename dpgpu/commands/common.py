@@ -149,10 +149,17 @@ def _option(parser: argparse.ArgumentParser, word: str) -> argparse.Action | Non
 
 def add_command(sub: argparse._SubParsersAction, name: str, *, help: str, description: str,
                 example: str) -> argparse.ArgumentParser:
-    """Add the subcommand ``name``, with ``example`` (a command line) in its ``--help``."""
-    return sub.add_parser(name, help=help, description=description,
-                          epilog=f"example:\n  {example}",
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    """Add the subcommand ``name``, with ``example`` (a command line) in its ``--help``.
+
+    ``-v`` is taken after the subcommand's name too (where it replaces a
+    count given before it).
+    """
+    p = sub.add_parser(name, help=help, description=description,
+                       epilog=f"example:\n  {example}",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                   help="log progress (-v) or debug detail (-vv) to stderr")
+    return p
 
 
 def add_mechanism_command(sub: argparse._SubParsersAction, name: str, *, help: str,
