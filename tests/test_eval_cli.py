@@ -204,7 +204,7 @@ def test_usage_errors(tmp_path, original, capsys):
     assert status == 2 and "--original" in err
     status, _, err = run(capsys, "evaluate", "--original", str(original), "--release", str(rel),
                          "--task", "coverage")
-    assert status == 2 and "kgrams.tsv" in err
+    assert status == 2 and "ngrams.tsv of a DPNE release" in err
     status, _, err = run(capsys, "evaluate", "--original", str(original), "--release",
                          str(tmp_path / "missing"))
     assert status == 2 and "missing" in err
@@ -240,7 +240,7 @@ def test_a_private_data_vocabulary_is_not_checked_but_a_missing_fingerprint_is_a
     original = SequenceDB.from_sequences([["a", "b"]])
     with caplog.at_level("WARNING", logger="dpgpu"):
         check_vocabulary({"vocabulary": {"public": False}}, original, "rel", "d.txt")
-    assert "keeps its vocabulary private" in caplog.text
+    assert "kept private" in caplog.text and "the evaluation goes on" in caplog.text
     with pytest.raises(InputError, match="no vocabulary fingerprint"):
         check_vocabulary({"vocabulary": {"public": True}}, original, "rel", "d.txt")
 
@@ -350,3 +350,15 @@ def test_a_mistyped_release_is_named_before_the_original_is_read(tmp_path, capsy
     status, _, err = run(capsys, "evaluate", "--original", str(data), "--release", str(rel))
     one_line_error(status, err, message)
     assert "case" not in err
+
+
+@pytest.mark.parametrize("epsilon,shown", [(0.9999999999999999, "epsilon 1)"),
+                                           (0.25, "epsilon 0.25)"),
+                                           (None, "epsilon inf (not private))")])
+def test_the_table_shows_epsilon_for_people(epsilon, shown):
+    """A budget split rounded down sums to just under its total; the table says 1."""
+    from dpgpu.eval.evaluate import format_table  # noqa: PLC0415
+
+    result = {"release": {"path": "rel", "mechanism": "pfs2", "epsilon": epsilon},
+              "original": {"path": "d.txt", "sequences": 3}, "tasks": {}}
+    assert shown in format_table(result).splitlines()[0]

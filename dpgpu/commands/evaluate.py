@@ -5,7 +5,7 @@ data: count queries, top-K patterns, length distribution; ngrams.tsv: errors
 of the released counts; pst.json, a PrivTree PST: precision of the top-K
 strings and relative error of random count queries, both from the model's
 Eq. 12 estimates; frequent.tsv: precision/recall/F-score and relative
-error of supports; kgrams.tsv: K-anonymity coverage; leaves.csv, a PrivTree
+error of supports; a DPNE ngrams.tsv: K-anonymity coverage; leaves.csv, a PrivTree
 spatial release: relative error of random range counts in any number of
 dimensions, small/medium/large query sets), prints a table and
 writes ``evaluation.json`` into the release directory.  The original of a

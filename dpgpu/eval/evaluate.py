@@ -17,7 +17,8 @@ release file        tasks
 ``ngrams.tsv``      ``ngrams`` (relative error of the released counts)
 ``frequent.tsv``    ``frequent`` (precision, recall, F-score, relative error
                     of supports; per pattern length)
-``kgrams.tsv``      ``coverage`` (K-anonymity coverage per k, spurious share)
+DPNE's grams      ``coverage`` (K-anonymity coverage per k, spurious share), from
+                    the ``ngrams.tsv`` of a DPNE release (columns k, gram)
 ``leaves.csv``      ``range-queries`` (PrivTree 6.1: relative error of random
                     range counts, small / medium / large query sets)
 ==================  ===========================================================
@@ -140,8 +141,9 @@ def check_vocabulary(report: dict, original: Any, release_dir: Any, original_nam
     voc = report.get("vocabulary")
     sha = voc.get("sha256") if isinstance(voc, dict) else None
     if sha is None and isinstance(voc, dict) and voc.get("public") is False:
-        log.warning("%s: the release keeps its vocabulary private (taken from the data), so "
-                    "it cannot be checked against %s", release_dir, original_name)
+        log.warning("%s: the release's vocabulary was taken from the data and kept private, "
+                    "so it is not checked against %s's; the evaluation goes on",
+                    release_dir, original_name)
         return
     if not isinstance(sha, str):
         raise InputError(f"{Path(release_dir) / REPORT}: no vocabulary fingerprint "
@@ -188,7 +190,7 @@ def choose_tasks(tasks: Iterable[str] | None, allowed: Sequence[str], release_di
     if tasks is None:
         if not allowed:
             raise InputError(f"{release_dir}: no release file to evaluate (expected "
-                             "synthetic.*, ngrams.tsv, frequent.tsv, kgrams.tsv, pst.json or "
+                             "synthetic.*, ngrams.tsv, frequent.tsv, pst.json or "
                              "leaves.csv)")
         return list(allowed)
     chosen: list[str] = []
@@ -414,7 +416,7 @@ def _needs(task: str) -> str:
             "lengths": "needs a synthetic dataset", "ngrams": "needs ngrams.tsv",
             "pst": f"needs {PST} (a PrivTree PST release)",
             "frequent": "needs frequent.tsv, or a synthetic dataset and --threshold",
-            "coverage": "needs kgrams.tsv",
+            "coverage": "needs the ngrams.tsv of a DPNE release (columns k, gram)",
             "range-queries": f"needs {LEAVES} (a spatial release)"}[task]
 
 
@@ -1067,11 +1069,18 @@ def read_evaluation(release_dir: Any) -> dict:
     return doc
 
 
+def _epsilon(release: dict) -> str:
+    """A release's epsilon for people: 6 significant digits (a budget split rounded down
+    sums to just under the total: 0.9999999999999999 reads 1), ``inf`` when not private."""
+    eps = release.get("epsilon")
+    return "inf (not private)" if eps is None else f"{eps:g}"
+
+
 def format_table(result: dict) -> str:
     """A plain-text table of an evaluation."""
     rel, orig, tasks = result["release"], result["original"], result["tasks"]
     lines = [f"release {rel['path']} (mechanism {rel.get('mechanism')}, epsilon "
-             f"{rel.get('epsilon')}) vs {orig['path']} "
+             f"{_epsilon(rel)}) vs {orig['path']} "
              + (f"({orig['points']} points)" if "points" in orig
                 else f"({orig['sequences']} sequences)")]
     if "count-queries" in tasks:
@@ -1266,7 +1275,7 @@ def plot_evaluation(result: dict, path: Any, *, force: bool = False,
     for ax in axes.ravel()[len(panels):]:
         ax.axis("off")
     rel = result["release"]
-    fig.suptitle(f"{rel.get('mechanism')} (epsilon {rel.get('epsilon')}) - not a private "
+    fig.suptitle(f"{rel.get('mechanism')} (epsilon {_epsilon(rel)}) - not a private "
                  "release: exact diagnostic", fontsize=10)
     fig.tight_layout()
     try:
