@@ -755,6 +755,7 @@ def _coverage(ctx: _Context, path: Path, coverage_ks: Sequence[int]) -> dict:
     holders_all: dict[tuple[int, ...], int] = {}
     rows = {}
     for n in sorted(by_k):
+        log.info("evaluate: coverage: the holders of every %d-gram", n)
         grams, holders = T.gram_user_counts(db, n)
         hk = {tuple(g): int(h) for g, h in zip(grams.tolist(), holders.tolist())}
         holders_all.update(hk)

@@ -105,7 +105,7 @@ from ...privacy.ledger import split_budget
 from ...privacy.rng import NoiseKey
 from ...privacy.tables import float_at_least
 from ...progress import Step
-from ...release import ReleaseWriter, add_vocabulary, encode_gram, note_users
+from ...release import ReleaseWriter, add_vocabulary, encode_id_grams, note_users
 from ...report import Displayed
 from ...scale.partitions import Partitions, check_engine, engine_run, partition
 from ...validation import check_positive_int, check_positive_real, check_positive_reals, \
@@ -218,9 +218,10 @@ class PFS2Release(Displayed):
             holds the current folder (:func:`dpgpu.release.check_release_target`);
             or when its folder does not exist.
         """
-        with ReleaseWriter(out_dir, force=force) as rel:
-            rel.write_tsv("frequent.tsv", ["pattern", "support"],
-                          ((encode_gram(p), s) for p, s in self.frequent()))
+        with ReleaseWriter(out_dir, force=force,
+                           progress=lambda msg: log.info("pfs2: %s", msg)) as rel:
+            rel.write_columns("frequent.tsv", ["pattern", "support"],
+                              [encode_id_grams(self.vocab, self.patterns), self.supports])
             return rel.finish(self.report)
 
 
@@ -299,8 +300,10 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
     data = partition(db, engine, client)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
+    progress("pre-mining: noisy size and length constraint")
     n_noisy = noisy_size(db, ledger, eps[0], data)
     l_max = length_constraint(db, ledger, eps[1], n_noisy, l_upper, eta, data)
+    progress(f"pre-mining: |D|~={n_noisy}, l_max={l_max}; searching the longest frequent length")
     L_f = max_frequent_length(db, ledger, eps[2], l_max, threshold * n_noisy, data)
     pre = PreMining(n_noisy, l_max, L_f)
     timings["pre_mining_s"] = time.perf_counter() - t0

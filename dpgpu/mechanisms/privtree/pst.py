@@ -442,7 +442,8 @@ class PSTRelease(Displayed):
             holds the current folder (:func:`dpgpu.release.check_release_target`);
             or when its folder does not exist.
         """
-        with ReleaseWriter(out_dir, force=force) as rel:
+        with ReleaseWriter(out_dir, force=force,
+                           progress=lambda msg: log.info("pst: %s", msg)) as rel:
             rel.write_json("pst.json", {"symbols": list(self.vocab.labels) + ["&"],
                                         "start_marker": self.start_marker, "l_top": self.l_top,
                                         "nodes": self.nodes()})
@@ -549,6 +550,7 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
         t = time.perf_counter()
         model = sampling.Model(levels, db.vocab.size, be)
         n = n_synthetic if n_synthetic is not None else _default_synthetic_count(model)
+        progress(f"sampling {n} synthetic sequences")
         items, lengths = model.sample(n, max_length, hist_step.key.derive("synthesis"))
         synth = synthetic_like(db, items, lengths)
         timings["synthetic_s"] = time.perf_counter() - t
