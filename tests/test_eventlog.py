@@ -6,10 +6,12 @@ the code under test.
 
 from __future__ import annotations
 
+import csv
 import gzip
 import io
 import subprocess
 import sys
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -680,3 +682,130 @@ def test_csv_delimiter_tab_may_be_given_as_typed_in_a_shell(tmp_path, capsys, gi
     assert '"sequences": 2' in capsys.readouterr().out
     with pytest.raises(InvalidParameter, match=r"^delimiter: expected one character \(or "):
         csv_log(tmp_path, text, delimiter="\\s")
+
+
+# ------------------------------------------------- CSV read a block at a time
+def brute_force_groups(events: list[tuple]) -> tuple[list[str], list[tuple]]:
+    """Case names in order of first appearance and each case's activities by (time, file order)."""
+    cases: dict[str, list] = {}
+    for position, (name, activity, when) in enumerate(events):
+        cases.setdefault(name, []).append((when, position, activity))
+    return list(cases), [tuple(a for _, _, a in sorted(group)) for group in cases.values()]
+
+
+def random_log(rng, n_events: int, kind: str) -> tuple[str, list[tuple]]:
+    """A CSV log of interleaved cases with awkward fields, and its events (case, activity, key)."""
+    names = ["c,1", 'c"2', "c 3", "c\n4", "c5", "é6", "c;7", "c8"]
+    labels = ["a", "b,c", 'say "hi"', "two\nlines", "x\r\ny", " pad ", "z|z", "ü"]
+    zones = [0, 120, -330, 60 * 14]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator=rng.choice(["\n", "\r\n"]))
+    writer.writerow(["case_id", "activity", "timestamp", "other"])
+    events = []
+    for i in range(n_events):
+        name, label = rng.choice(names), rng.choice(labels)
+        seconds = rng.randrange(40)  # few distinct times: many ties
+        if kind == "iso":
+            zone = rng.choice(zones)
+            local = datetime(2021, 3, 1, tzinfo=timezone.utc) + timedelta(seconds=seconds,
+                                                                          minutes=zone)
+            stamp = local.replace(tzinfo=timezone(timedelta(minutes=zone))).isoformat()
+            stamp = stamp.replace("+00:00", "Z") if rng.random() < 0.3 else stamp
+        else:  # integers at first, fractions later: the keys become float64
+            stamp = str(seconds) if i < n_events // 2 else f"{seconds}.0"
+        writer.writerow([name, label, stamp, "x" * rng.randrange(3)])
+        if rng.random() < 0.05:
+            out.write("\n")  # a blank line
+        events.append((name, label, seconds))
+    return out.getvalue(), events
+
+
+@pytest.mark.parametrize("kind", ["iso", "numeric"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_csv_read_in_blocks_groups_like_brute_force(tmp_path, monkeypatch, kind, seed):
+    import random
+
+    from dpgpu.data import eventlog
+
+    monkeypatch.setattr(eventlog, "_BLOCK_ROWS", 7)  # many blocks
+    text, events = random_log(random.Random(seed), 300, kind)
+    names, sequences = brute_force_groups(events)
+    for bom in ("", "\ufeff"):
+        db = csv_log(tmp_path, bom + text)
+        assert list(db) == sequences
+        assert db.source["cases"] == names
+        assert db.vocab.labels == sorted({e[1] for e in events})
+        assert db.source["timestamp_kind"] == kind
+        assert db.source["columns"]["case"] == "case_id"
+
+
+def test_csv_user_column_read_in_blocks(tmp_path, monkeypatch):
+    from dpgpu.data import eventlog
+
+    monkeypatch.setattr(eventlog, "_BLOCK_ROWS", 2)
+    db = csv_log(tmp_path, USER_CSV, user="user")
+    assert list(db) == LOG_SEQUENCES
+    assert db.users.tolist() == [0, 1, 0] and db.source["user_labels"] == ["ann", "bo"]
+    text = USER_CSV + "c2,B,2021-03-01T13:00:00+00:00,bo\n"
+    path, data = put(tmp_path, "two.csv", text)
+    raises_input_error([str(path), "line 9", "'c2'", "('ann' and 'bo')"], read_csv_log, path,
+                       data, user="user")
+
+
+def test_csv_timestamps_numpy_cannot_read_in_a_later_block(tmp_path, monkeypatch):
+    """Every timestamp is parsed by datetime once one is not NumPy-readable, as when the
+    whole column was parsed at once: "2020-01" (NumPy reads it, datetime does not) is
+    refused even when the unreadable "+0200" comes blocks later."""
+    from dpgpu.data import eventlog
+
+    monkeypatch.setattr(eventlog, "_BLOCK_ROWS", 2)
+    rows = ["k,b,2020-01-01T10:00:00Z", "k,a,2020-01-01T09:00:00Z", "j,c,2020-01-01",
+            "k,c,2020-01-01T08:00:00Z", "j,a,2020-01-01T12:00:00+0200"]
+    text = "case,activity,timestamp\n" + "\n".join(rows) + "\n"
+    assert list(csv_log(tmp_path, text)) == [("c", "a", "b"), ("c", "a")]
+    path, data = put(tmp_path, "bad.csv", text.replace("j,c,2020-01-01", "j,c,2020-01"))
+    raises_input_error([str(path), "line 4:", "'2020-01'"], read_csv_log, path, data)
+    path, data = put(tmp_path, "good.csv", text.replace("+0200", "+02:00"))
+    assert list(read_csv_log(path, data)) == [("c", "a", "b"), ("c", "a")]
+
+
+def test_csv_errors_keep_their_precedence_across_blocks(tmp_path, monkeypatch):
+    """The whole file is read before the columns are checked, as before: a malformed
+    line comes first, then a ragged row, then a bad timestamp, then an empty case."""
+    from dpgpu.data import eventlog
+
+    monkeypatch.setattr(eventlog, "_BLOCK_ROWS", 2)
+    good = ["c,A,1"] * 6
+    cases = {  # (rows after the header, expected line number and words)
+        "ragged": (["c,A,1", "c,A,oops", ",A,1"] + good + ["c,A"], ["line 11", "2 fields"]),
+        "time": ([",A,1", "c,A,1"] + good + ["c,A,oops"], ["line 10", "'oops'"]),
+        "empty": (good + [" ,A,1"], ["line 8", "empty case"]),
+        "malformed": (["c,A"] + good + ["c,A," + "x" * (csv.field_size_limit() + 1)],
+                      ["line 9", "malformed CSV"]),
+    }
+    for name, (rows, words) in cases.items():
+        path, data = put(tmp_path, f"{name}.csv", "case,activity,time\n" + "\n".join(rows))
+        raises_input_error([str(path)] + words, read_csv_log, path, data)
+    path, data = put(tmp_path, "late.csv",
+                     "who,activity\n" + "c,A\n" * 6 + "c," + "x" * (csv.field_size_limit() + 1))
+    raises_input_error([str(path), "line 8", "malformed CSV"], read_csv_log, path, data)
+
+
+def test_csv_header_line_ends_where_splitlines_ends_it():
+    from dpgpu.data.eventlog import _first_line
+
+    for sep in ["\n", "\r\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028",
+                "\u2029", ""]:
+        text = "café,ü€𝄞" + sep + "rest\n"
+        data = ("\ufeff" + text).encode()
+        assert _first_line(data, 3) == text.splitlines()[0]
+
+
+def test_csv_long_reads_log_progress(tmp_path, monkeypatch, caplog):
+    from dpgpu.data import eventlog
+
+    monkeypatch.setattr(eventlog, "_BLOCK_ROWS", 2)
+    monkeypatch.setattr(eventlog, "_PROGRESS_SECONDS", -1.0)
+    with caplog.at_level("INFO", logger="dpgpu"):
+        assert list(csv_log(tmp_path, LOG_CSV)) == LOG_SEQUENCES
+    assert any("% read (line " in r.getMessage() for r in caplog.records), caplog.records

@@ -35,15 +35,20 @@ lives in :mod:`dpgpu.data.xes` and is re-exported here.
 
 from __future__ import annotations
 
+import codecs
 import csv
+import gc
 import io
 import logging
 import os
 import re
+import time
 import warnings
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
+from itertools import islice
 from operator import itemgetter
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Iterator, TextIO
 
 import numpy as np
 
@@ -189,31 +194,122 @@ def parse_times(values: np.ndarray) -> tuple[np.ndarray, str]:
         With the index of the first value that is not a timestamp.
     """
     if values.size and _LOOKS_LIKE_DATE.match(str(values[0])):
-        fast = _iso_vectorized(values)
-        if fast is not None:
-            return fast, "iso"
-        uniq, inverse = np.unique(values, return_inverse=True)
-        keys = np.empty(uniq.size, dtype=np.int64)
-        bad = np.zeros(uniq.size, dtype=bool)
-        for k, text in enumerate(uniq.tolist()):
-            try:
-                keys[k] = _iso_micros(text)
-            except ValueError:
-                bad[k] = True
-        if bad.any():
-            i = int(np.flatnonzero(bad[inverse])[0])
-            raise BadValue(i, f"cannot parse timestamp {str(values[i])!r} as an ISO-8601 date")
-        return keys[inverse.reshape(-1)], "iso"
+        keys = _iso_vectorized(values)
+        return (_iso_keys(values) if keys is None else keys), "iso"
+    return _numeric_keys(values), "numeric"
+
+
+def _iso_keys(values: np.ndarray) -> np.ndarray:
+    """Microseconds since the epoch of ISO-8601 strings, each distinct one parsed by datetime."""
+    uniq, inverse = np.unique(values, return_inverse=True)
+    keys = np.empty(uniq.size, dtype=np.int64)
+    bad = np.zeros(uniq.size, dtype=bool)
+    for k, text in enumerate(uniq.tolist()):
+        try:
+            keys[k] = _iso_micros(text)
+        except ValueError:
+            bad[k] = True
+    if bad.any():
+        i = int(np.flatnonzero(bad[inverse])[0])
+        raise BadValue(i, f"cannot parse timestamp {str(values[i])!r} as an ISO-8601 date")
+    return keys[inverse.reshape(-1)]
+
+
+def _numeric_keys(values: np.ndarray) -> np.ndarray:
+    """Numbers of number strings: int64 when all are integers, else finite float64."""
     for dtype in (np.int64, np.float64):
         try:
             keys = values.astype(dtype)
         except (ValueError, OverflowError):
             continue
         if dtype is np.int64 or np.isfinite(keys).all():
-            return keys, "numeric"
+            return keys
     i = next((i for i, v in enumerate(values.tolist()) if not _is_finite_number(v)), 0)
     raise BadValue(i, f"cannot parse timestamp {str(values[i])!r} as a number or an "
                       "ISO-8601 date")
+
+
+class _ChunkedTimes:
+    """Sort keys of a timestamp column given a chunk at a time.
+
+    The keys, kind and first error are those :func:`parse_times` gives for the
+    whole column, without holding the column's strings: the kind follows the
+    column's first value; integer chunks become float64 when another chunk
+    holds a fraction (as ``parse_times`` would parse the whole column).  ISO
+    dates are parsed by NumPy only when NumPy reads every value, else all by
+    datetime: when NumPy cannot read a chunk after it read earlier ones,
+    :attr:`redo` is set and further chunks are ignored; the caller must then
+    give every chunk again to a fresh ``_ChunkedTimes(numpy_iso=False)``.
+
+    Parameters
+    ----------
+    numpy_iso : bool
+        Whether ISO dates may be parsed by NumPy.
+
+    Attributes
+    ----------
+    redo : bool
+        The column must be given again (see above).
+    """
+
+    def __init__(self, *, numpy_iso: bool = True):
+        self.numpy_iso = numpy_iso
+        self.redo = False
+        self.kind: str | None = None
+        self.parts: list[np.ndarray] = []
+        self.count = 0
+        self.error: BadValue | None = None
+
+    def add(self, strings: list[str]) -> None:
+        """Parse the next chunk of timestamp strings (ignored after an error or :attr:`redo`).
+
+        Each distinct string of the chunk is parsed once.
+
+        Parameters
+        ----------
+        strings : list of str
+        """
+        if not strings or self.redo or self.error is not None:
+            return
+        distinct, inverse = _distinct(strings)
+        values = np.array(distinct, dtype=str)
+        if self.kind is None:
+            self.kind = "iso" if _LOOKS_LIKE_DATE.match(distinct[0]) else "numeric"
+        try:
+            if self.kind == "numeric":
+                keys = _numeric_keys(values)
+            else:
+                keys = _iso_vectorized(values) if self.numpy_iso else None
+                if keys is None and self.numpy_iso and self.parts:
+                    self.redo = True
+                    return
+                if keys is None:
+                    self.numpy_iso = False
+                    keys = _iso_keys(values)
+        except BadValue as bad:  # bad.index is a distinct string's, which first occurs...
+            first = int(np.argmax(inverse == bad.index))  # ...where the first bad one does
+            self.error = BadValue(self.count + first, str(bad))
+            return
+        self.parts.append(keys[inverse])
+        self.count += len(strings)
+
+    def result(self) -> tuple[np.ndarray, str]:
+        """The keys of all chunks and their kind, as :func:`parse_times` returns them.
+
+        Raises
+        ------
+        BadValue
+            With the index (from the column's start) of the first value that
+            is not a timestamp.
+        """
+        if self.error is not None:
+            raise self.error
+        if not self.parts:
+            return parse_times(np.array([], dtype=str))
+        if any(part.dtype.kind == "f" for part in self.parts):
+            self.parts = [part.astype(np.float64, copy=False) for part in self.parts]
+        self.parts = [np.concatenate(self.parts)]
+        return self.parts[0], self.kind
 
 
 def _iso_vectorized(values: np.ndarray) -> np.ndarray | None:
@@ -303,28 +399,72 @@ def assemble(path: Any, where: Callable[[int], str], columns: dict[str, str | No
     extra : dict
         ``cases`` and (with users) ``user_labels`` for ``source``.
     """
-    for role, values in (("case", cases), ("activity", activities), ("user", users)):
-        if values is not None:
-            check_nonempty(path, where, f"{role} (column {columns[role]!r})", values)
-    case_names, case_first, seq = _first_seen(cases)
+    return group_events(path, where, columns, _first_seen(cases), _first_seen(activities),
+                        keys, None if users is None else _first_seen(users))
+
+
+def group_events(path: Any, where: Callable[[int], str], columns: dict[str, str | None],
+                 cases: tuple[np.ndarray, np.ndarray], activities: tuple[np.ndarray, np.ndarray],
+                 keys: np.ndarray | None,
+                 users: tuple[np.ndarray, np.ndarray] | None) -> tuple[SequenceDB, dict]:
+    """Group events given as codes (one entry per event, in file order) into sequences.
+
+    Does what :func:`assemble` does, for columns already encoded as
+    ``(labels, codes)``: the distinct values (array of str) in order of first
+    appearance, and each event's index into them (integer array).
+
+    Parameters
+    ----------
+    path : path-like
+        For messages.
+    where : callable
+        ``where(i)`` locates event ``i`` for messages (``"line 12"``).
+    columns : dict
+        Column names, for messages.
+    cases, activities : tuple of arrays
+        ``(labels, codes)`` of the case and activity columns.
+    keys : array of numbers or None
+        Timestamp sort keys; None keeps file order.
+    users : tuple of arrays or None
+        ``(labels, codes)`` of the user column.
+
+    Returns
+    -------
+    db : SequenceDB
+        Without ``source``.
+    extra : dict
+        ``cases`` and (with users) ``user_labels`` for ``source``.
+
+    Raises
+    ------
+    InputError
+        An empty or blank case, activity or user, or a case with two users,
+        naming the first event concerned.
+    """
+    for role, coded in (("case", cases), ("activity", activities), ("user", users)):
+        if coded is not None:
+            labels, codes = coded
+            check_nonempty(path, lambda k, codes=codes: where(int(np.argmax(codes == k))),
+                           f"{role} (column {columns[role]!r})", labels)
+    case_names, seq = cases
     n = case_names.size
     order = np.argsort(seq, kind="stable") if keys is None else np.lexsort((keys, seq))
-    ids, vocab = encode_labels(activities)
-    items = ids[order]
+    ids, vocab = encode_labels(activities[0])
+    items = ids[activities[1][order]]
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(seq, minlength=n), out=offsets[1:])
     extra: dict[str, Any] = {"cases": case_names.tolist()}
     user_ids = None
     if users is not None:
-        user_labels, _, uid = _first_seen(users)
-        user_ids = uid[case_first]
+        user_labels, uid = users
+        user_ids = uid[_first_indices(seq)]
         clash = np.flatnonzero(uid != user_ids[seq])
         if clash.size:
             i = int(clash[0])
-            first = users[case_first[seq[i]]]
-            raise InputError(f"{path}: {where(i)}: case {str(cases[i])!r} has events of two "
-                             f"users ({str(first)!r} and {str(users[i])!r}); a case must "
-                             "belong to one user")
+            c = seq[i]
+            raise InputError(f"{path}: {where(i)}: case {str(case_names[c])!r} has events of "
+                             f"two users ({str(user_labels[user_ids[c]])!r} and "
+                             f"{str(user_labels[uid[i]])!r}); a case must belong to one user")
         extra["user_labels"] = user_labels.tolist()
     db = SequenceDB(items, offsets, vocab, users=user_ids)
     return db, extra
@@ -347,13 +487,20 @@ def check_nonempty(path: Any, where: Callable[[int], str], what: str,
         raise InputError(f"{path}: {where(int(empty[0]))}: empty {what}")
 
 
-def _first_seen(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct values in order of first appearance, their first indices, and each entry's rank."""
+def _first_seen(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct values in order of first appearance, and each entry's index among them."""
     uniq, first, inverse = np.unique(values, return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")
     rank = np.empty(order.size, dtype=np.int64)
     rank[order] = np.arange(order.size)
-    return uniq[order], first[order], rank[inverse.reshape(-1)]
+    return uniq[order], rank[inverse.reshape(-1)]
+
+
+def _first_indices(codes: np.ndarray) -> np.ndarray:
+    """Where each code first occurs, for codes numbered in order of first appearance."""
+    new = np.ones(codes.size, dtype=bool)
+    new[1:] = codes[1:] > np.maximum.accumulate(codes)[:-1]
+    return np.flatnonzero(new)
 
 
 # ----------------------------------------------------------------------- CSV
@@ -395,62 +542,134 @@ def read_csv_log(path: Any, data: bytes, *, case: str | None = None,
         unparsable timestamp, a case with two users.  Messages name the line.
     InvalidParameter
         An option that is not a column name, or a delimiter that is not one character.
+
+    Notes
+    -----
+    The rows are parsed a block at a time; only the columns used are kept,
+    cases, activities and users as integer codes, timestamps as sort keys.
+    Of several errors, the one reported is the first of: a malformed line
+    anywhere, a missing column, a row with the wrong number of fields, a bad
+    timestamp, an empty value, a case with two users.  Long reads log their
+    progress (INFO, shown with ``-v``).
     """
     options = {role: check_option(value, role) for role, value in
                (("case", case), ("activity", activity), ("timestamp", timestamp),
                 ("user", user))}
     delimiter = check_delimiter(delimiter)
-    text = decode_text(path, data)
-    text = text[1:] if text.startswith("\ufeff") else text
-    header_line = (text.splitlines() or [""])[0]
+    if b"\x00" in data or not _is_utf8(data):
+        decode_text(path, data)  # raises, naming the line
+    start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    header_line = _first_line(data, start)
     if not header_line.strip():
         raise InputError(f"{path}: line 1: no header row (an event log starts with its "
                          "column names)")
     delimiter = delimiter or _sniff_delimiter(header_line)
+    blocks = _csv_blocks(path, data, start, delimiter)
+    header = [h.strip() for h in next(blocks)[0]]
     try:
-        reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-        header = [h.strip() for h in next(reader)]
-        rows = [row for row in reader if row]
-    except csv.Error as exc:
-        raise InputError(f"{path}: line {reader.line_num}: malformed CSV ({exc})") from None
-    if len(header) < 2:
-        raise InputError(f"{path}: line 1: the header has one column; an event log needs "
-                         "case and activity columns (wrong --delimiter?)")
-    columns = {"case": pick_column(path, header, "case", options["case"]),
-               "activity": pick_column(path, header, "activity", options["activity"]),
-               "timestamp": pick_column(path, header, "timestamp", options["timestamp"],
-                                        required=False),
-               "user": pick_column(path, header, "user", options["user"], required=False)}
+        if len(header) < 2:
+            raise InputError(f"{path}: line 1: the header has one column; an event log needs "
+                             "case and activity columns (wrong --delimiter?)")
+        columns = _pick_columns(path, header, options)
+    except InputError:
+        for _ in blocks:  # a malformed line anywhere is reported first
+            pass
+        raise
 
     def where(i: int) -> str:
-        return f"line {_csv_line(text, delimiter, i)}"
+        return f"line {_csv_line(data, start, delimiter, i)}"
 
-    widths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-    ragged = np.flatnonzero(widths != len(header))
-    if ragged.size:
-        i = int(ragged[0])
-        raise InputError(f"{path}: {where(i)}: {widths[i]} fields, but the header has "
-                         f"{len(header)}")
-    used = [c for c in columns.values() if c is not None]
-    table = np.array(list(map(itemgetter(*[header.index(c) for c in used]), rows)),
-                     dtype=str).reshape(len(rows), len(used))
-    values = {role: table[:, used.index(c)] if c is not None else None
-              for role, c in columns.items()}
-    keys, kind = _time_keys(path, where, columns, values["timestamp"])
-    db, extra = assemble(path, where, columns, values["case"], values["activity"], keys,
-                         values["user"])
+    get = {role: itemgetter(header.index(name)) for role, name in columns.items()
+           if name is not None}
+    values, times = _read_columns(path, where, blocks, len(header), get)
+    if times is not None and times.redo:
+        log.info("%s: NumPy cannot read every timestamp; reading them all again", path)
+        times = _ChunkedTimes(numpy_iso=False)
+        for rows in islice(_csv_blocks(path, data, start, delimiter), 1, None):
+            times.add(list(map(get["timestamp"], rows)))
+    keys, kind = _time_keys(path, where, columns, times)
+    db, extra = group_events(path, where, columns, values["case"], values["activity"], keys,
+                             values.get("user"))
     db.source = {"path": str(path), "format": "csv", "columns": columns,
                  "timestamp_kind": kind, "delimiter": delimiter, **extra}
     return db
 
 
+def _pick_columns(path: Any, header: list[str],
+                  options: dict[str, str | None]) -> dict[str, str | None]:
+    """The case, activity, timestamp and user columns (see :func:`pick_column`)."""
+    return {"case": pick_column(path, header, "case", options["case"]),
+            "activity": pick_column(path, header, "activity", options["activity"]),
+            "timestamp": pick_column(path, header, "timestamp", options["timestamp"],
+                                     required=False),
+            "user": pick_column(path, header, "user", options["user"], required=False)}
+
+
+def _read_columns(path: Any, where: Callable[[int], str], blocks: Iterator[list[list[str]]],
+                  width: int, get: dict[str, Callable[[list[str]], str]],
+                  ) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], _ChunkedTimes | None]:
+    """The columns ``get`` picks from the rows of ``blocks`` (``width`` fields each).
+
+    Returns
+    -------
+    values : dict
+        ``(labels, codes)`` (see :func:`group_events`) of each role but ``timestamp``.
+    times : _ChunkedTimes or None
+        The timestamps, parsed.
+
+    Raises
+    ------
+    InputError
+        A malformed line (anywhere), else the first row of another width.
+    """
+    coded: dict[str, tuple[dict[str, int], list[np.ndarray]]] = {
+        role: ({}, []) for role in get if role != "timestamp"}
+    times = _ChunkedTimes() if "timestamp" in get else None
+    n_rows, ragged = 0, None
+    with _gc_paused():  # the rows are many short-lived lists
+        for rows in blocks:
+            if ragged is None and set(map(len, rows)) - {width}:
+                k = next(k for k, row in enumerate(rows) if len(row) != width)
+                ragged = n_rows + k, len(rows[k])
+            if ragged is None:  # else keep reading only to report a malformed line first
+                for role, (table, codes) in coded.items():
+                    codes.append(_encode(list(map(get[role], rows)), table))
+                if times is not None:
+                    times.add(list(map(get["timestamp"], rows)))
+            n_rows += len(rows)
+    if ragged is not None:
+        raise InputError(f"{path}: {where(ragged[0])}: {ragged[1]} fields, but the header "
+                         f"has {width}")
+    values = {role: (np.array(list(table), dtype=str),
+                     np.concatenate(codes) if codes else np.zeros(0, dtype=np.int64))
+              for role, (table, codes) in coded.items()}
+    return values, times
+
+
+def _encode(values: list[str], table: dict[str, int]) -> np.ndarray:
+    """The number of each value in ``table``, where new values are numbered as they come."""
+    distinct, inverse = _distinct(values)
+    numbers = np.fromiter((table.setdefault(v, len(table)) for v in distinct), dtype=np.int64,
+                          count=len(distinct))
+    return numbers[inverse]
+
+
+def _distinct(values: list[str]) -> tuple[list[str], np.ndarray]:
+    """The distinct values in order of first appearance, and each value's index among them."""
+    index = dict.fromkeys(values)
+    for i, value in enumerate(index):
+        index[value] = i
+    return list(index), np.fromiter(map(index.__getitem__, values), dtype=np.int64,
+                                    count=len(values))
+
+
 def _time_keys(path: Any, where: Callable[[int], str], columns: dict,
-          stamps: np.ndarray | None) -> tuple[np.ndarray | None, str | None]:
-    if stamps is None:
+               times: _ChunkedTimes | None) -> tuple[np.ndarray | None, str | None]:
+    if times is None:
         log.info("%s: no timestamp column; events keep file order", path)
         return None, None
     try:
-        return parse_times(stamps)
+        return times.result()
     except BadValue as bad:
         raise InputError(f"{path}: {where(bad.index)}: column {columns['timestamp']!r}: "
                          f"{bad}") from None
@@ -461,17 +680,100 @@ def _sniff_delimiter(header_line: str) -> str:
     return _DELIMITERS[int(np.argmax(counts))]
 
 
-def _csv_line(text: str, delimiter: str, index: int) -> int:
+#: Bytes decoded at a time when checking that a file is UTF-8.
+_CHECK_BYTES = 1 << 24
+#: CSV rows parsed at a time (a block's rows are held as Python lists).
+_BLOCK_ROWS = 1 << 16
+#: Seconds between progress messages of a long read.
+_PROGRESS_SECONDS = 5.0
+#: Where ``str.splitlines`` ends a line, as UTF-8 bytes.
+_LINE_BREAK = re.compile(rb"[\n\r\v\f\x1c-\x1e]|\xc2\x85|\xe2\x80[\xa8\xa9]")
+
+
+def _is_utf8(data: bytes) -> bool:
+    """Whether ``data`` is UTF-8, checked without holding all of it decoded."""
+    if data.isascii():
+        return True
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    try:
+        for pos in range(0, len(view), _CHECK_BYTES):
+            decoder.decode(view[pos:pos + _CHECK_BYTES])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _first_line(data: bytes, start: int) -> str:
+    """The first line of UTF-8 ``data[start:]``, where ``str.splitlines`` would end it."""
+    end = _LINE_BREAK.search(data, start)
+    return data[start:len(data) if end is None else end.start()].decode("utf-8")
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector, then leave it as it was.
+
+    Its passes over the many short-lived rows of a CSV file took a good part
+    of the reading time.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _csv_reader(data: bytes, start: int, delimiter: str) -> tuple[Any, io.TextIOWrapper]:
+    """A csv reader of UTF-8 ``data[start:]``, and the text stream it reads.
+
+    Lines split as in ``io.StringIO(text, newline="")``, decoded a little at a time.
+    """
+    raw = io.BytesIO(data)
+    raw.seek(start)
+    stream = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+    return csv.reader(stream, delimiter=delimiter), stream
+
+
+def _csv_blocks(path: Any, data: bytes, start: int,
+                delimiter: str) -> Iterator[list[list[str]]]:
+    """The rows of a CSV file a block at a time, blank lines left out.
+
+    The first block is the header row alone.  Logs the progress of a long read.
+
+    Raises
+    ------
+    InputError
+        A malformed line (named).
+    """
+    reader, stream = _csv_reader(data, start, delimiter)
+    report = time.monotonic() + _PROGRESS_SECONDS
+    try:
+        yield [next(reader)]
+        while block := list(islice(reader, _BLOCK_ROWS)):
+            yield list(filter(None, block))
+            if time.monotonic() > report:
+                report = time.monotonic() + _PROGRESS_SECONDS
+                log.info("%s: %d%% read (line %d)", path,
+                         100 * stream.buffer.tell() // len(data), reader.line_num)
+    except csv.Error as exc:
+        raise InputError(f"{path}: line {reader.line_num}: malformed CSV ({exc})") from None
+
+
+def _csv_line(data: bytes, start: int, delimiter: str, index: int) -> int:
     """Line on which data row ``index`` (from 0, blank lines skipped) starts."""
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    reader, _ = _csv_reader(data, start, delimiter)
     next(reader)
     seen = -1
     while True:
-        start = reader.line_num + 1
+        line = reader.line_num + 1
         if next(reader):
             seen += 1
             if seen == index:
-                return start
+                return line
 
 
 def looks_like_csv_log(head: bytes) -> bool:
@@ -532,12 +834,7 @@ def read_parquet_log(path: Any, data: bytes | None = None, *, case: str | None =
         table = pq.read_table(pa.BufferReader(data))
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
-    header = table.column_names
-    columns = {"case": pick_column(path, header, "case", options["case"]),
-               "activity": pick_column(path, header, "activity", options["activity"]),
-               "timestamp": pick_column(path, header, "timestamp", options["timestamp"],
-                                        required=False),
-               "user": pick_column(path, header, "user", options["user"], required=False)}
+    columns = _pick_columns(path, table.column_names, options)
 
     def where(i: int) -> str:
         return f"row {i + 1}"
@@ -594,7 +891,9 @@ def _parquet_keys(pa: Any, path: Any, where: Callable[[int], str], columns: dict
         return keys, "numeric"
     if pa.types.is_string(kind) or pa.types.is_large_string(kind) \
             or pa.types.is_dictionary(kind):
-        return _time_keys(path, where, columns, _strings(pa, col))
+        times = _ChunkedTimes()
+        times.add(_strings(pa, col).tolist())
+        return _time_keys(path, where, columns, times)
     raise InputError(f"{path}: column {columns['timestamp']!r} has type {kind}; a "
                      "timestamp must be a date, time, number or ISO-8601 string")
 
