@@ -26,10 +26,13 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 from urllib.parse import quote
 
+import numpy as np
+
 from . import __version__
+from .backend import to_numpy
 from .data.io import check_output, current_umask
 from .errors import InputError
 
@@ -50,6 +53,8 @@ _FALLBACK_FORMATS = ("spmf", "lines", "csv", "xes", "seq", "parquet")
 
 #: How an item label that is exactly a marker's name is written in release files.
 _MARKER_LIKE = {"&": "%26", "$": "%24"}
+#: Rows of a table that :meth:`ReleaseWriter.write_columns` turns into text at once.
+_CHUNK_ROWS = 1 << 18
 
 
 def encode_gram(labels: Sequence[str]) -> str:
@@ -69,13 +74,69 @@ def encode_ids(vocab: Any, ids: Iterable[int]) -> str:
 
     Items as :func:`encode_gram` writes them, markers as ``&`` and ``$``.
     """
-    return " ".join(_encode_label(vocab.labels[i]) if i < vocab.size else vocab.label_of(i)
-                    for i in map(int, ids))
+    return " ".join(_encode_symbol(vocab, i) for i in map(int, ids))
+
+
+def encode_id_grams(vocab: Any, grams: Any) -> np.ndarray:
+    """Many grams of symbol ids as release files write them (:func:`encode_ids`), at once.
+
+    Each distinct symbol is encoded once; the texts of grams of one length
+    are then joined column by column with NumPy.
+
+    Parameters
+    ----------
+    vocab : Vocabulary
+    grams : array_like of int or sequence of sequences of int
+        An ``(n, k)`` array of ids (one gram per row; NumPy or CuPy), or
+        ``n`` grams of any lengths.
+
+    Returns
+    -------
+    numpy.ndarray of object
+        ``n`` strings: ``encode_ids(vocab, gram)`` for each gram, in order.
+
+    Examples
+    --------
+    >>> from dpgpu import Vocabulary
+    >>> vocab = Vocabulary(["Send Fine", "&", "b"])
+    >>> encode_id_grams(vocab, [[0, 3], [1, 2, 4]]).tolist()
+    ['Send%20Fine &', '%26 b $']
+    """
+    if hasattr(grams, "__cuda_array_interface__"):  # a CuPy array: one copy to the host
+        grams = to_numpy(grams)
+    if not (isinstance(grams, np.ndarray) and grams.ndim == 2):
+        grams = [tuple(map(int, g)) for g in grams]
+        lengths = np.array([len(g) for g in grams], dtype=np.int64)
+        out = np.empty(len(grams), dtype=object)
+        for k in np.unique(lengths).tolist():  # one array of grams per length
+            rows = np.flatnonzero(lengths == k)
+            same = np.array([grams[r] for r in rows.tolist()], dtype=np.int64)
+            out[rows] = encode_id_grams(vocab, same.reshape(rows.size, k))
+        return out
+    if grams.shape[1] == 0:
+        return np.full(grams.shape[0], "", dtype=object)
+    symbols = np.empty(vocab.size + 2, dtype=object)
+    used = np.unique(grams).tolist()
+    symbols[used] = [_encode_symbol(vocab, i) for i in used]
+    text = symbols[grams[:, 0]]
+    for j in range(1, grams.shape[1]):
+        text = text + " " + symbols[grams[:, j]]
+    return text
+
+
+def _encode_symbol(vocab: Any, ident: int) -> str:
+    return _encode_label(vocab.labels[ident]) if ident < vocab.size else vocab.label_of(ident)
 
 
 def _encode_label(label: str) -> str:
     text = quote(label, safe="!\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~")
     return _MARKER_LIKE.get(text, text)
+
+
+def _text_column(values: Any) -> np.ndarray:
+    """``values`` as an object array of ``str`` (as ``str`` writes each value)."""
+    values = values.tolist() if isinstance(values, np.ndarray) else values
+    return np.array(list(map(str, values)), dtype=object)
 
 
 def vocabulary_fingerprint(vocab: Any) -> str:
@@ -200,19 +261,26 @@ class ReleaseWriter:
         Replace an existing release directory (:func:`check_release_target`).
     inputs : iterable of path-like
         The files the run reads, which the release may neither be nor hold.
+    progress : callable, optional
+        Called with a message (``"writing ngrams.tsv: 910130 rows"``) before
+        each release file is written; a mechanism passes its own, as it does
+        to the mechanism's run.  Default: logged at INFO level (``dpgpu -v``
+        prints it).
 
     Examples
     --------
     >>> with ReleaseWriter(out) as rel:            # doctest: +SKIP
-    ...     rel.write_tsv("ngrams.tsv", ["gram", "count"], rows)
+    ...     rel.write_columns("ngrams.tsv", ["gram", "count"], [grams, counts])
     ...     rel.finish({"mechanism": "ngram", ...})
     """
 
-    def __init__(self, out_dir: Any, *, force: bool = False, inputs: Iterable[Any] = ()):
+    def __init__(self, out_dir: Any, *, force: bool = False, inputs: Iterable[Any] = (),
+                 progress: Callable[[str], None] | None = None):
         self.out_dir = out_dir
         self.inputs = tuple(inputs)
         self.target = check_release_target(out_dir, force=force, inputs=self.inputs)
         self.force = force
+        self.progress = progress or (lambda msg: log.info("release: %s", msg))
         self.staging = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.",
                                              suffix=".part", dir=self.target.parent))
         os.chmod(self.staging, 0o777 & ~current_umask())
@@ -234,11 +302,37 @@ class ReleaseWriter:
         return self.staging / name
 
     def write_tsv(self, name: str, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-        """Write a tab-separated file with a header line."""
+        """Write a tab-separated file with a header line, from rows (see :meth:`write_columns`)."""
+        rows = list(rows)
+        self.write_columns(name, header, list(zip(*rows)) if rows else [[] for _ in header])
+
+    def write_columns(self, name: str, header: Sequence[str], columns: Sequence[Any]) -> None:
+        """Write a tab-separated file with a header line, from its columns.
+
+        Lines are built a chunk of rows at a time by joining whole columns
+        with NumPy, so a table of millions of rows is written in seconds.
+
+        Parameters
+        ----------
+        name : str
+            The release file.
+        header : sequence of str
+            The column names.
+        columns : sequence of array_like
+            One per header name, all of one length: the values of each row,
+            written as ``str`` writes them (format numbers beforehand to
+            write them otherwise).
+        """
+        texts = [_text_column(c) for c in columns]
+        n = len(texts[0]) if texts else 0
+        self.progress(f"writing {name}: {n} rows")
         with open(self.path(name), "w", encoding="utf-8", newline="\n") as f:
             f.write("\t".join(header) + "\n")
-            for row in rows:
-                f.write("\t".join(str(x) for x in row) + "\n")
+            for start in range(0, n, _CHUNK_ROWS):
+                line = texts[0][start:start + _CHUNK_ROWS]
+                for column in texts[1:]:
+                    line = line + "\t" + column[start:start + _CHUNK_ROWS]
+                f.write("\n".join(line.tolist()) + "\n")
 
     def write_synthetic(self, db: Any) -> str:
         """Write a synthetic database as ``synthetic.<ext>``; return the name.
@@ -246,26 +340,30 @@ class ReleaseWriter:
         The format is the input's own (sentences of a user-level text input:
         ``lines``), unless it cannot hold a generated label (a label of a
         public vocabulary with a space, for a ``lines`` input): then SPMF, or
-        the first other format that can
-        (:func:`dpgpu.data.writers.writable_formats`), with a warning that
-        says why, so a finished release is not lost at its last step.
+        the first other format that can, with a warning that says why, so a
+        finished release is not lost at its last step.  The other formats are
+        checked (:func:`dpgpu.data.writers.label_problem`) only then: checking
+        the event-log formats means building every sequence's case name.
         """
-        from .data.writers import label_problem, writable_formats  # noqa: PLC0415
+        from .data.writers import WRITE_FORMATS, label_problem  # noqa: PLC0415
 
         fmt = db.source.get("format", "lines")
         fmt = _SYNTHETIC_FORMATS.get(fmt, fmt)
-        formats = writable_formats(db)
-        if fmt not in formats and formats:
-            fallback = next(f for f in _FALLBACK_FORMATS if f in formats)
-            log.warning("synthetic data: %s cannot hold it (%s); written as %s instead", fmt,
-                        label_problem(db, fmt) or "dpgpu does not write it", fallback)
-            fmt = fallback
+        problem = label_problem(db, fmt) if fmt in WRITE_FORMATS else "dpgpu does not write it"
+        if problem is not None:
+            fallback = next((f for f in _FALLBACK_FORMATS if label_problem(db, f) is None), None)
+            if fallback is not None:
+                log.warning("synthetic data: %s cannot hold it (%s); written as %s instead",
+                            fmt, problem, fallback)
+                fmt = fallback
         name = f"synthetic.{_EXTENSIONS.get(fmt, fmt)}"
+        self.progress(f"writing {name}: {len(db)} sequences")
         db.save(self.path(name), format=fmt, force=True)
         return name
 
     def write_json(self, name: str, obj: Any) -> None:
         """Write ``obj`` as indented JSON."""
+        self.progress(f"writing {name}")
         with open(self.path(name), "w", encoding="utf-8") as f:
             dump_json(obj, f)
 
@@ -337,6 +435,10 @@ def read_report(release_dir: Any) -> dict:
     return report
 
 
+#: Values :func:`json_ready` leaves as they are.
+_PLAIN_JSON = {str, int, bool, type(None)}
+
+
 def json_ready(obj: Any) -> Any:
     """``obj`` in plain JSON values, with ``None`` for every infinite or NaN float.
 
@@ -355,6 +457,9 @@ def json_ready(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {k: json_ready(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
+        kinds = set(map(type, obj))  # a long list of plain values (a histogram) as it is:
+        if kinds <= _PLAIN_JSON or (kinds == {float} and all(map(math.isfinite, obj))):
+            return list(obj)
         return [json_ready(v) for v in obj]
     return obj
 

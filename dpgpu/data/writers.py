@@ -222,9 +222,62 @@ def _spmf_number(label: str) -> bool:
     return _CANONICAL_INT.fullmatch(label) is not None and not label.startswith("-")
 
 
-def _label_rows(db: Any, labels: list[str]) -> Iterator[list[str]]:
-    for i in range(len(db)):
-        yield [labels[j] for j in db.sequence_ids(i).tolist()]
+#: About how many items the sequence writers turn into text at once.
+_CHUNK_ITEMS = 1 << 20
+#: At most how many sequences they turn into text at once.
+_CHUNK_SEQUENCES = 1 << 18
+
+
+def _text_chunks(db: Any, tokens: list[str], *, sep: str = "", end: str = "\n") -> Iterator[str]:
+    """The text of ``db``'s sequences, one line each, in chunks of whole lines.
+
+    A sequence's line is ``sep.join(tokens[i] for i in its items) + end``.
+    Each chunk is built from the flat ``items``/``offsets`` arrays at once
+    (about :data:`_CHUNK_ITEMS` items): every item's token is gathered into
+    one array of pieces, with ``end`` after each sequence, and joined.
+
+    Parameters
+    ----------
+    db : SequenceDB
+    tokens : list of str
+        The text of each item id.
+    sep : str
+        Written between the items of a sequence.
+    end : str
+        Written after each sequence's items.
+
+    Yields
+    ------
+    str
+        The lines of consecutive sequences, in order.
+    """
+    last_token = _object_array(tokens)
+    token = last_token + sep if sep else last_token  # an item followed by another
+    offsets, n = db.offsets, len(db)
+    start = 0
+    while start < n:
+        stop = int(np.searchsorted(offsets, offsets[start] + _CHUNK_ITEMS, side="right")) - 1
+        stop = min(max(stop, start + 1), start + _CHUNK_SEQUENCES, n)
+        first = offsets[start]
+        ids = db.items[first:offsets[stop]]
+        ends = offsets[start + 1:stop + 1] - first  # each sequence's end, in ids
+        at_end = ends + np.arange(stop - start)  # where its `end` goes among the pieces
+        pieces = np.empty(ids.size + at_end.size, dtype=object)
+        is_item = np.ones(pieces.size, dtype=bool)
+        is_item[at_end] = False
+        pieces[is_item] = token[ids]
+        if sep:  # no separator after a sequence's last item
+            filled = db.lengths[start:stop] > 0
+            pieces[at_end[filled] - 1] = last_token[ids[ends[filled] - 1]]
+        pieces[at_end] = end
+        yield "".join(pieces.tolist())
+        start = stop
+
+
+def _object_array(texts: list[str]) -> np.ndarray:
+    out = np.empty(len(texts), dtype=object)
+    out[:] = texts
+    return out
 
 
 def write_seq(db: Any, stream: TextIO) -> None:
@@ -242,9 +295,8 @@ def write_seq(db: Any, stream: TextIO) -> None:
     if not db.vocab.public:  # reading the file back must not make them public
         stream.write(SEQ_DATA_VOCABULARY + "\n")
     stream.write("\n% Sequences:\n\n")
-    numbers = [str(i + 1) for i in range(db.vocab.size)]
-    for row in _label_rows(db, numbers):
-        stream.write("".join(x + " " for x in row) + "\n")
+    for text in _text_chunks(db, [f"{i + 1} " for i in range(db.vocab.size)]):
+        stream.write(text)
 
 
 def write_spmf(db: Any, stream: TextIO) -> None:
@@ -259,15 +311,14 @@ def write_spmf(db: Any, stream: TextIO) -> None:
     labels = db.vocab.labels
     if not all(_spmf_number(x) for x in labels):
         stream.write("@CONVERTED_FROM_TEXT\n")
-        for i, label in enumerate(labels):
-            stream.write(f"@ITEM={i}={label}\n")
+        stream.write("".join(f"@ITEM={i}={label}\n" for i, label in enumerate(labels)))
         labels = [str(i) for i in range(len(labels))]
-    stripped = db.source.get("format") == "spmf" and db.source.get("stripped")
-    for row in _label_rows(db, labels):
-        if stripped:
-            stream.write(" ".join(row) + "\n")
-        else:
-            stream.write("".join(x + " -1 " for x in row) + "-2\n")
+    if db.source.get("format") == "spmf" and db.source.get("stripped"):
+        chunks = _text_chunks(db, list(labels), sep=" ")
+    else:
+        chunks = _text_chunks(db, [x + " -1 " for x in labels], end="-2\n")
+    for text in chunks:
+        stream.write(text)
 
 
 def write_lines(db: Any, stream: TextIO) -> None:
@@ -276,13 +327,13 @@ def write_lines(db: Any, stream: TextIO) -> None:
     Labels are written as they are; :func:`write` refuses labels this format
     cannot hold (see :func:`check_writable`).
     """
-    for line in _lines(db):
-        stream.write(line)
+    for text in _lines(db):
+        stream.write(text)
 
 
 def _lines(db: Any) -> Iterator[str]:
-    for row in _label_rows(db, db.vocab.labels):
-        yield " ".join(row) + "\n"
+    """The text of a lines file, in chunks of whole lines (:func:`_text_chunks`)."""
+    return _text_chunks(db, list(db.vocab.labels), sep=" ")
 
 
 def _warn_unless_detected_as_lines(db: Any, path: Path) -> None:
@@ -291,14 +342,15 @@ def _warn_unless_detected_as_lines(db: Any, path: Path) -> None:
     Its first line may look like a header of another format, or its items
     like SPMF numbers with ``-2`` terminators.
     """
-    head, size = [], 0
-    for line in _lines(db):
-        if size > DETECT_BYTES:
+    head = b""  # the lines that start within the first DETECT_BYTES bytes
+    for text in _lines(db):
+        head += text.encode("utf-8")
+        cut = head.find(b"\n", DETECT_BYTES)
+        if cut >= 0:
+            head = head[:cut + 1]
             break
-        head.append(line.encode("utf-8"))
-        size += len(head[-1])
     try:
-        seen = detect_format(path, b"".join(head))
+        seen = detect_format(path, head)
     except InputError:  # not for this warning to refuse a file already written
         return
     if seen != "lines":

@@ -137,7 +137,7 @@ from ...privacy import Bernoulli, DiscreteGaussian, PrivacyLedger, analytic_gaus
     dpsu_threshold, sampling_delta, split_gaussian_sigma
 from ...privacy.samplers import MAX_GAUSSIAN_SIGMA
 from ...progress import Step
-from ...release import ReleaseWriter, encode_gram, vocabulary_facts
+from ...release import ReleaseWriter, encode_id_grams, vocabulary_facts
 from ...report import Displayed
 from ...scale.partitions import check_engine, engine_run, partition
 from ...validation import check_choice, check_positive_int, check_positive_real, \
@@ -215,9 +215,12 @@ class DPNERelease(Displayed):
             holds the current folder (:func:`dpgpu.release.check_release_target`);
             or when its folder does not exist.
         """
-        with ReleaseWriter(out_dir, force=force) as w:
-            w.write_tsv("ngrams.tsv", ("k", "gram"),
-                        ((len(g), encode_gram(g)) for g in self.grams()))
+        grams = [encode_id_grams(self.vocab, lvl) for lvl in self.levels]
+        with ReleaseWriter(out_dir, force=force,
+                           progress=lambda msg: log.info("dpne: %s", msg)) as w:
+            w.write_columns("ngrams.tsv", ("k", "gram"), [
+                [lvl.shape[1] for lvl in self.levels for _ in range(lvl.shape[0])],
+                np.concatenate(grams) if grams else []])
             return w.finish(self.report)
 
 

@@ -73,12 +73,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ...backend import get_backend
+from ...backend import get_backend, to_numpy
 from ...data.sequencedb import SequenceDB, check_db, synthetic_like
 from ...ops.grams import GramEngine
 from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_delta
 from ...privacy.samplers import LAPLACE_TV_BOUND, MAX_LAPLACE_SCALE
-from ...release import ReleaseWriter, add_vocabulary, encode_ids, note_users
+from ...release import ReleaseWriter, add_vocabulary, encode_id_grams, note_users
 from ...report import Displayed
 from ...scale.partitions import check_engine, engine_run
 from ...validation import check_choice, check_positive_int, check_positive_real
@@ -233,12 +233,13 @@ class NGramRelease(Displayed):
             holds the current folder (:func:`dpgpu.release.check_release_target`);
             or when its folder does not exist.
         """
-        with ReleaseWriter(out_dir, force=force) as rel:
-            rel.write_tsv("ngrams.tsv", ["gram", "noisy_count", "count"],
-                          ((encode_ids(self.vocab, g), a, f"{c:.3f}")
-                           for lvl in self.levels
-                           for g, a, c in zip(lvl.grams.tolist(), lvl.noisy.tolist(),
-                                              lvl.count.tolist())))
+        with ReleaseWriter(out_dir, force=force,
+                           progress=lambda msg: log.info("ngram: %s", msg)) as rel:
+            grams = [encode_id_grams(self.vocab, lvl.grams) for lvl in self.levels]
+            rel.write_columns("ngrams.tsv", ["gram", "noisy_count", "count"], [
+                np.concatenate(grams) if grams else [],
+                np.concatenate([to_numpy(lvl.noisy) for lvl in self.levels]) if grams else [],
+                [f"{c:.3f}" for lvl in self.levels for c in lvl.count.tolist()]])
             report = dict(self.report)
             if self.synthetic is not None:
                 report["synthetic_file"] = rel.write_synthetic(self.synthetic)
