@@ -301,11 +301,6 @@ class ReleaseWriter:
         self.files.append(name)
         return self.staging / name
 
-    def write_tsv(self, name: str, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-        """Write a tab-separated file with a header line, from rows (see :meth:`write_columns`)."""
-        rows = list(rows)
-        self.write_columns(name, header, list(zip(*rows)) if rows else [[] for _ in header])
-
     def write_columns(self, name: str, header: Sequence[str], columns: Sequence[Any]) -> None:
         """Write a tab-separated file with a header line, from its columns.
 

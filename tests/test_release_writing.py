@@ -47,7 +47,7 @@ def test_columns_are_written_as_rows_would_be(tmp_path, monkeypatch):
     with ReleaseWriter(tmp_path / "rel") as rel:
         rel.write_columns("a.tsv", ["gram", "noisy", "count"],
                           [encode_id_grams(vocab, grams), noisy, counts])
-        rel.write_tsv("b.tsv", ["k", "x"], [(1, "a"), (2, 0.5)])
+        rel.write_columns("b.tsv", ["k", "x"], [[1, 2], ["a", 0.5]])
         rel.write_columns("empty.tsv", ["k", "gram"], [[], []])
         rel.finish({"mechanism": "test"})
     rows = [(encode_ids(vocab, g), a, c) for g, a, c in zip(grams.tolist(), noisy.tolist(),

@@ -379,25 +379,9 @@ def assemble(path: Any, where: Callable[[int], str], columns: dict[str, str | No
              users: np.ndarray | None) -> tuple[SequenceDB, dict]:
     """Group events (one array entry per event, in file order) into sequences.
 
-    Parameters
-    ----------
-    path : path-like
-        For messages.
-    where : callable
-        ``where(i)`` locates event ``i`` for messages (``"line 12"``).
-    columns : dict
-        Column names, for messages.
-    cases, activities : array of str
-    keys : array of numbers or None
-        Timestamp sort keys; None keeps file order.
-    users : array of str or None
-
-    Returns
-    -------
-    db : SequenceDB
-        Without ``source``.
-    extra : dict
-        ``cases`` and (with users) ``user_labels`` for ``source``.
+    :func:`group_events` for columns given as arrays of str (``cases``,
+    ``activities``, ``users`` or None); the other parameters, the result
+    and the errors are its own.
     """
     return group_events(path, where, columns, _first_seen(cases), _first_seen(activities),
                         keys, None if users is None else _first_seen(users))
