@@ -374,28 +374,15 @@ def _iso_micros(text: str) -> int:
 
 
 # ------------------------------------------------------------------ grouping
-def assemble(path: Any, where: Callable[[int], str], columns: dict[str, str | None],
-             cases: np.ndarray, activities: np.ndarray, keys: np.ndarray | None,
-             users: np.ndarray | None) -> tuple[SequenceDB, dict]:
-    """Group events (one array entry per event, in file order) into sequences.
-
-    :func:`group_events` for columns given as arrays of str (``cases``,
-    ``activities``, ``users`` or None); the other parameters, the result
-    and the errors are its own.
-    """
-    return group_events(path, where, columns, _first_seen(cases), _first_seen(activities),
-                        keys, None if users is None else _first_seen(users))
-
-
 def group_events(path: Any, where: Callable[[int], str], columns: dict[str, str | None],
                  cases: tuple[np.ndarray, np.ndarray], activities: tuple[np.ndarray, np.ndarray],
                  keys: np.ndarray | None,
                  users: tuple[np.ndarray, np.ndarray] | None) -> tuple[SequenceDB, dict]:
     """Group events given as codes (one entry per event, in file order) into sequences.
 
-    Does what :func:`assemble` does, for columns already encoded as
-    ``(labels, codes)``: the distinct values (array of str) in order of first
-    appearance, and each event's index into them (integer array).
+    Columns are given encoded as ``(labels, codes)``: the distinct values
+    (array of str) in order of first appearance, and each event's index into
+    them (integer array).
 
     Parameters
     ----------
@@ -469,15 +456,6 @@ def check_nonempty(path: Any, where: Callable[[int], str], what: str,
     empty = np.flatnonzero(np.char.str_len(np.char.strip(values)) == 0)
     if empty.size:
         raise InputError(f"{path}: {where(int(empty[0]))}: empty {what}")
-
-
-def _first_seen(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct values in order of first appearance, and each entry's index among them."""
-    uniq, first, inverse = np.unique(values, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty(order.size, dtype=np.int64)
-    rank[order] = np.arange(order.size)
-    return uniq[order], rank[inverse.reshape(-1)]
 
 
 def _first_indices(codes: np.ndarray) -> np.ndarray:
@@ -832,12 +810,12 @@ def read_parquet_log(path: Any, data: bytes | None = None, *, case: str | None =
         if col.null_count:
             i = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
             raise InputError(f"{path}: {where(i)}: empty {role} (column {name!r})")
-        values[role] = col if role == "timestamp" else _strings(pa, col)
+        values[role] = col if role == "timestamp" else _coded(pa, col)
     keys, kind = None, None
     if values["timestamp"] is not None:
         keys, kind = _parquet_keys(pa, path, where, columns, values["timestamp"])
-    db, extra = assemble(path, where, columns, values["case"], values["activity"], keys,
-                         values["user"])
+    db, extra = group_events(path, where, columns, values["case"], values["activity"], keys,
+                             values["user"])
     db.source = {"path": str(path), "format": "parquet", "columns": columns,
                  "timestamp_kind": kind, **extra}
     return db
@@ -853,10 +831,32 @@ def _pyarrow() -> tuple[Any, Any]:
     return pyarrow, pyarrow.parquet
 
 
-def _strings(pa: Any, col: Any) -> np.ndarray:
+def _coded(pa: Any, col: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(labels, codes)`` of a column without nulls, as :func:`group_events` takes them.
+
+    The values are read as strings; Arrow's dictionary encoding numbers the
+    distinct ones in order of first appearance, so no string is made per row.
+    """
     if pa.types.is_dictionary(col.type):
         col = col.cast(col.type.value_type)
-    return np.array(col.cast(pa.string()).to_numpy(zero_copy_only=False), dtype=str)
+    # one array, so one dictionary (64-bit offsets: past 2 GiB of text too)
+    encoded = col.cast(pa.large_string()).combine_chunks().dictionary_encode()
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    distinct = encoded.dictionary.to_pylist()
+    labels = np.array(distinct, dtype=str)
+    if len(set(labels.tolist())) < len(distinct):  # NumPy's str drops trailing NULs
+        labels, merged = _first_seen(labels)
+        codes = merged[codes]
+    return labels, codes
+
+
+def _first_seen(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct values in order of first appearance, and each entry's index among them."""
+    uniq, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(uniq.size, dtype=np.int64)
+    rank[order] = np.arange(uniq.size)
+    return uniq[order], rank[inverse.reshape(-1)]
 
 
 def _parquet_keys(pa: Any, path: Any, where: Callable[[int], str], columns: dict,
@@ -875,9 +875,14 @@ def _parquet_keys(pa: Any, path: Any, where: Callable[[int], str], columns: dict
         return keys, "numeric"
     if pa.types.is_string(kind) or pa.types.is_large_string(kind) \
             or pa.types.is_dictionary(kind):
-        times = _ChunkedTimes()
-        times.add(_strings(pa, col).tolist())
-        return _time_keys(path, where, columns, times)
+        labels, codes = _coded(pa, col)
+        try:
+            keys, kind = parse_times(labels)  # each distinct string parsed once
+        except BadValue as bad:
+            row = int(np.argmax(codes == bad.index))  # where the first bad one occurs
+            raise InputError(f"{path}: {where(row)}: column {columns['timestamp']!r}: "
+                             f"{bad}") from None
+        return keys[codes], kind
     raise InputError(f"{path}: column {columns['timestamp']!r} has type {kind}; a "
                      "timestamp must be a date, time, number or ISO-8601 string")
 
