@@ -11,6 +11,8 @@ are recorded, with the peak of a process that only imported dpgpu taken
 off.  A third process reads the file both ways and checks that both give
 the same sequences.
 
+Linux only (peak memory is read from ``/proc``).
+
 Usage: ``python bench/bench_readers.py [--tokens 1e6] [--formats seq,csv,...] [--keep DIR]``
 
 Writes ``bench/results/readers-numpy-cpu.{json,md}``.
@@ -151,7 +153,6 @@ NAIVE = {"seq": naive_seq, "spmf": naive_spmf, "lines": naive_lines, "csv": naiv
 # ------------------------------------------------------------------ child processes
 def child(mode: str, fmt: str, path: str) -> None:
     """Run one measurement in this (fresh) process and print its JSON result."""
-    import resource  # noqa: PLC0415 - POSIX only, like the benchmark
     import time  # noqa: PLC0415
 
     import dpgpu  # noqa: PLC0415
@@ -170,8 +171,18 @@ def child(mode: str, fmt: str, path: str) -> None:
     else:  # "import": the baseline
         result = {}
     result["seconds"] = time.perf_counter() - t0
-    result["peak_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result["peak_kib"] = peak_kib()
     print(json.dumps(result))
+
+
+def peak_kib() -> int:
+    """This process's peak resident memory in KiB, from Linux's VmHWM.
+
+    Not ``getrusage``'s ``ru_maxrss``: Linux keeps that across ``exec``, so
+    a child would report the benchmark process's own size when it forked.
+    """
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
 
 
 def measure(mode: str, fmt: str, path: Path) -> dict:
