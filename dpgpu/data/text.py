@@ -1,15 +1,24 @@
 """Readers for the text sequence formats: UCI ``.seq``, SPMF, one sequence per line.
 
-Integer formats are parsed without a per-line Python loop: the whole file is
-scanned as a byte array, tokens are found with array operations and their
-values summed digit by digit (``np.add.reduceat``).  Line numbers are kept
-for every token, so every error names the file and line.
+Integer formats are parsed a block of whole lines at a time
+(:data:`BLOCK_BYTES`), without a per-line Python loop: in a block, the
+tokens are found with array operations and their digits accumulated one
+digit position at a time.  Each block keeps only its values (in the
+smallest integer type that holds them) and the number of tokens on each of
+its lines, so memory stays a few bytes per token besides the file itself.
+
+A malformed file is reported as a scan of the whole file would report it,
+whatever the block size: first the token that is not an integer (rank by
+rank: a character that cannot be part of an integer, a lone ``-``, too
+many digits, a ``-`` inside a number), then the checks of the format (an
+undeclared category, a negative item, an SPMF line without its ``-2``);
+each names the file and the first offending line.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -20,6 +29,7 @@ from .sequencedb import SequenceDB, sort_labels
 from .vocabulary import Vocabulary
 
 _MINUS = 45
+_NEWLINE = 10
 # byte classes: 0 white space, 1 digit, 2 minus sign, 3 anything else
 _CLASS = np.full(256, 3, dtype=np.uint8)
 _CLASS[[9, 10, 13, 32]] = 0
@@ -27,80 +37,187 @@ _CLASS[48:58] = 1
 _CLASS[_MINUS] = 2
 MAX_DIGITS = 18
 _BLANK_BUT_NEWLINE = bytes(10 if b == 10 else 32 for b in range(256))
+#: Bytes of an integer file parsed at a time.  A block ends just after a line
+#: feed, so a block holds whole lines (a longer line makes a longer block).
+BLOCK_BYTES = 1 << 19
 
 
-class IntTokens:
-    """Integer tokens of a text and where they stand.
+class _IntBlock:
+    """The integer tokens of a block of whole lines.
 
-    Attributes
-    ----------
-    values : numpy.ndarray of int64
-    starts : numpy.ndarray of int64
-        Byte offset of each token.
-    newlines : numpy.ndarray of int64
-        Byte offsets of the line feeds.
-    n_lines : int
-        Lines in the text (a final line without newline counts).
+    ``values``: the tokens' values (the smallest signed integer type that
+    holds them); ``counts``: tokens on each line (int64); ``first_line``:
+    the 0-based line index of the block's first line in the file; ``lo``:
+    its byte offset; ``blanked``: the matches of the lines read as blank
+    (SPMF metadata).
     """
 
-    def __init__(self, values: np.ndarray, starts: np.ndarray, newlines: np.ndarray,
-                 n_lines: int):
-        self.values, self.starts, self.newlines, self.n_lines = values, starts, newlines, n_lines
+    def __init__(self, values: np.ndarray, counts: np.ndarray, first_line: int, lo: int,
+                 blanked: list[re.Match]):
+        self.values, self.counts, self.first_line = values, counts, first_line
+        self.lo, self.blanked = lo, blanked
 
-    @property
-    def lines(self) -> np.ndarray:
-        """0-based line index of each token."""
-        return np.searchsorted(self.newlines, self.starts)
-
-    def per_line(self) -> np.ndarray:
-        """Number of tokens on each line."""
-        line_ends = np.searchsorted(self.starts, self.newlines)
-        counts = np.diff(line_ends, prepend=0)
-        if self.n_lines > self.newlines.size:  # last line has no newline
-            counts = np.append(counts, self.starts.size - (line_ends[-1] if line_ends.size else 0))
-        return counts
+    def line(self, i: int) -> int:
+        """The 1-based line number of token ``i``."""
+        return self.first_line + int(np.searchsorted(np.cumsum(self.counts), i, "right")) + 1
 
 
-def parse_int_tokens(path: Any, data: bytes, fmt: str) -> IntTokens:
-    """Parse whitespace-separated integers (vectorized).
+class _BadToken(Exception):
+    """A token of a block that is not an integer, at ``offset`` in the block.
 
-    Raises
-    ------
-    InputError
-        Naming file and line of the first token that is not an integer.
+    ``(rank, digit, offset)`` ranks it among the bad tokens of a file: the
+    smallest is reported.
     """
-    buf = np.frombuffer(data, dtype=np.uint8)
-    cls = _CLASS[buf]
-    if (cls == 3).any():
-        _bad_token(path, data, int(np.argmax(cls == 3)), fmt)
-    newlines = np.flatnonzero(buf == 10)
-    n_lines = newlines.size + (1 if data and not data.endswith(b"\n") else 0)
-    edge = np.diff((cls != 0).view(np.int8), prepend=np.int8(0), append=np.int8(0))
-    starts = np.flatnonzero(edge == 1)
-    ends = np.flatnonzero(edge == -1)
-    if starts.size == 0:
-        return IntTokens(np.zeros(0, np.int64), starts, newlines, n_lines)
+
+    def __init__(self, rank: int, offset: int, digit: int = 0, why: str = ""):
+        super().__init__(why)
+        self.rank, self.offset, self.digit, self.why = rank, offset, digit, why
+
+
+def _int_blocks(path: Any, data: bytes, fmt: str, start: int = 0,
+                blank: re.Pattern | None = None) -> Iterator[_IntBlock]:
+    """The integer tokens of ``data[start:]``, a block of whole lines at a time.
+
+    Bytes before ``start`` are read as blank (lines are numbered from the
+    start of ``data``), and so are the lines that ``blank`` matches.  After
+    the last block, an InputError names the token that a scan of the whole
+    text finds first not to be an integer; no block is given after a block
+    that holds one.
+    """
+    whole = np.frombuffer(data, dtype=np.uint8)
+    first_line = data.count(b"\n", 0, start)
+    first_bad = None  # ((rank, digit, offset), why)
+    for lo, hi in _line_blocks(data, start):
+        partial = hi == len(data) and data[-1:] not in (b"", b"\n")  # no final line feed
+        try:
+            values, counts, blanked = _read_block(data, whole, lo, hi, partial, blank)
+        except _BadToken as bad:
+            found = ((bad.rank, bad.digit, lo + bad.offset), bad.why)
+            first_bad = min(first_bad, found) if first_bad else found
+            if bad.rank == 0:  # a later block cannot hold one reported before it
+                break
+            continue
+        if first_bad is None:
+            yield _IntBlock(values, counts, first_line, lo, blanked)
+        first_line += counts.size
+    if first_bad:
+        (_, _, offset), why = first_bad
+        _bad_token(path, _as_parsed(data, start, blank), offset, fmt, why)
+
+
+def _line_blocks(data: bytes, start: int) -> Iterator[tuple[int, int]]:
+    """Byte ranges ``(lo, hi)`` covering ``data[start:]``, each ending after a line feed
+    or at the end (at least one range, maybe empty)."""
+    lo = start
+    while True:
+        hi = min(lo + BLOCK_BYTES, len(data))
+        if hi < len(data):
+            cut = data.rfind(b"\n", lo, hi)
+            hi = cut + 1 if cut >= 0 else data.find(b"\n", hi) + 1 or len(data)
+        yield lo, hi
+        if hi >= len(data):
+            return
+        lo = hi
+
+
+def _read_block(data: bytes, whole: np.ndarray, lo: int, hi: int, partial: bool,
+                blank: re.Pattern | None) -> tuple[np.ndarray, np.ndarray, list[re.Match]]:
+    """:func:`_parse_block` of ``data[lo:hi]`` with the lines that ``blank`` matches
+    read as blank, and those matches."""
+    buf = whole[lo:hi]
+    try:
+        return *_parse_block(buf, partial), []
+    except _BadToken as bad:  # only a block with other characters can hold such a line
+        if blank is None or bad.rank != 0:
+            raise
+        matches = list(blank.finditer(data, lo, hi))
+        if not matches:
+            raise
+    buf = buf.copy()
+    for m in matches:
+        buf[m.start() - lo:m.end() - lo] = ord(" ")
+    return *_parse_block(buf, partial), matches
+
+
+def _parse_block(buf: np.ndarray, partial: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The values of the tokens of ``buf`` and the number on each line.
+
+    ``partial``: the last line has no line feed.  Raises :class:`_BadToken`
+    for the block's first bad token.
+    """
+    cls = _CLASS.take(buf)
+    if cls.max(initial=0) == 3:
+        raise _BadToken(0, int(np.argmax(cls == 3)))
+    starts, ends = _token_bounds(cls)
     negative = cls[starts] == 2
     first = starts + negative
     width = ends - first
-    if (width == 0).any():
-        _bad_token(path, data, int(starts[np.argmax(width == 0)]), fmt)
-    if (width > MAX_DIGITS).any():
-        _bad_token(path, data, int(starts[np.argmax(width > MAX_DIGITS)]), fmt,
-                   "integer too large")
-    values = np.zeros(starts.size, dtype=np.int64)
-    for k in range(int(width.max())):
-        live = np.flatnonzero(width > k) if k else None
-        at = first + k if live is None else first[live] + k
-        if (cls[at] != 1).any():  # a '-' inside a token
-            _bad_token(path, data, int(at[np.argmax(cls[at] != 1)]), fmt)
-        digit = buf[at].astype(np.int64) - 48
-        if live is None:
-            values = digit
-        else:
-            values[live] = values[live] * 10 + digit
-    values[negative] = -values[negative]
-    return IntTokens(values, starts, newlines, n_lines)
+    _check_shapes(cls, starts, negative, first, width)
+    values = np.subtract(buf[first], 48, dtype=np.int64)
+    for k in range(1, int(width.max(initial=0))):
+        live = np.flatnonzero(width > k)
+        values[live] = values[live] * 10 + (buf[first[live] + k] - 48)
+    values *= 1 - 2 * negative.view(np.int8)  # -1 for a negative token, else 1
+    return _compact(values), _line_counts(buf, starts, partial)
+
+
+def _token_bounds(cls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Starts and ends (exclusive) of the tokens: the runs of bytes not white space."""
+    text = np.zeros(cls.size + 2, dtype=bool)
+    np.not_equal(cls, 0, out=text[1:-1])
+    edges = np.flatnonzero(text[1:] != text[:-1]).reshape(-1, 2)
+    return edges[:, 0].copy(), edges[:, 1].copy()
+
+
+def _check_shapes(cls: np.ndarray, starts: np.ndarray, negative: np.ndarray,
+                  first: np.ndarray, width: np.ndarray) -> None:
+    """Raise :class:`_BadToken` for the first token that is not ``-?[0-9]{1,18}``.
+
+    The ranks, in order: a lone ``-``, too many characters, a ``-`` after a
+    token's first character (the smallest digit position, then the first).
+    """
+    if starts.size == 0:
+        return
+    if not width.all():
+        raise _BadToken(1, int(starts[np.argmin(width)]))
+    if width.max() > MAX_DIGITS:
+        raise _BadToken(2, int(starts[np.argmax(width > MAX_DIGITS)]), why="integer too large")
+    if np.count_nonzero(cls == 2) > np.count_nonzero(negative):
+        for k in range(int(width.max())):
+            at = first[width > k] + k
+            inner = cls[at] == 2
+            if inner.any():
+                raise _BadToken(3, int(at[np.argmax(inner)]), digit=k)
+
+
+def _compact(values: np.ndarray) -> np.ndarray:
+    """``values`` in the smallest signed integer type that holds them."""
+    if values.size:
+        lo, hi = values.min(), values.max()
+        for dtype in (np.int8, np.int16, np.int32):
+            if np.iinfo(dtype).min <= lo and hi <= np.iinfo(dtype).max:
+                return values.astype(dtype)
+    return values
+
+
+def _line_counts(buf: np.ndarray, starts: np.ndarray, partial: bool) -> np.ndarray:
+    """Tokens on each line of ``buf`` (``partial``: the last line has no line feed)."""
+    before = np.searchsorted(starts, np.flatnonzero(buf == _NEWLINE))  # tokens before each
+    if partial:
+        before = np.append(before, starts.size)
+    return np.diff(before, prepend=0)
+
+
+def _as_parsed(data: bytes, start: int, blank: re.Pattern | None) -> bytes:
+    """``data`` as :func:`_int_blocks` reads it: before ``start`` and ``blank`` lines blanked,
+    line feeds kept."""
+    text = bytes(data[:start]).translate(_BLANK_BUT_NEWLINE) + data[start:] if start else data
+    return _blanked(blank, text) if blank else text
+
+
+def _blanked(pattern: re.Pattern, text: bytes) -> bytes:
+    """``text`` with the matches of ``pattern`` replaced by spaces."""
+    return pattern.sub(lambda m: b" " * len(m.group(0)), text)
 
 
 def _bad_token(path: Any, data: bytes, offset: int, fmt: str, why: str = "") -> None:
@@ -115,18 +232,61 @@ def _bad_token(path: Any, data: bytes, offset: int, fmt: str, why: str = "") -> 
     raise InputError(f"{path}: line {line_number(data, offset)}: {reason}")
 
 
-def _db_from_ints(values: np.ndarray, counts: np.ndarray, source: dict,
-                  vocab_values: np.ndarray | None = None, names: list | None = None,
-                  public: bool = False) -> SequenceDB:
-    """A SequenceDB whose labels are the integer values as strings.
+def _first_where(block: _IntBlock, mask: np.ndarray) -> tuple[_IntBlock, int] | None:
+    """``(block, i)`` for the first token ``i`` where ``mask`` holds; None if none."""
+    return (block, int(np.argmax(mask))) if mask.any() else None
 
-    ``public``: the vocabulary (``vocab_values``, a ``.seq`` header) was
-    declared, not taken from the items that occur.
-    """
-    uniq = sorted_unique(values) if vocab_values is None else vocab_values
-    ids = np.searchsorted(uniq, values).astype(np.int32)
-    offsets = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
-    vocab = Vocabulary([str(v) for v in uniq.tolist()], names=names, public=public)
+
+def _raise_first(path: Any, blocks: list[_IntBlock], test: Callable, why: str) -> None:
+    """InputError naming the first token whose value passes ``test`` (``why`` formats it)."""
+    for block in blocks:
+        found = _first_where(block, test(block.values))
+        if found:
+            _raise_at(path, *found, why)
+
+
+def _raise_at(path: Any, block: _IntBlock, i: int, why: str) -> None:
+    """InputError naming the line of token ``i`` of ``block`` (``why`` formats its value)."""
+    raise InputError(f"{path}: line {block.line(i)}: {why.format(block.values[i])}")
+
+
+def _ids(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of the arrays ``parts``, ascending, and the index of every
+    value among them (int32, the parts concatenated).  Empties ``parts``."""
+    if not any(p.size for p in parts):
+        return np.zeros(0, dtype=np.int64), _joined(parts, np.asarray)
+    lo = min(int(p.min()) for p in parts if p.size)
+    hi = max(int(p.max()) for p in parts if p.size)
+    if hi - lo < max(sum(p.size for p in parts), 1 << 16):  # a lookup table is small
+        seen = np.zeros(hi - lo + 1, dtype=bool)
+        for p in parts:
+            seen[np.subtract(p, lo, dtype=np.int64)] = True
+        index = np.cumsum(seen, dtype=np.int32) - 1
+        return (np.flatnonzero(seen) + lo,
+                _joined(parts, lambda p: index[np.subtract(p, lo, dtype=np.int64)]))
+    uniq = sorted_unique(np.concatenate([sorted_unique(p) for p in parts]))
+    return uniq, _joined(parts, lambda p: np.searchsorted(uniq, p))
+
+
+def _joined(parts: list[np.ndarray], convert: Callable) -> np.ndarray:
+    """``convert`` of each part, concatenated as int32; empties ``parts`` as it goes."""
+    out = np.empty(sum(p.size for p in parts), dtype=np.int32)
+    at = 0
+    while parts:
+        part = parts.pop(0)
+        out[at:at + part.size] = convert(part)
+        at += part.size
+    return out
+
+
+def _sequence_db(ids: np.ndarray, counts: list[np.ndarray], labels: Iterable[int], source: dict,
+                 names: list | None = None, public: bool = False) -> SequenceDB:
+    """A SequenceDB of ``ids`` (into ``labels``, integers written as strings), ``counts``
+    items per sequence (one array per block)."""
+    offsets = np.zeros(sum(c.size for c in counts) + 1, dtype=np.int64)
+    np.concatenate(counts, out=offsets[1:])
+    np.cumsum(offsets, out=offsets)
+    vocab = Vocabulary([str(v) for v in labels], names=names, public=public)
     return SequenceDB(ids, offsets, vocab, source=source)
 
 
@@ -188,19 +348,18 @@ def read_seq_body(path: Any, data: bytes, body_start: int, names: list[str],
 
     Lines are numbered from the start of ``data`` in messages.
     """
-    first_line = line_number(data, body_start) - 1
-    # blank the header (keeping its line feeds) so that token lines stay absolute
-    header_blank = bytes(data[:body_start]).translate(_BLANK_BUT_NEWLINE)
-    toks = parse_int_tokens(path, header_blank + data[body_start:], "seq")
     k = len(names)
-    bad = (toks.values < 1) | (toks.values > k)
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise InputError(f"{path}: line {toks.lines[i] + 1}: category "
-                         f"{toks.values[i]} is not declared in the header (1..{k})")
-    counts = toks.per_line()[first_line:]
+    values, counts, undeclared = [], [], None
+    for block in _int_blocks(path, data, "seq", body_start):
+        if undeclared is None:
+            undeclared = _first_where(block, (block.values < 1) | (block.values > k))
+        values.append(block.values)
+        counts.append(block.counts)
+    if undeclared:
+        _raise_at(path, *undeclared, f"category {{}} is not declared in the header (1..{k})")
+    ids = _joined(values, lambda v: np.subtract(v, 1, dtype=np.int32))
     source = {"path": str(path), "format": "seq"}
-    return _db_from_ints(toks.values, counts, source, np.arange(1, k + 1), names, public)
+    return _sequence_db(ids, counts, range(1, k + 1), source, names, public)
 
 
 # ------------------------------------------------------------------- SPMF
@@ -265,67 +424,69 @@ def read_spmf(path: Any, data: bytes, *, stripped: bool | None = None) -> Sequen
         negative item, or (``-2`` variant) a line whose last token is not
         ``-2`` or that holds ``-2`` before its end.
     """
-    names: dict[str, str] = {}
-    meta_starts = []
-    for m in _SPMF_META.finditer(data):
-        meta_starts.append(m.start())
-        line = m.group(0).strip().decode("utf-8", "replace")
-        item = _SPMF_ITEM.match(line)
-        if item:
-            names[item.group(1)] = item.group(2)
-    toks = parse_int_tokens(path, spmf_without_metadata(data), "spmf")
+    items, counts, names, stripped = _spmf_sequences(path, data, stripped)
     source = {"path": str(path), "format": "spmf"}
-    values = toks.values
-    if stripped if stripped is not None else not (values == -2).any():
+    if stripped:
         source["stripped"] = True
-        bad = values < 0
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise InputError(f"{path}: line {toks.lines[i] + 1}: negative item {values[i]}")
-        meta_lines = np.searchsorted(toks.newlines, meta_starts)
-        counts = np.delete(toks.per_line(), meta_lines)
-        if names:
-            source["names"] = names
-        return _db_from_ints(values, counts, source)
-    bad = (values < 0) & (values != -1) & (values != -2)
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise InputError(f"{path}: line {toks.lines[i] + 1}: negative item {values[i]} "
-                         "(SPMF uses only -1 and -2 as separators)")
-    ends = np.flatnonzero(values == -2)
-    _check_one_sequence_per_line(path, toks, ends)
-    is_item = values >= 0
-    seq_of_item = np.searchsorted(ends, np.flatnonzero(is_item))
-    counts = np.bincount(seq_of_item, minlength=ends.size)
     if names:
         source["names"] = names
-    return _db_from_ints(values[is_item], counts, source)
+    labels, ids = _ids(items)
+    return _sequence_db(ids, counts, labels.tolist(), source)
 
 
-def _check_one_sequence_per_line(path: Any, toks: IntTokens, ends: np.ndarray) -> None:
+def _spmf_sequences(path: Any, data: bytes, stripped: bool | None
+                    ) -> tuple[list[np.ndarray], list[np.ndarray], dict[str, str], bool]:
+    """The items of an SPMF text and the number in each sequence (one array of each per
+    block), the ``@ITEM`` names, and whether the text is the stripped variant."""
+    blocks = list(_int_blocks(path, data, "spmf", blank=_SPMF_META))
+    names = {}
+    for m in (m for block in blocks for m in block.blanked):
+        item = _SPMF_ITEM.match(m.group(0).strip().decode("utf-8", "replace"))
+        if item:
+            names[item.group(1)] = item.group(2)
+    if stripped is None:
+        stripped = not any((block.values == -2).any() for block in blocks)
+    if stripped:
+        _raise_first(path, blocks, lambda v: v < 0, "negative item {}")
+        return ([block.values for block in blocks],
+                [np.delete(block.counts, _lines_of(data, block)) for block in blocks],
+                names, True)
+    _raise_first(path, blocks, lambda v: (v < 0) & (v != -1) & (v != -2),
+                 "negative item {} (SPMF uses only -1 and -2 as separators)")
+    for block in blocks:
+        _check_one_sequence_per_line(path, block)
+    return ([block.values[block.values >= 0] for block in blocks],
+            [np.diff(np.cumsum(block.values >= 0)[block.values == -2], prepend=0)
+             for block in blocks], names, False)
+
+
+def _lines_of(data: bytes, block: _IntBlock) -> list[int]:
+    """The lines of ``block`` (indices in it) that were read as blank."""
+    return [data.count(b"\n", block.lo, m.start()) for m in block.blanked]
+
+
+def _check_one_sequence_per_line(path: Any, block: _IntBlock) -> None:
     """InputError unless every line with tokens holds one ``-2``, as its last token.
 
     SPMF holds one sequence per line: a line without its ``-2`` must not run
     on into the next line's sequence, nor two sequences share a line.
-    ``ends`` are the indices of the ``-2`` tokens.
     """
-    counts = toks.per_line()
+    values, counts = block.values, block.counts
     last = np.cumsum(counts)[counts > 0] - 1  # the last token of each line with tokens
-    if ends.size == last.size and (toks.values[last] == -2).all():
+    ends = values == -2
+    if np.count_nonzero(ends) == last.size and ends[last].all():
         return
-    lines = toks.lines  # locating the first offence costs more; only on failure
-    last_on_line = np.append(lines[1:] != lines[:-1], True)
-    i = int(np.argmax(last_on_line != (toks.values == -2)))
+    last_on_line = np.zeros(values.size, dtype=bool)
+    last_on_line[last] = True
+    i = int(np.argmax(last_on_line != ends))
     why = "sequence not terminated by -2" if last_on_line[i] else "-2 before the end of the line"
-    raise InputError(f"{path}: line {lines[i] + 1}: {why} (SPMF holds one sequence per "
+    raise InputError(f"{path}: line {block.line(i)}: {why} (SPMF holds one sequence per "
                      "line, each ending with -2)")
 
 
 def spmf_without_metadata(data: bytes) -> bytes:
     """``data`` with its SPMF metadata lines (``#``, ``%``, ``@``) blanked, line feeds kept."""
-    if not _SPMF_META.search(data):
-        return data
-    return _SPMF_META.sub(lambda m: b" " * len(m.group(0)), data)
+    return _blanked(_SPMF_META, data) if _SPMF_META.search(data) else data
 
 
 # ----------------------------------------------------------------- lines
@@ -342,15 +503,18 @@ def read_lines(path: Any, data: bytes, *, tokens: str = "auto") -> SequenceDB:
     """
     source = {"path": str(path), "format": "lines"}
     if tokens in ("auto", "int"):
+        values, counts = [], []
         try:
-            toks = parse_int_tokens(path, data, "lines")
+            for block in _int_blocks(path, data, "lines"):
+                values.append(block.values)
+                counts.append(block.counts)
         except InputError:
             if tokens == "int":
                 raise
         else:
             source["tokens"] = "int"
-            counts = toks.per_line()
-            return _db_from_ints(toks.values, counts, source)
+            labels, ids = _ids(values)
+            return _sequence_db(ids, counts, labels.tolist(), source)
     text = decode_text(path, data)
     lines = text.split("\n")
     if lines and lines[-1] == "":
