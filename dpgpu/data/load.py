@@ -102,7 +102,7 @@ def load(path: Any, format: str | None = None, *, vocab: Any = None,
     if is_parquet(format, data):
         fmt = format or "parquet"
     else:
-        if not data.strip():
+        if not data or data.isspace():  # strip() would copy the whole file
             raise InputError(f"{p}: empty file (no sequences)")
         fmt = format or detect_format(p, data)
     check_options(fmt, options)

@@ -7,27 +7,33 @@ trace has one, else in file order.  Trace names (the trace's
 ``concept:name``) go to ``source["cases"]`` for the writer.
 
 The parser is expat, driven directly (ElementTree would drop the line numbers
-that error messages need).  Documents with a DOCTYPE are rejected before any
-entity is declared, so entity-expansion bombs ("billion laughs") and external
-entities cannot be used.  Timestamps, ordering and ``source`` follow
-:mod:`dpgpu.data.eventlog`.
+that error messages need) and given the file a chunk at a time; each chunk's
+events are then turned into activity codes and timestamp sort keys, as the CSV
+reader of :mod:`dpgpu.data.eventlog` does with its blocks of rows.  Documents
+with a DOCTYPE are rejected before any entity is declared, so entity-expansion
+bombs ("billion laughs") and external entities cannot be used.  Timestamps,
+ordering and ``source`` follow :mod:`dpgpu.data.eventlog`.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, TextIO
+import time
+from typing import Any, Callable, TextIO
 from xml.parsers import expat
 
 import numpy as np
 
 from ..errors import InputError
-from .eventlog import (BadValue, case_names, check_nonempty, check_option, encode_labels,
-                       parse_times, synthetic_times)
+from .eventlog import (_PROGRESS_SECONDS, BadValue, _ChunkedTimes, _encode, _gc_paused,
+                       case_names, check_nonempty, check_option, encode_labels, log,
+                       synthetic_times)
 from .sequencedb import SequenceDB
 
 _XML_LEAD = re.compile(rb"(?:\s|<\?.*?\?>|<!--.*?-->)*", re.S)
 _LOG_START = re.compile(rb"<(?:[\w.-]+:)?log[\s>/]|<!DOCTYPE")
+#: Bytes of XML given to expat at a time; the events of each chunk are then encoded.
+_CHUNK_BYTES = 1 << 23
 
 
 def read_xes(path: Any, data: bytes, *, activity: str | None = None,
@@ -62,88 +68,226 @@ def read_xes(path: Any, data: bytes, *, activity: str | None = None,
         events have).
     InvalidParameter
         An option that is not a non-empty string.
+
+    Notes
+    -----
+    The XML is parsed a chunk at a time, and the events of each chunk are
+    encoded at once: activities as integer codes, timestamps as sort keys,
+    so that no string is kept per event.  Of several errors, the one
+    reported is the first of: malformed XML or a structure error (whichever
+    comes first in the file), a missing key, an event without an activity,
+    an empty activity, a bad timestamp.  A message about an event parses
+    the file again, up to that event, to name its line.  Long reads log
+    their progress (INFO, shown with ``-v``).
     """
     chosen = {"activity": check_option(activity, "activity"),
               "timestamp": check_option(timestamp, "timestamp")}
-    activity = chosen["activity"] or "concept:name"
-    timestamp = chosen["timestamp"] or "time:timestamp"
-    parser = expat.ParserCreate()
-    events = _Collector(path, parser, activity, timestamp)
-    try:
-        parser.Parse(data, True)
-    except expat.ExpatError as exc:
-        raise InputError(f"{path}: line {exc.lineno}, column {exc.offset + 1}: malformed "
-                         f"XML ({expat.ErrorString(exc.code)})") from None
-    _check_keys(path, events, {"activity": activity, "timestamp": chosen["timestamp"]})
-    lines = np.array(events.lines, dtype=np.int64)
+    keys = {"activity": chosen["activity"] or "concept:name",
+            "timestamp": chosen["timestamp"] or "time:timestamp"}
+    with _gc_paused():  # expat makes a dict and strings per element
+        events = _parse(path, data, keys, _ChunkedTimes())
+        if events.times.redo:
+            log.info("%s: NumPy cannot read every timestamp; reading them all again", path)
+            events = _parse(path, data, keys, _ChunkedTimes(numpy_iso=False))
+    codes = _joined(events.codes, np.int64)
 
     def where(i: int) -> str:
-        return f"line {lines[i]}"
+        return f"line {_event_line(path, data, keys, i)}"
 
-    activities = np.array(events.activities, dtype=str)
-    check_nonempty(path, where, f"activity (attribute {activity!r})", activities)
-    offsets = np.array(events.trace_starts + [activities.size], dtype=np.int64)
-    trace = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
-    keys, kind = _sort_keys(path, where, timestamp, events.stamps, trace, offsets.size - 1)
-    ids, vocab = encode_labels(activities)
-    db = SequenceDB(ids[np.lexsort((keys, trace))], offsets, vocab)
-    db.source = {"path": str(path), "format": "xes",
-                 "columns": {"activity": activity, "timestamp": timestamp},
+    def first(code: int) -> str:
+        return where(int(np.argmax(codes == code)))
+
+    _check_keys(path, first, events, {"activity": keys["activity"],
+                                      "timestamp": chosen["timestamp"]})
+    labels = np.array(list(events.table), dtype=str)
+    check_nonempty(path, first, f"activity (attribute {keys['activity']!r})", labels)
+    offsets = np.array(events.trace_starts + [codes.size], dtype=np.int64)
+    order, kind = _event_order(path, where, keys["timestamp"], events, offsets)
+    ids, vocab = encode_labels(labels)
+    db = SequenceDB(ids[codes[order]], offsets, vocab)
+    db.source = {"path": str(path), "format": "xes", "columns": keys,
                  "timestamp_kind": kind, "cases": events.names}
     return db
 
 
-def _check_keys(path: Any, events: _Collector, keys: dict[str, str | None]) -> None:
+def _parse(path: Any, data: bytes, keys: dict[str, str], times: _ChunkedTimes,
+           stop: int | None = None) -> _Collector:
+    """The traces and events of ``data``, parsed a chunk at a time.
+
+    Parameters
+    ----------
+    path : path-like
+        For messages.
+    data : bytes
+        The XML.
+    keys : dict
+        The ``activity`` and ``timestamp`` attribute keys.
+    times : _ChunkedTimes
+        Receives the timestamps.
+    stop : int, optional
+        Stop at the start of event ``stop`` (from 0), raising :class:`_Found`.
+
+    Returns
+    -------
+    _Collector
+
+    Raises
+    ------
+    InputError
+        Malformed XML or a structure error (see :class:`_Collector`).
+    """
+    parser = expat.ParserCreate()
+    events = _Collector(path, parser, keys, times, stop)
+    view = memoryview(data)
+    report = time.monotonic() + _PROGRESS_SECONDS
+    try:
+        for pos in range(0, len(view), _CHUNK_BYTES):
+            parser.Parse(view[pos:pos + _CHUNK_BYTES], False)
+            events.flush()
+            if time.monotonic() > report:
+                report = time.monotonic() + _PROGRESS_SECONDS
+                log.info("%s: %d%% read (line %d)", path,
+                         100 * min(pos + _CHUNK_BYTES, len(view)) // len(view),
+                         parser.CurrentLineNumber)
+        parser.Parse(b"", True)
+    except expat.ExpatError as exc:
+        raise InputError(f"{path}: line {exc.lineno}, column {exc.offset + 1}: malformed "
+                         f"XML ({expat.ErrorString(exc.code)})") from None
+    events.flush()
+    return events
+
+
+def _event_line(path: Any, data: bytes, keys: dict[str, str], index: int) -> int:
+    """Line on which event ``index`` (from 0, in file order) of ``data`` starts."""
+    try:
+        _parse(path, data, keys, _ChunkedTimes(), stop=index)
+    except _Found as found:
+        return found.line
+    raise ValueError(f"{path} has no event {index}")
+
+
+def _joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    """The arrays of ``parts`` end to end (an empty ``dtype`` array for none).
+
+    ``parts`` is left holding that one array, so that the pieces can be freed.
+    """
+    parts[:] = [np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)]
+    return parts[0]
+
+
+def _check_keys(path: Any, first: Callable[[int], str], events: _Collector,
+                keys: dict[str, str | None]) -> None:
     """InputError for a key (by option: ``activity``, ``timestamp``) that no event has,
-    then for the first event without an activity.  A key of None is not checked."""
-    if not events.lines:
+    then for the first event without an activity (``first(code)`` locates the
+    first event of an activity code).  A key of None is not checked."""
+    if not events.count:
         return
     seen = ", ".join(sorted(k for k in events.keys if k is not None)) or "none"
     for option, key in keys.items():
         if key is not None and key not in events.keys:
             raise InputError(f"{path}: no event attribute {key!r} for --{option} (event "
                              f"attribute keys: {seen})")
-    if None in events.activities:
-        line = events.lines[events.activities.index(None)]
-        raise InputError(f"{path}: line {line}: event has no {keys['activity']!r} "
-                         "attribute (choose the activity attribute with --activity)")
+    if None in events.table:
+        raise InputError(f"{path}: {first(events.table[None])}: event has no "
+                         f"{keys['activity']!r} attribute (choose the activity attribute "
+                         "with --activity)")
 
 
-def _sort_keys(path: Any, where: Any, key: str, stamps: list[str | None], trace: np.ndarray,
-               n_traces: int) -> tuple[np.ndarray, str | None]:
-    """Per-event sort keys: the time where the whole trace has times, else 0 (file order)."""
-    present = np.array([s is not None for s in stamps], dtype=bool)
+def _event_order(path: Any, where: Callable[[int], str], key: str, events: _Collector,
+                 offsets: np.ndarray) -> tuple[np.ndarray, str | None]:
+    """Where each event goes (an index array) and the timestamp kind.
+
+    Events go in time order (ties keep file order) within each trace whose
+    events all have a time, else keep file order.
+
+    Raises
+    ------
+    InputError
+        A bad timestamp, naming its line.
+    """
+    present = _joined(events.present, bool)
     if not present.any():
-        return np.zeros(present.size, dtype=np.int64), None
-    at = np.flatnonzero(present)
+        return np.arange(present.size), None
     try:
-        times, kind = parse_times(np.array([stamps[i] for i in at.tolist()], dtype=str))
+        times, kind = events.times.result()
     except BadValue as bad:
-        raise InputError(f"{path}: {where(int(at[bad.index]))}: attribute {key!r}: "
-                         f"{bad}") from None
-    keys = np.zeros(present.size, dtype=times.dtype)
-    keys[at] = times
-    complete = np.bincount(trace[~present], minlength=n_traces) == 0
-    keys[~complete[trace]] = 0
-    return keys, kind
+        raise InputError(f"{path}: {where(int(np.flatnonzero(present)[bad.index]))}: "
+                         f"attribute {key!r}: {bad}") from None
+    trace = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
+    sort_keys = np.zeros(present.size, dtype=times.dtype)
+    sort_keys[present] = times
+    complete = np.bincount(trace[~present], minlength=offsets.size - 1) == 0
+    sort_keys[~complete[trace]] = 0
+    return np.lexsort((sort_keys, trace)), kind
+
+
+class _Found(Exception):
+    """Internal: the event a :class:`_Collector` was to stop at starts on ``line``."""
+
+    def __init__(self, line: int):
+        super().__init__(line)
+        self.line = line
 
 
 class _Collector:
-    """Expat handlers gathering traces and events, flat.
+    """Expat handlers gathering traces and events, flat, a chunk at a time.
 
     Depth 1 is ``<log>``, 2 its children (traces), 3 a trace's children
-    (events and trace attributes), 4 an event's attributes.
+    (events and trace attributes), 4 an event's attributes.  The events of
+    a chunk are held as strings until :meth:`flush` encodes them.
+
+    Parameters
+    ----------
+    path : path-like
+        For messages.
+    parser : xml.parsers.expat.XMLParserType
+        Whose handlers to set.
+    keys : dict
+        The ``activity`` and ``timestamp`` attribute keys.
+    times : _ChunkedTimes
+        Receives the timestamps of the events that have one.
+    stop : int, optional
+        Raise :class:`_Found` at the start of event ``stop`` (from 0).
+
+    Attributes
+    ----------
+    trace_starts : list of int
+        Index of each trace's first event.
+    names : list of str or None
+        Each trace's ``concept:name``.
+    table : dict
+        Activity -> code, numbered in order of first appearance (None
+        stands for an event without an activity).
+    codes, present : list of arrays
+        Per chunk: the activity code of each event, and whether it has a
+        timestamp.
+    times : _ChunkedTimes
+        As given.
+    keys : set
+        The attribute keys of the events (None for an attribute without one).
+    count : int
+        Events seen.
+
+    Raises
+    ------
+    InputError
+        From the handlers: a DOCTYPE, a root other than ``<log>``, an
+        ``<event>`` outside a ``<trace>``, naming the line.
     """
 
-    def __init__(self, path: Any, parser: Any, activity: str, timestamp: str):
-        self.path, self.parser = path, parser
-        self.activity, self.timestamp = activity, timestamp
+    def __init__(self, path: Any, parser: Any, keys: dict[str, str], times: _ChunkedTimes,
+                 stop: int | None = None):
+        self.path, self.parser, self.times, self.stop = path, parser, times, stop
+        self.activity, self.timestamp = keys["activity"], keys["timestamp"]
         self.trace_starts: list[int] = []
         self.names: list[str | None] = []
-        self.activities: list[str | None] = []
+        self.table: dict[str | None, int] = {}
+        self.codes: list[np.ndarray] = []
+        self.present: list[np.ndarray] = []
+        self.keys: set[str | None] = set()
+        self.count = 0
+        self.activities: list[str | None] = []  # of the chunk's events
         self.stamps: list[str | None] = []
-        self.lines: list[int] = []
-        self.keys: set[str | None] = set()  # the attribute keys of the events
         self.depth = 0
         self.in_trace = False
         self.event: list[str | None] | None = None
@@ -159,38 +303,57 @@ class _Collector:
                         "(entity expansion risk)")
 
     def start(self, name: str, attrs: dict[str, str]) -> None:
+        depth = self.depth = self.depth + 1
+        if depth == 4:
+            if self.event is not None:
+                key = attrs.get("key")
+                self.keys.add(key)
+                if key == self.activity:
+                    self.event[0] = attrs.get("value", "")
+                elif key == self.timestamp:
+                    self.event[1] = attrs.get("value", "")
+            return
         local = name.rpartition(":")[2]
-        self.depth += 1
-        if self.depth == 1 and local != "log":
+        if depth == 1 and local != "log":
             raise self.fail(f"root element is <{name}>, not <log>: not an XES event log")
-        if self.depth == 2 and local == "trace":
+        if depth == 2 and local == "trace":
             self.in_trace = True
-            self.trace_starts.append(len(self.activities))
+            self.trace_starts.append(self.count)
             self.names.append(None)
-        elif self.depth == 3 and self.in_trace:
+        elif depth == 3 and self.in_trace:
             if local == "event":
+                if self.count == self.stop:
+                    raise _Found(self.parser.CurrentLineNumber)
+                self.count += 1
                 self.event = [None, None]
-                self.lines.append(self.parser.CurrentLineNumber)
             elif attrs.get("key") == "concept:name":
                 self.names[-1] = attrs.get("value")
-        elif self.depth == 4 and self.event is not None:
-            key = attrs.get("key")
-            self.keys.add(key)
-            if key == self.activity:
-                self.event[0] = attrs.get("value", "")
-            elif key == self.timestamp:
-                self.event[1] = attrs.get("value", "")
-        elif local == "event" and self.depth == 2:
+        elif local == "event" and depth == 2:
             raise self.fail("<event> outside a <trace>")
 
     def end(self, _name: str) -> None:
-        if self.depth == 3 and self.event is not None:
+        depth = self.depth
+        self.depth = depth - 1
+        if depth == 3 and self.event is not None:
             self.activities.append(self.event[0])
             self.stamps.append(self.event[1])
             self.event = None
-        elif self.depth == 2:
+        elif depth == 2:
             self.in_trace = False
-        self.depth -= 1
+
+    def flush(self) -> None:
+        """Encode the events ended since the last flush, and let go of their strings."""
+        if not self.activities:
+            return
+        self.codes.append(_encode(self.activities, self.table))
+        stamps = self.stamps
+        present = np.ones(len(stamps), dtype=bool)
+        if None in stamps:
+            present[[i for i, stamp in enumerate(stamps) if stamp is None]] = False
+            stamps = [stamp for stamp in stamps if stamp is not None]
+        self.present.append(present)
+        self.times.add(stamps)
+        self.activities, self.stamps = [], []
 
 
 def looks_like_xes(head: bytes) -> bool:
