@@ -316,3 +316,29 @@ def test_memory_stays_a_few_bytes_per_token(monkeypatch, fmt):
         tracemalloc.stop()
     assert db.items.size == n
     assert peak < 16 * n
+
+
+# ------------------------------------------------------ lines of words
+WORDS = st.lists(st.sampled_from(["a", "b", "é", "10", "9", "01", "x-y", "-", "\u00df"]),
+                 max_size=6)
+
+
+@SETTINGS
+@given(st.lists(st.tuples(WORDS, st.sampled_from([" ", "\t", "  ", " \r"])), max_size=12),
+       st.booleans(), st.integers(1, 24))
+def test_lines_of_words_equal_plain_split_with_tiny_blocks(lines, final_newline, block):
+    data = "\n".join(sep.join(words) for words, sep in lines)
+    if final_newline and lines:
+        data += "\n"
+    want = [line.split() for line in data.split("\n")]
+    if want and data.endswith("\n") or data == "":
+        want.pop()
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(text, "BLOCK_BYTES", block)
+        db = text.read_lines("w.txt", data.encode(), tokens="str")
+    assert rows(db) == want
+    labels = sorted({w for row in want for w in row}, key=lambda s: (int(s), s)) \
+        if all(re.fullmatch(r"-?\d+", w) for row in want for w in row) \
+        else sorted({w for row in want for w in row})
+    assert db.vocab.labels == labels
+    assert db.source["tokens"] == "str"

@@ -54,6 +54,7 @@ import numpy as np
 
 from ..errors import InputError, InvalidParameter
 from .io import decode_text, read_bytes
+from .reading import distinct_values, encode_values
 from .sequencedb import SequenceDB, sort_labels
 from .vocabulary import Vocabulary
 
@@ -271,7 +272,7 @@ class _ChunkedTimes:
         """
         if not strings or self.redo or self.error is not None:
             return
-        distinct, inverse = _distinct(strings)
+        distinct, inverse = distinct_values(strings)
         values = np.array(distinct, dtype=str)
         if self.kind is None:
             self.kind = "iso" if _LOOKS_LIKE_DATE.match(distinct[0]) else "numeric"
@@ -595,7 +596,7 @@ def _read_columns(path: Any, where: Callable[[int], str], blocks: Iterator[list[
                 ragged = n_rows + k, len(rows[k])
             if ragged is None:  # else keep reading only to report a malformed line first
                 for role, (table, codes) in coded.items():
-                    codes.append(_encode(list(map(get[role], rows)), table))
+                    codes.append(encode_values(list(map(get[role], rows)), table))
                 if times is not None:
                     times.add(list(map(get["timestamp"], rows)))
             n_rows += len(rows)
@@ -606,23 +607,6 @@ def _read_columns(path: Any, where: Callable[[int], str], blocks: Iterator[list[
                      np.concatenate(codes) if codes else np.zeros(0, dtype=np.int64))
               for role, (table, codes) in coded.items()}
     return values, times
-
-
-def _encode(values: list[str], table: dict[str, int]) -> np.ndarray:
-    """The number of each value in ``table``, where new values are numbered as they come."""
-    distinct, inverse = _distinct(values)
-    numbers = np.fromiter((table.setdefault(v, len(table)) for v in distinct), dtype=np.int64,
-                          count=len(distinct))
-    return numbers[inverse]
-
-
-def _distinct(values: list[str]) -> tuple[list[str], np.ndarray]:
-    """The distinct values in order of first appearance, and each value's index among them."""
-    index = dict.fromkeys(values)
-    for i, value in enumerate(index):
-        index[value] = i
-    return list(index), np.fromiter(map(index.__getitem__, values), dtype=np.int64,
-                                    count=len(values))
 
 
 def _time_keys(path: Any, where: Callable[[int], str], columns: dict,

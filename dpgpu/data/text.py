@@ -18,6 +18,7 @@ each names the file and the first offending line.
 from __future__ import annotations
 
 import re
+from itertools import chain
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
@@ -25,6 +26,7 @@ import numpy as np
 from ..errors import InputError
 from ..ops.keys import sorted_unique
 from .io import decode_text, line_number
+from .reading import encode_values
 from .sequencedb import SequenceDB, sort_labels
 from .vocabulary import Vocabulary
 
@@ -515,16 +517,26 @@ def read_lines(path: Any, data: bytes, *, tokens: str = "auto") -> SequenceDB:
             source["tokens"] = "int"
             labels, ids = _ids(values)
             return _sequence_db(ids, counts, labels.tolist(), source)
-    text = decode_text(path, data)
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    split = [line.split() for line in lines]
-    flat = np.array([t for row in split for t in row], dtype=object)
-    counts = np.array([len(row) for row in split], dtype=np.int64)
-    labels = sort_labels(set(flat.tolist()))
-    index = {label: i for i, label in enumerate(labels)}
-    ids = np.array([index[t] for t in flat.tolist()], dtype=np.int32)
     source["tokens"] = "str"
-    return SequenceDB(ids, np.concatenate([[0], np.cumsum(counts)]),
-                      Vocabulary(labels, public=False), source=source)
+    table: dict[str, int] = {}  # word -> code, in order of first appearance
+    codes, counts = [], []
+    for lines in _text_line_blocks(decode_text(path, data)):
+        rows = [line.split() for line in lines]
+        counts.append(np.fromiter(map(len, rows), dtype=np.int64, count=len(rows)))
+        codes.append(encode_values(list(chain.from_iterable(rows)), table))
+    labels = sort_labels(table)
+    position = {label: i for i, label in enumerate(labels)}
+    remap = np.fromiter((position[word] for word in table), dtype=np.int32, count=len(table))
+    return _sequence_db(_joined(codes, remap.take), counts or [np.zeros(0, np.int64)], labels,
+                        source)
+
+
+def _text_line_blocks(text: str) -> Iterator[list[str]]:
+    """The lines of ``text`` (a final line feed ends the last line, it does not start
+    an empty one), a list of whole lines of about :data:`BLOCK_BYTES` characters at a time."""
+    lo = 0
+    while lo < len(text):
+        hi = text.find("\n", min(lo + BLOCK_BYTES, len(text) - 1))
+        hi = len(text) if hi < 0 else hi + 1
+        yield text[lo:hi - 1 if text[hi - 1] == "\n" else hi].split("\n")
+        lo = hi

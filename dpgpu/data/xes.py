@@ -25,9 +25,10 @@ from xml.parsers import expat
 import numpy as np
 
 from ..errors import InputError
-from .eventlog import (_PROGRESS_SECONDS, BadValue, _ChunkedTimes, _encode, _gc_paused,
+from .eventlog import (_PROGRESS_SECONDS, BadValue, _ChunkedTimes, _gc_paused,
                        case_names, check_nonempty, check_option, encode_labels, log,
                        synthetic_times)
+from .reading import encode_values
 from .sequencedb import SequenceDB
 
 _XML_LEAD = re.compile(rb"(?:\s|<\?.*?\?>|<!--.*?-->)*", re.S)
@@ -345,7 +346,7 @@ class _Collector:
         """Encode the events ended since the last flush, and let go of their strings."""
         if not self.activities:
             return
-        self.codes.append(_encode(self.activities, self.table))
+        self.codes.append(encode_values(self.activities, self.table))
         stamps = self.stamps
         present = np.ones(len(stamps), dtype=bool)
         if None in stamps:
