@@ -9,23 +9,34 @@ id in :attr:`~dpgpu.data.sequencedb.SequenceDB.users`, so n-grams never
 cross a sentence boundary and all the sentences of a user share its id.
 User ids are ``0 .. U-1`` in order of first appearance; the labels are kept
 in ``source["user_labels"]``.
+
+The readers take the records a block at a time.  The texts of a block are
+joined and tokenized by one regular expression that finds what
+:func:`tokenize` finds text by text, and words and users become integer
+codes at once, so no word string outlives its block.  Long reads log their
+progress (INFO, shown with ``-v``).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
+import logging
 import re
-from typing import Any, Iterable
+import time
+from collections import defaultdict
+from itertools import count
+from typing import Any, Iterator
 
 import numpy as np
 
 from ..errors import InputError, InvalidParameter
-from .eventlog import check_delimiter
+from .eventlog import (_PROGRESS_SECONDS, _csv_reader, _gc_paused, _is_utf8, _pyarrow,
+                       check_delimiter)
 from .io import decode_text
 from .sequencedb import SequenceDB, sort_labels
 from .vocabulary import Vocabulary
+
+log = logging.getLogger("dpgpu")
 
 #: Default field (JSON) / column (CSV, Parquet) names, as in the DPNE reference.
 USER, TEXT = "author", "content"
@@ -34,6 +45,26 @@ USER, TEXT = "author", "content"
 SENTENCE = re.compile(r"(?<=[.!?])\s+|[\r\n]+")
 #: A word: letters/digits/underscore, with inner apostrophes or hyphens ("don't", "e-mail").
 WORD = re.compile(r"\w+(?:['\u2019-]\w+)*")
+
+#: Bytes of JSON lines parsed at a time (a block runs on to the end of its last line).
+BLOCK_BYTES = 1 << 22
+#: CSV rows or Parquet rows taken at a time.
+BLOCK_RECORDS = 1 << 14
+
+#: Ends every text of a block's joined texts.  It is no word character, no white
+#: space, no sentence punctuation and no letter with a case (so lower-casing the
+#: joined texts lower-cases each text as on its own, a final sigma included).
+_END = "\x00"
+#: Stands in for an ``_END`` inside a text: a character of the same kinds, so
+#: the text's words and sentences stay the same.
+_STAND_IN = "\x01"
+#: What :func:`tokenize` finds, in one pass over joined texts: group 1 is a word
+#: or an ``_END``; a sentence break leaves it empty.
+_TOKENS = re.compile(f"({WORD.pattern}|{_END})|{SENTENCE.pattern}")
+#: The tokens numbered before the words: a sentence break (group 1 empty), ``_END``.
+_NOT_WORDS = ("", _END)
+#: The codes of ``_END`` and of the first word.
+_RECORD_END, _FIRST_WORD = _NOT_WORDS.index(_END), len(_NOT_WORDS)
 
 
 def tokenize(text: str, *, lowercase: bool = True) -> list[list[str]]:
@@ -84,22 +115,18 @@ def read_jsonl(path: Any, data: bytes, *, user: str | None = None, text: str | N
     InputError
         A line that is not a JSON object, a missing field, a text that is
         not a string (the message names the file and line), or no words.
+
+    Notes
+    -----
+    Lines end at ``"\\n"`` only (JSON strings may hold other line breaks).
+    Of several errors, the one reported is the first of: data that is not
+    UTF-8 text, the first line that is not a JSON object with both fields,
+    the first record with a bad user or text, no words.
     """
     user, text = _names(user, text, lowercase)
-    lines = decode_text(path, data).split("\n")  # JSON strings may hold other line breaks
-    records = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: line {n}: not valid JSON ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise InputError(f"{path}: line {n}: expected a JSON object, got "
-                             f"{type(obj).__name__}")
-        records.append((n, _field(path, n, obj, user), _field(path, n, obj, text)))
-    return _build(path, "jsonl", records, user, text, lowercase, allow_empty=allow_empty)
+    _check_text(path, data)
+    return _build(path, "jsonl", _jsonl_blocks(path, data, user, text), user, text, lowercase,
+                  allow_empty=allow_empty)
 
 
 def read_text_csv(path: Any, data: bytes, *, user: str | None = None, text: str | None = None,
@@ -122,19 +149,9 @@ def read_text_csv(path: Any, data: bytes, *, user: str | None = None, text: str 
     """
     user, text = _names(user, text, lowercase)
     delimiter = check_delimiter(delimiter)
-    reader = csv.reader(io.StringIO(decode_text(path, data), newline=""),
-                        delimiter=delimiter or ",")
-    header = next(reader, None) or []
-    iu, it = (_column(path, header, c) for c in (user, text))
-    records = []
-    for row in reader:
-        if not any(x.strip() for x in row):
-            continue
-        if len(row) <= max(iu, it):
-            raise InputError(f"{path}: line {reader.line_num}: {len(row)} fields, expected "
-                             f"{len(header)}")
-        records.append((reader.line_num, row[iu], row[it]))
-    return _build(path, "text-csv", records, user, text, lowercase)
+    _check_text(path, data)
+    return _build(path, "text-csv", _csv_blocks(path, data, user, text, delimiter or ","),
+                  user, text, lowercase)
 
 
 def read_text_parquet(path: Any, *, user: str | None = None, text: str | None = None,
@@ -152,8 +169,6 @@ def read_text_parquet(path: Any, *, user: str | None = None, text: str | None = 
     -------
     SequenceDB
     """
-    from .eventlog import _pyarrow  # noqa: PLC0415 - optional dependency loads on demand
-
     user, text = _names(user, text, lowercase)
     pa, pq = _pyarrow()
     if pa is None:
@@ -164,10 +179,8 @@ def read_text_parquet(path: Any, *, user: str | None = None, text: str | None = 
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
     for c in (user, text):
         _column(path, table.column_names, c)
-    users = table.column(user).to_pylist()
-    texts = table.column(text).to_pylist()
-    records = [(n, u, t) for n, (u, t) in enumerate(zip(users, texts), 1)]
-    return _build(path, "text-parquet", records, user, text, lowercase, where="row")
+    return _build(path, "text-parquet", _parquet_blocks(path, table, user, text), user, text,
+                  lowercase, where="row")
 
 
 def _names(user: str | None, text: str | None, lowercase: bool) -> tuple[str, str]:
@@ -178,6 +191,12 @@ def _names(user: str | None, text: str | None, lowercase: bool) -> tuple[str, st
         if value is not None and (not isinstance(value, str) or not value):
             raise InvalidParameter(f"{name}: must be a non-empty field name, got {value!r}")
     return user or USER, text or TEXT
+
+
+def _check_text(path: Any, data: bytes) -> None:
+    """The InputError of :func:`~dpgpu.data.io.decode_text`, without decoding all of ``data``."""
+    if b"\x00" in data or not _is_utf8(data):
+        decode_text(path, data)
 
 
 def _field(path: Any, n: int, obj: dict, name: str) -> Any:
@@ -192,29 +211,232 @@ def _column(path: Any, header: list[str], name: str) -> int:
     return header.index(name)
 
 
-def _build(path: Any, fmt: str, records: Iterable[tuple[int, Any, Any]], user: str, text: str,
-           lowercase: bool, *, where: str = "line", allow_empty: bool = False) -> SequenceDB:
-    """Tokenize the records ``(line, user, text)`` into one sequence per sentence."""
-    ids: dict[str, int] = {}
-    owners, sentences = [], []
-    for n, u, t in records:
+# ------------------------------------------------------------------- records
+class _Progress:
+    """Logs how far a long read is, at most once every few seconds.
+
+    Parameters
+    ----------
+    path : path-like
+        The file, for the message.
+    unit : str
+        What the position counts (``"line"``, ``"row"``).
+    """
+
+    def __init__(self, path: Any, unit: str):
+        self.path, self.unit = path, unit
+        self.due = time.monotonic() + _PROGRESS_SECONDS
+
+    def __call__(self, done: int, total: int, position: int) -> None:
+        """Log ``done`` of ``total`` (as a percentage) and the ``position`` reached, if due."""
+        if time.monotonic() > self.due:
+            self.due = time.monotonic() + _PROGRESS_SECONDS
+            log.info("%s: %d%% read (%s %d)", self.path, 100 * done // max(total, 1),
+                     self.unit, position)
+
+
+def _jsonl_blocks(path: Any, data: bytes, user: str,
+                  text: str) -> Iterator[list[tuple[int, Any, Any]]]:
+    """The records ``(line, user, text)`` of JSON lines (UTF-8 ``data``), a block at a time.
+
+    Blank lines are skipped; a block is never empty.
+
+    Raises
+    ------
+    InputError
+        A line that is not a JSON object or lacks a field.
+    """
+    progress = _Progress(path, "line")
+    start, line = 0, 1
+    while start < len(data):
+        end = data.find(b"\n", start + BLOCK_BYTES) + 1 or len(data)
+        lines = data[start:end].decode("utf-8").split("\n")
+        block = [_jsonl_record(path, n, s, user, text)
+                 for n, s in enumerate(lines, line) if s.strip()]
+        if block:
+            yield block
+        start, line = end, line + len(lines) - 1
+        progress(start, len(data), line - 1)
+
+
+def _jsonl_record(path: Any, n: int, line: str, user: str, text: str) -> tuple[int, Any, Any]:
+    """``(n, user, text)`` of line ``n``, a JSON object."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: line {n}: not valid JSON ({exc.msg})") from None
+    if not isinstance(obj, dict):
+        raise InputError(f"{path}: line {n}: expected a JSON object, got "
+                         f"{type(obj).__name__}")
+    return n, _field(path, n, obj, user), _field(path, n, obj, text)
+
+
+def _csv_blocks(path: Any, data: bytes, user: str, text: str,
+                delimiter: str) -> Iterator[list[tuple[int, str, str]]]:
+    """The records ``(line, user, text)`` of a CSV table (UTF-8 ``data``), a block at a time.
+
+    A record's line is where its row ends; rows of blank fields are skipped.
+
+    Raises
+    ------
+    InputError
+        A missing column, or a row too short to hold both columns.
+    """
+    reader, stream = _csv_reader(data, 0, delimiter)
+    header = next(reader, None) or []
+    iu, it = (_column(path, header, c) for c in (user, text))
+    need = max(iu, it) + 1
+    progress = _Progress(path, "line")
+    block: list[tuple[int, str, str]] = []
+    for row in reader:
+        if not any(map(str.strip, row)):
+            continue
+        if len(row) < need:
+            raise InputError(f"{path}: line {reader.line_num}: {len(row)} fields, expected "
+                             f"{len(header)}")
+        block.append((reader.line_num, row[iu], row[it]))
+        if len(block) >= BLOCK_RECORDS:
+            yield block
+            block = []
+            progress(stream.buffer.tell(), len(data), reader.line_num)
+    if block:
+        yield block
+
+
+def _parquet_blocks(path: Any, table: Any, user: str,
+                    text: str) -> Iterator[list[tuple[int, Any, Any]]]:
+    """The records ``(row, user, text)`` of a pyarrow table, a block at a time (rows from 1)."""
+    users, texts = table.column(user), table.column(text)
+    progress = _Progress(path, "row")
+    for start in range(0, table.num_rows, BLOCK_RECORDS):
+        us = users.slice(start, BLOCK_RECORDS).to_pylist()
+        ts = texts.slice(start, BLOCK_RECORDS).to_pylist()
+        yield list(zip(range(start + 1, start + len(us) + 1), us, ts))
+        progress(start + len(us), table.num_rows, start + len(us))
+
+
+# ------------------------------------------------------------------ building
+def _build(path: Any, fmt: str, blocks: Iterator[list[tuple[int, Any, Any]]], user: str,
+           text: str, lowercase: bool, *, where: str = "line",
+           allow_empty: bool = False) -> SequenceDB:
+    """Tokenize the records ``(line, user, text)`` into one sequence per sentence.
+
+    Parameters
+    ----------
+    path : path-like
+        The file, for messages and ``source``.
+    fmt : str
+        ``source["format"]``.
+    blocks : iterator of lists of tuples
+        The records, a block at a time.
+    user, text : str
+        Field names, for messages.
+    lowercase : bool
+    where : str
+        What a record's number counts, for messages (``"line"``, ``"row"``).
+    allow_empty : bool
+        Return an empty database when there are no words.
+
+    Returns
+    -------
+    SequenceDB
+
+    Raises
+    ------
+    InputError
+        What ``blocks`` raises (anywhere in them), else the first record
+        with a bad user or text, else no words.
+    """
+    words = _numbering(_NOT_WORDS)
+    users = _numbering(())
+    parts = []
+    with _gc_paused():  # the records and tokens are many short-lived objects
+        for block in blocks:
+            try:
+                _check_types(path, where, block, user, text)
+            except InputError:
+                for _ in blocks:  # a malformed record further on is reported first
+                    pass
+                raise
+            parts.append(_block_sentences(block, words, users, lowercase))
+    items, lengths, owners = _concatenated(parts)
+    del parts  # the items of the blocks
+    if not lengths.size and not allow_empty:
+        raise InputError(f"{path}: no words (no sequences)")
+    labels = list(words)[_FIRST_WORD:]
+    vocab = Vocabulary(sort_labels(labels), public=False)
+    position = {w: i for i, w in enumerate(vocab.labels)}
+    ids = np.fromiter(map(position.__getitem__, labels), dtype=np.int32, count=len(labels))
+    offsets = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return SequenceDB(ids[items], offsets, vocab, users=owners,
+                      source={"path": str(path), "format": fmt, "user_labels": list(users),
+                              "lowercase": lowercase})
+
+
+def _concatenated(parts: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
+    """The arrays of the blocks (see :func:`_block_sentences`), each concatenated."""
+    if not parts:
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64), \
+            np.zeros(0, dtype=np.int32)
+    return tuple(np.concatenate(arrays) for arrays in zip(*parts))
+
+
+def _numbering(first: tuple[str, ...]) -> defaultdict:
+    """A dict that numbers each key it lacks, when looked up, ``0, 1, ...`` in turn.
+
+    Looking up a list of keys with ``map(table.__getitem__, keys)`` runs in C.
+    The keys ``first`` are numbered already.
+    """
+    return defaultdict(count(len(first)).__next__, {key: i for i, key in enumerate(first)})
+
+
+def _check_types(path: Any, where: str, block: list[tuple[int, Any, Any]], user: str,
+                 text: str) -> None:
+    """InputError for the first record of ``block`` whose user or text has a wrong type."""
+    for n, u, t in block:
         if u is None or isinstance(u, (dict, list)):
             raise InputError(f"{path}: {where} {n}: {user!r} must be a string or a number")
         if not isinstance(t, str):
             raise InputError(f"{path}: {where} {n}: {text!r} must be a string, got "
                              f"{type(t).__name__}")
-        uid = ids.setdefault(str(u), len(ids))
-        for s in tokenize(t, lowercase=lowercase):
-            sentences.append(s)
-            owners.append(uid)
-    if not sentences and not allow_empty:
-        raise InputError(f"{path}: no words (no sequences)")
-    vocab = Vocabulary(sort_labels({w for s in sentences for w in s}), public=False)
-    code = {w: i for i, w in enumerate(vocab.labels)}
-    lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
-    items = np.fromiter((code[w] for s in sentences for w in s), dtype=np.int32,
-                        count=int(lengths.sum()))
-    return SequenceDB(items, np.concatenate([[0], np.cumsum(lengths)]), vocab,
-                      users=np.asarray(owners, dtype=np.int32),
-                      source={"path": str(path), "format": fmt, "user_labels": list(ids),
-                              "lowercase": lowercase})
+
+
+def _block_sentences(block: list[tuple[int, Any, Any]], words: defaultdict, users: defaultdict,
+                     lowercase: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sentences of the texts of ``block``, as :func:`tokenize` splits each text.
+
+    Parameters
+    ----------
+    block : list of tuples
+        Records ``(line, user, text)``, checked.
+    words, users : defaultdict
+        Numberings (see :func:`_numbering`) of the tokens (``_NOT_WORDS``
+        first, then the words) and of the users as strings; new ones are
+        added.
+    lowercase : bool
+
+    Returns
+    -------
+    items : array of int32
+        Codes in ``words``, less ``_FIRST_WORD``, of the words of all the
+        sentences, concatenated.
+    lengths : array of int64
+        Words per sentence.
+    owners : array of int32
+        User code of each sentence.
+    """
+    _, us, texts = zip(*block)
+    user_codes = np.fromiter(map(users.__getitem__, map(str, us)), dtype=np.int32,
+                             count=len(us))
+    joined = _END.join(texts) + _END
+    if joined.count(_END) != len(texts):
+        joined = _END.join(t.replace(_END, _STAND_IN) for t in texts) + _END
+    tokens = _TOKENS.findall(joined.lower() if lowercase else joined)
+    codes = np.fromiter(map(words.__getitem__, tokens), dtype=np.int32, count=len(tokens))
+    at = np.flatnonzero(codes >= _FIRST_WORD)  # where the words are among the tokens
+    # a sentence starts at a word after a break (token -1 is the last text's _END)
+    first = np.flatnonzero(codes[at - 1] < _FIRST_WORD)
+    lengths = np.diff(first, append=at.size)
+    record = np.searchsorted(np.flatnonzero(codes == _RECORD_END), at[first])
+    return codes[at] - _FIRST_WORD, lengths, user_codes[record]
