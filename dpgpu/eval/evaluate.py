@@ -241,6 +241,7 @@ def read_gram_file(path: Path, vocab: Any, columns: Sequence[str]
     pats: list[tuple[int, ...]] = []
     vals: list[float] = []
     seen: set[tuple[int, ...]] = set()
+    memo: dict[str, int] = {}
     for no, line in enumerate(lines[1:], start=2):
         line = line.rstrip("\r")
         if not line:
@@ -249,7 +250,7 @@ def read_gram_file(path: Path, vocab: Any, columns: Sequence[str]
         if len(parts) != len(header):
             raise InputError(f"{path}:{no}: expected {len(header)} tab-separated columns")
         parts = [parts[i] for i in where]
-        ids = T.parse_gram(parts[0], vocab) if parts[0] else None
+        ids = T.parse_gram(parts[0], vocab, memo) if parts[0] else None
         if ids is None:
             raise InputError(f"{path}:{no}: {parts[0]!r} is not a sequence of labels of the "
                              "original's vocabulary")
@@ -743,35 +744,82 @@ def _frequent(ctx: _Context, path: Path | None, syn: Any, min_support: int | Non
 
 
 def _coverage(ctx: _Context, path: Path, coverage_ks: Sequence[int]) -> dict:
+    """K-anonymity coverage and spurious share of a DPNE release, per gram length and overall.
+
+    The definitions of :func:`dpgpu.eval.metrics.kanonymity_coverage` and
+    :func:`dpgpu.eval.metrics.spurious_fraction`, computed on arrays: per
+    length, the holders of every gram of the original
+    (:func:`dpgpu.eval.truth.gram_user_counts`) and of each released gram.
+    """
     db = ctx.db
     pats, _ = read_gram_file(path, db.vocab, ("gram",))
     bad = [p for p in pats if max(p) >= db.vocab.size]
     if bad:
         raise InputError(f"{path}: gram {ctx.label(bad[0])!r} holds a marker; k-grams are made "
                          "of items")
-    by_k: dict[int, set] = {}
-    for p in pats:
-        by_k.setdefault(len(p), set()).add(p)
-    holders_all: dict[tuple[int, ...], int] = {}
-    rows = {}
-    for n in sorted(by_k):
+    counts = {}
+    for n, released in _grams_by_length(pats).items():
         log.info("evaluate: coverage: the holders of every %d-gram", n)
         grams, holders = T.gram_user_counts(db, n)
-        hk = {tuple(g): int(h) for g, h in zip(grams.tolist(), holders.tolist())}
-        holders_all.update(hk)
-        rows[str(n)] = {"released": len(by_k[n]),
-                        "spurious_fraction": M.spurious_fraction(by_k[n], hk),
-                        "coverage": {str(K): M.kanonymity_coverage(by_k[n], hk, K)
-                                     for K in coverage_ks},
-                        "eligible": {str(K): sum(1 for v in hk.values() if v >= K)
-                                     for K in coverage_ks}}
-    released = set(pats)
+        counts[n] = _coverage_counts(released, grams, holders, coverage_ks, db.vocab.size)
+    total = {"released": sum(c["released"] for c in counts.values()),
+             "absent": sum(c["absent"] for c in counts.values()),
+             "eligible": {K: sum(c["eligible"][K] for c in counts.values()) for K in coverage_ks},
+             "covered": {K: sum(c["covered"][K] for c in counts.values()) for K in coverage_ks}}
+    rows = {str(n): {"released": c["released"], **_coverage_shares(c),
+                     "eligible": {str(K): v for K, v in c["eligible"].items()}}
+            for n, c in counts.items()}
     return {"count_by": "distinct users" if db.users is not None else "distinct sequences",
-            "released": len(released), "by_k": rows,
-            "spurious_fraction": M.spurious_fraction(released, holders_all),
-            "coverage": {str(K): M.kanonymity_coverage(released, holders_all, K)
-                         for K in coverage_ks},
+            "released": total["released"], "by_k": rows, **_coverage_shares(total),
             "note": "coverage over the lengths present in the release"}
+
+
+def _grams_by_length(pats: Sequence[tuple[int, ...]]) -> dict[int, np.ndarray]:
+    """The patterns as one ``(count, n)`` int32 matrix per length ``n``, by increasing ``n``."""
+    by_n: dict[int, list[tuple[int, ...]]] = {}
+    for p in pats:
+        by_n.setdefault(len(p), []).append(p)
+    return {n: np.array(by_n[n], dtype=np.int32).reshape(-1, n) for n in sorted(by_n)}
+
+
+def _coverage_counts(released: np.ndarray, grams: np.ndarray, holders: np.ndarray,
+                     coverage_ks: Sequence[int], n_items: int) -> dict:
+    """Counts behind the coverage of one gram length.
+
+    Parameters
+    ----------
+    released : numpy.ndarray of int, shape (R, n)
+        Distinct released grams.
+    grams, holders : numpy.ndarray
+        Every gram of the original and its holders (:func:`dpgpu.eval.truth.gram_user_counts`).
+    coverage_ks : sequence of int
+    n_items : int
+        Size of the vocabulary both sets of grams are written in.
+
+    Returns
+    -------
+    dict
+        ``released`` (R), ``absent`` (released grams nobody holds), and per
+        K ``eligible`` (grams held by >= K) and ``covered`` (those released).
+    """
+    from ..ops.lookup import GramIndex
+
+    row = GramIndex(grams, n_items).find(released)
+    held = np.zeros(released.shape[0], dtype=np.int64)
+    hit = row >= 0
+    held[hit] = holders[row[hit]]
+    return {"released": int(released.shape[0]), "absent": int(np.count_nonzero(~hit)),
+            "eligible": {K: int(np.count_nonzero(holders >= K)) for K in coverage_ks},
+            "covered": {K: int(np.count_nonzero(held >= K)) for K in coverage_ks}}
+
+
+def _coverage_shares(counts: dict) -> dict:
+    """``spurious_fraction`` (0 when nothing is released) and ``coverage`` per K (1 when
+    no gram is held by K users: nothing to cover) of :func:`_coverage_counts`."""
+    released, eligible = counts["released"], counts["eligible"]
+    return {"spurious_fraction": counts["absent"] / released if released else 0.0,
+            "coverage": {str(K): counts["covered"][K] / eligible[K] if eligible[K] else 1.0
+                         for K in eligible}}
 
 
 # ------------------------------------------------------------------- spatial

@@ -32,6 +32,7 @@ Numba is imported lazily, inside the functions that need it.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any, Iterable, Sequence
 from urllib.parse import unquote
@@ -42,7 +43,7 @@ from ..backend import to_numpy
 from ..data.sequencedb import concat_ranges
 from ..data.vocabulary import END_LABEL, START_LABEL
 from ..errors import InvalidParameter
-from ..ops.keys import sorted_unique
+from ..ops.keys import INT63, decode_packed, sorted_unique
 from ..validation import check_positive_int
 
 
@@ -78,7 +79,7 @@ def encode_pattern(vocab: Any, pattern: Any) -> tuple[int, ...]:
     return tuple(vocab.id_of(str(x)) for x in pattern)
 
 
-def parse_gram(text: str, vocab: Any) -> tuple[int, ...] | None:
+def parse_gram(text: str, vocab: Any, memo: dict | None = None) -> tuple[int, ...] | None:
     """Read a gram written as labels joined by single spaces.
 
     Tokens are %-decoded first (:func:`dpgpu.release.encode_gram` encodes
@@ -91,6 +92,9 @@ def parse_gram(text: str, vocab: Any) -> tuple[int, ...] | None:
     ----------
     text : str
     vocab : Vocabulary
+    memo : dict, optional
+        The id of each single token read so far, filled here: pass the same
+        dict to read many grams of one vocabulary faster.
 
     Returns
     -------
@@ -98,9 +102,10 @@ def parse_gram(text: str, vocab: Any) -> tuple[int, ...] | None:
         The ids, or ``None`` when the text is not a sequence of labels.
     """
     tokens = text.split(" ")
-    try:  # a bare & or $ is a marker; an item named so is written %26 or %24
-        return tuple(vocab.end_id if t == END_LABEL else vocab.start_id if t == START_LABEL
-                     else vocab.id_of(unquote(t)) for t in tokens)
+    known = {} if memo is None else memo
+    try:
+        known.update((t, _token_id(t, vocab)) for t in tokens if t not in known)
+        return tuple(map(known.__getitem__, tokens))
     except KeyError:
         pass
     n = len(tokens)
@@ -124,29 +129,64 @@ def parse_gram(text: str, vocab: Any) -> tuple[int, ...] | None:
     return seg(0)
 
 
+def _token_id(token: str, vocab: Any) -> int:
+    """The id of one token: a bare ``&`` or ``$`` is a marker, an item so named is
+    written ``%26`` or ``%24``.
+
+    Raises
+    ------
+    KeyError
+        When the %-decoded token is not a label.
+    """
+    if token == END_LABEL:
+        return vocab.end_id
+    if token == START_LABEL:
+        return vocab.start_id
+    return vocab.id_of(unquote(token))
+
+
 def decode_pattern(vocab: Any, pattern: Iterable[int]) -> str:
     """A pattern of ids for people to read: labels joined by spaces (``&`` for the end marker)."""
     return " ".join(vocab.decode(pattern))
 
 
-def _as_patterns(patterns: Iterable[Any], n_symbols: int, name: str = "patterns"
-                 ) -> list[tuple[int, ...]]:
-    out = []
-    for p in patterns:
-        t = tuple(int(x) for x in np.asarray(p).ravel())
+def _pattern_matrix(patterns: Iterable[Any], n_symbols: int, name: str = "patterns"
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Checked patterns as a padded matrix, built without a Python step per symbol.
+
+    Parameters
+    ----------
+    patterns : iterable of sequences of int
+        Each one is flattened (``numpy.ravel``) unless it is a tuple or a list.
+    n_symbols : int
+        Ids must lie in ``0 .. n_symbols - 1``.
+    name : str
+        How messages name the parameter.
+
+    Returns
+    -------
+    matrix : numpy.ndarray of int32, shape (P, longest)
+        Pattern ``i`` in ``matrix[i, :lengths[i]]``, then -1.
+    lengths : numpy.ndarray of int64, shape (P,)
+
+    Raises
+    ------
+    InvalidParameter
+        At the first pattern that is empty or holds an id out of range.
+    """
+    pats = [p if isinstance(p, (tuple, list)) else np.asarray(p).ravel() for p in patterns]
+    lens = np.fromiter(map(len, pats), dtype=np.int64, count=len(pats))
+    flat = np.fromiter(itertools.chain.from_iterable(pats), dtype=np.int64, count=int(lens.sum()))
+    owner = np.repeat(np.arange(lens.size), lens)
+    bad = lens == 0
+    bad[owner[(flat < 0) | (flat >= n_symbols)]] = True
+    if bad.any():
+        t = tuple(int(x) for x in pats[int(np.argmax(bad))])
         if not t:
             raise InvalidParameter(f"{name}: empty pattern")
-        if min(t) < 0 or max(t) >= n_symbols:
-            raise InvalidParameter(f"{name}: symbol id out of range 0..{n_symbols - 1} in {t}")
-        out.append(t)
-    return out
-
-
-def _padded_matrix(pats: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
-    lens = np.array([len(p) for p in pats], dtype=np.int64)
-    mat = np.full((len(pats), int(lens.max()) if pats else 0), -1, dtype=np.int32)
-    for i, p in enumerate(pats):
-        mat[i, :len(p)] = p
+        raise InvalidParameter(f"{name}: symbol id out of range 0..{n_symbols - 1} in {t}")
+    mat = np.full((lens.size, int(lens.max(initial=0))), -1, dtype=np.int32)
+    mat[owner, np.arange(flat.size) - np.repeat(np.cumsum(lens) - lens, lens)] = flat
     return mat, lens
 
 
@@ -188,13 +228,12 @@ def pattern_counts(db: Any, patterns: Iterable[Any], *, l_max: int | None = None
     from ..ops.grams import GramEngine
 
     vocab = db.vocab
-    pats = _as_patterns(patterns, vocab.size + 2)
-    out = np.zeros(len(pats), dtype=np.int64)
-    if not pats or len(db) == 0:
+    mat, lens = _pattern_matrix(patterns, vocab.size + 2)
+    out = np.zeros(lens.size, dtype=np.int64)
+    if not lens.size or len(db) == 0:
         return out
     eng = engine or GramEngine(db, l_max, start=True, end=True, backend=backend)
     xp = eng.xp
-    mat, lens = _padded_matrix(pats)
     grams, counts = eng.count(1)
     dense = np.zeros(eng.n_symbols, dtype=np.int64)
     dense[to_numpy(grams)[:, 0]] = to_numpy(counts)
@@ -345,7 +384,8 @@ def subsequence_supports(db: Any, patterns: Iterable[Any], *, l_max: int | None 
     after that end -- one table lookup with the sequence's last-occurrence
     table.  The same table rejects a prefix at its first absent item.
     """
-    pats = _as_patterns(patterns, db.vocab.size)
+    mat, lens = _pattern_matrix(patterns, db.vocab.size)
+    pats = [tuple(row[:n]) for row, n in zip(mat.tolist(), lens.tolist())]
     if not pats:
         return np.zeros(0, dtype=np.int64)
     src = db if l_max is None else db.truncate(l_max)
@@ -622,6 +662,13 @@ def gram_user_counts(db: Any, n: int, *, by: str = "user"
         Distinct n-grams, in lexicographic order.
     holders : numpy.ndarray of int64, shape (U,)
         How many distinct users (sequences) have the gram in their text.
+
+    Notes
+    -----
+    Each window gets an int64 key that orders the grams lexicographically
+    (:func:`_window_keys`); the distinct ``(gram, owner)`` pairs are then one
+    value sort of ``key * owners + owner``, and a gram's holders are the
+    length of its run of pairs.
     """
     n = check_positive_int(n, "n")
     if by not in ("user", "sequence"):
@@ -632,25 +679,64 @@ def gram_user_counts(db: Any, n: int, *, by: str = "user"
         return np.zeros((0, n), dtype=np.int32), np.zeros(0, dtype=np.int64)
     row = np.repeat(np.arange(len(db), dtype=np.int64), n_win)
     owner = db.users[row].astype(np.int64) if (by == "user" and db.users is not None) else row
-    win = db.items[pos[:, None] + np.arange(n)[None, :]]
+    n_owners = int(owner.max()) + 1
     radix = db.vocab.size + 1
-    if radix ** n < 2 ** 62:
-        key = np.zeros(pos.size, dtype=np.int64)
-        for j in range(n):
-            key = key * radix + (win[:, j].astype(np.int64) + 1)
-        order = np.lexsort((owner, key))
-        ks, os_ = key[order], owner[order]
-        first_pair = np.ones(order.size, dtype=bool)
-        first_pair[1:] = (ks[1:] != ks[:-1]) | (os_[1:] != os_[:-1])
-        ks, ws = ks[first_pair], order[first_pair]
-        new = np.ones(ks.size, dtype=bool)
-        new[1:] = ks[1:] != ks[:-1]
-        starts = np.flatnonzero(new)
-        holders = np.diff(np.append(starts, ks.size))
-        return win[ws[starts]].astype(np.int32), holders.astype(np.int64)
-    pairs = np.unique(np.column_stack([win.astype(np.int64), owner]), axis=0)
-    grams, holders = np.unique(pairs[:, :n], axis=0, return_counts=True)
+    keys, first = _window_keys(db.items, pos, n, radix, n_owners)
+    pairs = sorted_unique(keys * n_owners + owner)
+    gram = pairs // n_owners
+    starts = np.flatnonzero(np.r_[True, gram[1:] != gram[:-1]])
+    holders = np.diff(np.r_[starts, gram.size])
+    if first is None:
+        grams = decode_packed(gram[starts], n, radix)
+    else:  # keys are dense ranks, every one held
+        grams = db.items[pos[first][:, None] + np.arange(n)]
     return grams.astype(np.int32), holders.astype(np.int64)
+
+
+def _window_keys(items: np.ndarray, pos: np.ndarray, n: int, radix: int, n_owners: int
+                 ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Keys of the ``n``-grams starting at ``pos``, in the grams' lexicographic order.
+
+    The items are packed one digit ``item + 1`` at a time in base ``radix``
+    (the keys of :mod:`dpgpu.ops.keys`).  Before a digit would overflow
+    int64, the keys so far are replaced by their dense ranks, which keep the
+    order; so are the final keys when ``key * n_owners`` could overflow.
+    Ranks are below the number of windows ``M``, so this holds while ``M``
+    times ``radix`` and ``M`` times ``n_owners`` stay below 2**63 (any data
+    held in memory).
+
+    Returns
+    -------
+    keys : numpy.ndarray of int64
+        One per window; ``keys * n_owners + owner`` fits int64.
+    first : numpy.ndarray of int64 or None
+        ``None`` when the keys are the packed grams
+        (:func:`~dpgpu.ops.keys.decode_packed` reads them back); else the keys
+        are ranks ``0 .. U-1`` and ``first[r]`` is a window of rank ``r``.
+    """
+    keys = np.zeros(pos.size, dtype=np.int64)
+    span, first = 1, None
+    for j in range(n):
+        if span * radix > INT63:
+            keys, first = _dense_ranks(keys)
+            span = first.size
+        keys = keys * radix + (items[pos + j] + 1)
+        span *= radix
+    if first is not None or span * n_owners > INT63:
+        keys, first = _dense_ranks(keys)
+    return keys, first
+
+
+def _dense_ranks(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rank of each key among the distinct keys (ascending) and, per rank, one key's index."""
+    order = np.argsort(keys)
+    srt = keys[order]
+    new = np.empty(srt.size, dtype=bool)
+    new[:1] = True
+    np.not_equal(srt[1:], srt[:-1], out=new[1:])
+    ranks = np.empty_like(keys)
+    ranks[order] = np.cumsum(new) - 1
+    return ranks, order[new]
 
 
 # --------------------------------------------------------------- spatial data
