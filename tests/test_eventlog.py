@@ -22,6 +22,7 @@ from dpgpu.data.eventlog import (looks_like_csv_log, looks_like_xes, read_csv_lo
                                  read_parquet_log, read_xes, write_csv_log, write_parquet_log,
                                  write_xes)
 from dpgpu.data.io import atomic_output, read_bytes
+from dpgpu.data import reading
 from shared_data import dataset, needs
 
 
@@ -805,7 +806,7 @@ def test_csv_long_reads_log_progress(tmp_path, monkeypatch, caplog):
     from dpgpu.data import eventlog
 
     monkeypatch.setattr(eventlog, "_BLOCK_ROWS", 2)
-    monkeypatch.setattr(eventlog, "_PROGRESS_SECONDS", -1.0)
+    monkeypatch.setattr(reading, "PROGRESS_SECONDS", -1.0)
     with caplog.at_level("INFO", logger="dpgpu"):
         assert list(csv_log(tmp_path, LOG_CSV)) == LOG_SEQUENCES
     assert any("% read (line " in r.getMessage() for r in caplog.records), caplog.records

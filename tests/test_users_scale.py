@@ -17,7 +17,7 @@ import random
 import pytest
 
 from dpgpu import InputError
-from dpgpu.data import users
+from dpgpu.data import reading, users
 from dpgpu.data.sequencedb import sort_labels
 from dpgpu.data.users import read_jsonl, read_text_csv, read_text_parquet, tokenize
 
@@ -243,7 +243,7 @@ def progress_lines(caplog) -> list[str]:
 
 
 def test_long_reads_log_their_progress(tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr(users, "_PROGRESS_SECONDS", -1.0)  # every block is due
+    monkeypatch.setattr(reading, "PROGRESS_SECONDS", -1.0)  # every block is due
     monkeypatch.setattr(users, "BLOCK_BYTES", 400)
     monkeypatch.setattr(users, "BLOCK_RECORDS", 10)
     caplog.set_level(logging.INFO, logger="dpgpu")

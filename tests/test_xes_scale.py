@@ -22,7 +22,7 @@ from xml.sax.saxutils import quoteattr
 import pytest
 
 from dpgpu import InputError
-from dpgpu.data import xes
+from dpgpu.data import reading, xes
 from dpgpu.data.sequencedb import sort_labels
 
 CHUNKS = [1, 13, 97, 1 << 23]
@@ -222,7 +222,7 @@ def test_times_numpy_cannot_read_are_all_read_again(monkeypatch, caplog):
 
 def test_a_long_read_logs_its_progress(monkeypatch, caplog):
     monkeypatch.setattr(xes, "_CHUNK_BYTES", 256)
-    monkeypatch.setattr(xes, "_PROGRESS_SECONDS", -1.0)
+    monkeypatch.setattr(reading, "PROGRESS_SECONDS", -1.0)
     text, where = one_event_a_line(["1"] * 50, ["a"] * 50)
     with caplog.at_level(logging.INFO, logger="dpgpu"):
         read(text)

@@ -37,14 +37,10 @@ from __future__ import annotations
 
 import codecs
 import csv
-import gc
-import io
 import logging
 import os
 import re
-import time
 import warnings
-from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from itertools import islice
 from operator import itemgetter
@@ -53,8 +49,9 @@ from typing import Any, Callable, Iterator, TextIO
 import numpy as np
 
 from ..errors import InputError, InvalidParameter
-from .io import decode_text, read_bytes
-from .reading import distinct_values, encode_values
+from .io import read_bytes
+from .reading import (ReadProgress, check_text, csv_reader, distinct_values, encode_values,
+                      gc_paused, numbering, optional_pyarrow)
 from .sequencedb import SequenceDB, sort_labels
 from .vocabulary import Vocabulary
 
@@ -519,8 +516,7 @@ def read_csv_log(path: Any, data: bytes, *, case: str | None = None,
                (("case", case), ("activity", activity), ("timestamp", timestamp),
                 ("user", user))}
     delimiter = check_delimiter(delimiter)
-    if b"\x00" in data or not _is_utf8(data):
-        decode_text(path, data)  # raises, naming the line
+    check_text(path, data)
     start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     header_line = _first_line(data, start)
     if not header_line.strip():
@@ -585,11 +581,11 @@ def _read_columns(path: Any, where: Callable[[int], str], blocks: Iterator[list[
     InputError
         A malformed line (anywhere), else the first row of another width.
     """
-    coded: dict[str, tuple[dict[str, int], list[np.ndarray]]] = {
-        role: ({}, []) for role in get if role != "timestamp"}
+    coded: dict[str, tuple[dict, list[np.ndarray]]] = {
+        role: (numbering(), []) for role in get if role != "timestamp"}
     times = _ChunkedTimes() if "timestamp" in get else None
     n_rows, ragged = 0, None
-    with _gc_paused():  # the rows are many short-lived lists
+    with gc_paused():  # the rows are many short-lived lists
         for rows in blocks:
             if ragged is None and set(map(len, rows)) - {width}:
                 k = next(k for k, row in enumerate(rows) if len(row) != width)
@@ -626,62 +622,16 @@ def _sniff_delimiter(header_line: str) -> str:
     return _DELIMITERS[int(np.argmax(counts))]
 
 
-#: Bytes decoded at a time when checking that a file is UTF-8.
-_CHECK_BYTES = 1 << 24
 #: CSV rows parsed at a time (a block's rows are held as Python lists).
 _BLOCK_ROWS = 1 << 16
-#: Seconds between progress messages of a long read.
-_PROGRESS_SECONDS = 5.0
 #: Where ``str.splitlines`` ends a line, as UTF-8 bytes.
 _LINE_BREAK = re.compile(rb"[\n\r\v\f\x1c-\x1e]|\xc2\x85|\xe2\x80[\xa8\xa9]")
-
-
-def _is_utf8(data: bytes) -> bool:
-    """Whether ``data`` is UTF-8, checked without holding all of it decoded."""
-    if data.isascii():
-        return True
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    view = memoryview(data)
-    try:
-        for pos in range(0, len(view), _CHECK_BYTES):
-            decoder.decode(view[pos:pos + _CHECK_BYTES])
-        decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _first_line(data: bytes, start: int) -> str:
     """The first line of UTF-8 ``data[start:]``, where ``str.splitlines`` would end it."""
     end = _LINE_BREAK.search(data, start)
     return data[start:len(data) if end is None else end.start()].decode("utf-8")
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector, then leave it as it was.
-
-    Its passes over the many short-lived rows of a CSV file took a good part
-    of the reading time.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _csv_reader(data: bytes, start: int, delimiter: str) -> tuple[Any, io.TextIOWrapper]:
-    """A csv reader of UTF-8 ``data[start:]``, and the text stream it reads.
-
-    Lines split as in ``io.StringIO(text, newline="")``, decoded a little at a time.
-    """
-    raw = io.BytesIO(data)
-    raw.seek(start)
-    stream = io.TextIOWrapper(raw, encoding="utf-8", newline="")
-    return csv.reader(stream, delimiter=delimiter), stream
 
 
 def _csv_blocks(path: Any, data: bytes, start: int,
@@ -695,23 +645,20 @@ def _csv_blocks(path: Any, data: bytes, start: int,
     InputError
         A malformed line (named).
     """
-    reader, stream = _csv_reader(data, start, delimiter)
-    report = time.monotonic() + _PROGRESS_SECONDS
+    reader, stream = csv_reader(data, start, delimiter)
+    progress = ReadProgress(path)
     try:
         yield [next(reader)]
         while block := list(islice(reader, _BLOCK_ROWS)):
             yield list(filter(None, block))
-            if time.monotonic() > report:
-                report = time.monotonic() + _PROGRESS_SECONDS
-                log.info("%s: %d%% read (line %d)", path,
-                         100 * stream.buffer.tell() // len(data), reader.line_num)
+            progress(stream.buffer.tell(), len(data), reader.line_num)
     except csv.Error as exc:
         raise InputError(f"{path}: line {reader.line_num}: malformed CSV ({exc})") from None
 
 
 def _csv_line(data: bytes, start: int, delimiter: str, index: int) -> int:
     """Line on which data row ``index`` (from 0, blank lines skipped) starts."""
-    reader, _ = _csv_reader(data, start, delimiter)
+    reader, _ = csv_reader(data, start, delimiter)
     next(reader)
     seen = -1
     while True:
@@ -772,7 +719,7 @@ def read_parquet_log(path: Any, data: bytes | None = None, *, case: str | None =
     options = {role: check_option(value, role) for role, value in
                (("case", case), ("activity", activity), ("timestamp", timestamp),
                 ("user", user))}
-    pa, pq = _pyarrow()
+    pa, pq = optional_pyarrow()
     if pa is None:
         raise InputError(f"{path}: reading Parquet needs pyarrow: {PARQUET_HINT}")
     data = read_bytes(path) if data is None else data
@@ -803,16 +750,6 @@ def read_parquet_log(path: Any, data: bytes | None = None, *, case: str | None =
     db.source = {"path": str(path), "format": "parquet", "columns": columns,
                  "timestamp_kind": kind, **extra}
     return db
-
-
-def _pyarrow() -> tuple[Any, Any]:
-    """``(pyarrow, pyarrow.parquet)``, or ``(None, None)`` when not installed."""
-    try:
-        import pyarrow  # noqa: PLC0415 - optional dependency
-        import pyarrow.parquet  # noqa: PLC0415
-    except ImportError:
-        return None, None
-    return pyarrow, pyarrow.parquet
 
 
 def _coded(pa: Any, col: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -993,7 +930,7 @@ def write_parquet_log(db: SequenceDB, target: Any) -> None:
     InvalidParameter
         pyarrow is not installed (``format``: Parquet cannot be written).
     """
-    pa, pq = _pyarrow()
+    pa, pq = optional_pyarrow()
     if pa is None:
         raise InvalidParameter(f"format: writing Parquet needs pyarrow: {PARQUET_HINT}")
     columns, kind, values = _event_table(db)

@@ -19,7 +19,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import InputError, InvalidParameter
-from .eventlog import PARQUET_HINT, _pyarrow
+from .eventlog import PARQUET_HINT
+from .reading import optional_pyarrow
 from .io import read_bytes
 
 
@@ -92,7 +93,7 @@ def _coordinate(value: Any, p: Path, where: str, column: str) -> float:
 
 
 def _parquet(p: Path, names: list[str]) -> np.ndarray:
-    pa, pq = _pyarrow()
+    pa, pq = optional_pyarrow()
     if pa is None:
         raise InputError(f"{p}: reading Parquet needs pyarrow: {PARQUET_HINT}")
     table = pq.read_table(p)

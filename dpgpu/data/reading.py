@@ -1,34 +1,88 @@
-"""What the file readers share: values numbered as they come, block by block.
+"""What the file readers share: checks, numbering, CSV rows, progress, the GC pause.
 
 Readers that go through a large file a block at a time (CSV and XES event
-logs, text of words) turn each block's strings into integer codes at once,
-so that no string is kept per event.
+logs, user-level text, lines of words) turn each block's strings into
+integer codes at once, so that no string is kept per event, and log how far
+a long read is.
 """
 
 from __future__ import annotations
 
+import codecs
+import csv
+import gc
+import io
+import logging
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+from itertools import count
+from typing import Any, Iterable, Iterator
+
 import numpy as np
 
+from .io import decode_text
 
-def encode_values(values: list, table: dict) -> np.ndarray:
-    """The number of each value in ``table``, where new values are numbered as they come.
+log = logging.getLogger("dpgpu")
+
+#: Seconds between progress messages of a long read.
+PROGRESS_SECONDS = 5.0
+#: Bytes decoded at a time when checking that a file is UTF-8.
+_CHECK_BYTES = 1 << 24
+
+
+# ------------------------------------------------------------------ checks
+def is_utf8(data: bytes) -> bool:
+    """Whether ``data`` is UTF-8, checked without holding all of it decoded."""
+    if data.isascii():
+        return True
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    try:
+        for pos in range(0, len(view), _CHECK_BYTES):
+            decoder.decode(view[pos:pos + _CHECK_BYTES])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def check_text(path: Any, data: bytes) -> None:
+    """The InputError :func:`~dpgpu.data.io.decode_text` raises for ``data`` that is not
+    UTF-8 text (naming the line), without decoding all of a file that is."""
+    if b"\x00" in data or not is_utf8(data):
+        decode_text(path, data)
+
+
+# ------------------------------------------------------------------ numbering
+def numbering(first: Iterable = ()) -> defaultdict:
+    """A dict that numbers each key it lacks, when it is looked up, ``0, 1, ...`` in turn.
 
     Parameters
     ----------
-    values : list of hashable
-        One block's values.
-    table : dict
-        Value -> number, shared by the blocks of a file; updated in place.
+    first : iterable
+        Keys numbered already, in this order (from 0).
+
+    Returns
+    -------
+    collections.defaultdict
+        Key -> number; ``list(table)`` lists the keys in order of number.
+        Look keys up with :func:`encode_values` (``in`` does not number a key).
+    """
+    table = defaultdict(int, {key: i for i, key in enumerate(first)})
+    table.default_factory = count(len(table)).__next__
+    return table
+
+
+def encode_values(values: list, table: defaultdict) -> np.ndarray:
+    """The number of each value in ``table`` (a :func:`numbering`); new values are numbered
+    as they come.
 
     Returns
     -------
     numpy.ndarray of int64
-        ``table[v]`` for each value ``v``.
     """
-    distinct, inverse = distinct_values(values)
-    numbers = np.fromiter((table.setdefault(v, len(table)) for v in distinct), dtype=np.int64,
-                          count=len(distinct))
-    return numbers[inverse]
+    return np.fromiter(map(table.__getitem__, values), dtype=np.int64, count=len(values))
 
 
 def distinct_values(values: list) -> tuple[list, np.ndarray]:
@@ -44,8 +98,67 @@ def distinct_values(values: list) -> tuple[list, np.ndarray]:
     inverse : numpy.ndarray of int64
         ``distinct[inverse[i]] == values[i]``.
     """
-    index = dict.fromkeys(values)
-    for i, value in enumerate(index):
-        index[value] = i
-    return list(index), np.fromiter(map(index.__getitem__, values), dtype=np.int64,
-                                    count=len(values))
+    table = numbering()
+    inverse = encode_values(values, table)
+    return list(table), inverse
+
+
+# ------------------------------------------------------------------ reading
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector, then leave it as it was.
+
+    Its passes over the many short-lived objects of a read (rows, records,
+    tokens) took a good part of the reading time.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def csv_reader(data: bytes, start: int, delimiter: str) -> tuple[Any, io.TextIOWrapper]:
+    """A csv reader of UTF-8 ``data[start:]``, and the text stream it reads.
+
+    Lines split as in ``io.StringIO(text, newline="")``, decoded a little at a time.
+    """
+    raw = io.BytesIO(data)
+    raw.seek(start)
+    stream = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+    return csv.reader(stream, delimiter=delimiter), stream
+
+
+def optional_pyarrow() -> tuple[Any, Any]:
+    """``(pyarrow, pyarrow.parquet)``, or ``(None, None)`` when not installed."""
+    try:
+        import pyarrow  # noqa: PLC0415 - optional dependency
+        import pyarrow.parquet  # noqa: PLC0415
+    except ImportError:
+        return None, None
+    return pyarrow, pyarrow.parquet
+
+
+class ReadProgress:
+    """Logs how far a long read is (INFO), at most once every :data:`PROGRESS_SECONDS`.
+
+    Parameters
+    ----------
+    path : path-like
+        The file, for the message.
+    unit : str
+        What the position counts (``"line"``, ``"row"``).
+    """
+
+    def __init__(self, path: Any, unit: str = "line"):
+        self.path, self.unit = path, unit
+        self.due = time.monotonic() + PROGRESS_SECONDS
+
+    def __call__(self, done: int, total: int, position: int) -> None:
+        """Log ``done`` of ``total`` (as a percentage) and the ``position`` reached, if due."""
+        if time.monotonic() > self.due:
+            self.due = time.monotonic() + PROGRESS_SECONDS
+            log.info("%s: %d%% read (%s %d)", self.path, 100 * done // max(total, 1),
+                     self.unit, position)

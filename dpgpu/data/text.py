@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import InputError
 from ..ops.keys import sorted_unique
 from .io import decode_text, line_number
-from .reading import encode_values
+from .reading import encode_values, numbering
 from .sequencedb import SequenceDB, sort_labels
 from .vocabulary import Vocabulary
 
@@ -518,7 +518,7 @@ def read_lines(path: Any, data: bytes, *, tokens: str = "auto") -> SequenceDB:
             labels, ids = _ids(values)
             return _sequence_db(ids, counts, labels.tolist(), source)
     source["tokens"] = "str"
-    table: dict[str, int] = {}  # word -> code, in order of first appearance
+    table = numbering()  # word -> code, in order of first appearance
     codes, counts = [], []
     for lines in _text_line_blocks(decode_text(path, data)):
         rows = [line.split() for line in lines]

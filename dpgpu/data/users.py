@@ -19,24 +19,20 @@ progress (INFO, shown with ``-v``).
 
 from __future__ import annotations
 
+import csv
 import json
-import logging
 import re
-import time
 from collections import defaultdict
-from itertools import count
+from contextlib import contextmanager
 from typing import Any, Iterator
 
 import numpy as np
 
 from ..errors import InputError, InvalidParameter
-from .eventlog import (_PROGRESS_SECONDS, _csv_reader, _gc_paused, _is_utf8, _pyarrow,
-                       check_delimiter)
-from .io import decode_text
+from .eventlog import check_delimiter
+from .reading import ReadProgress, check_text, csv_reader, gc_paused, numbering, optional_pyarrow
 from .sequencedb import SequenceDB, sort_labels
 from .vocabulary import Vocabulary
-
-log = logging.getLogger("dpgpu")
 
 #: Default field (JSON) / column (CSV, Parquet) names, as in the DPNE reference.
 USER, TEXT = "author", "content"
@@ -124,7 +120,7 @@ def read_jsonl(path: Any, data: bytes, *, user: str | None = None, text: str | N
     the first record with a bad user or text, no words.
     """
     user, text = _names(user, text, lowercase)
-    _check_text(path, data)
+    check_text(path, data)
     return _build(path, "jsonl", _jsonl_blocks(path, data, user, text), user, text, lowercase,
                   allow_empty=allow_empty)
 
@@ -149,9 +145,10 @@ def read_text_csv(path: Any, data: bytes, *, user: str | None = None, text: str 
     """
     user, text = _names(user, text, lowercase)
     delimiter = check_delimiter(delimiter)
-    _check_text(path, data)
-    return _build(path, "text-csv", _csv_blocks(path, data, user, text, delimiter or ","),
-                  user, text, lowercase)
+    check_text(path, data)
+    with _csv_fields_up_to(len(data)):  # a post may pass the csv module's 128 KiB
+        return _build(path, "text-csv", _csv_blocks(path, data, user, text, delimiter or ","),
+                      user, text, lowercase)
 
 
 def read_text_parquet(path: Any, *, user: str | None = None, text: str | None = None,
@@ -170,7 +167,7 @@ def read_text_parquet(path: Any, *, user: str | None = None, text: str | None = 
     SequenceDB
     """
     user, text = _names(user, text, lowercase)
-    pa, pq = _pyarrow()
+    pa, pq = optional_pyarrow()
     if pa is None:
         raise InputError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow)")
     try:
@@ -193,12 +190,6 @@ def _names(user: str | None, text: str | None, lowercase: bool) -> tuple[str, st
     return user or USER, text or TEXT
 
 
-def _check_text(path: Any, data: bytes) -> None:
-    """The InputError of :func:`~dpgpu.data.io.decode_text`, without decoding all of ``data``."""
-    if b"\x00" in data or not _is_utf8(data):
-        decode_text(path, data)
-
-
 def _field(path: Any, n: int, obj: dict, name: str) -> Any:
     if name not in obj:
         raise InputError(f"{path}: line {n}: no field {name!r}")
@@ -212,29 +203,6 @@ def _column(path: Any, header: list[str], name: str) -> int:
 
 
 # ------------------------------------------------------------------- records
-class _Progress:
-    """Logs how far a long read is, at most once every few seconds.
-
-    Parameters
-    ----------
-    path : path-like
-        The file, for the message.
-    unit : str
-        What the position counts (``"line"``, ``"row"``).
-    """
-
-    def __init__(self, path: Any, unit: str):
-        self.path, self.unit = path, unit
-        self.due = time.monotonic() + _PROGRESS_SECONDS
-
-    def __call__(self, done: int, total: int, position: int) -> None:
-        """Log ``done`` of ``total`` (as a percentage) and the ``position`` reached, if due."""
-        if time.monotonic() > self.due:
-            self.due = time.monotonic() + _PROGRESS_SECONDS
-            log.info("%s: %d%% read (%s %d)", self.path, 100 * done // max(total, 1),
-                     self.unit, position)
-
-
 def _jsonl_blocks(path: Any, data: bytes, user: str,
                   text: str) -> Iterator[list[tuple[int, Any, Any]]]:
     """The records ``(line, user, text)`` of JSON lines (UTF-8 ``data``), a block at a time.
@@ -246,7 +214,7 @@ def _jsonl_blocks(path: Any, data: bytes, user: str,
     InputError
         A line that is not a JSON object or lacks a field.
     """
-    progress = _Progress(path, "line")
+    progress = ReadProgress(path, "line")
     start, line = 0, 1
     while start < len(data):
         end = data.find(b"\n", start + BLOCK_BYTES) + 1 or len(data)
@@ -280,13 +248,34 @@ def _csv_blocks(path: Any, data: bytes, user: str, text: str,
     Raises
     ------
     InputError
-        A missing column, or a row too short to hold both columns.
+        A missing column, a row too short to hold both columns, or a malformed line.
     """
-    reader, stream = _csv_reader(data, 0, delimiter)
+    reader, stream = csv_reader(data, 0, delimiter)
+    try:
+        yield from _csv_records(path, reader, stream, len(data), user, text)
+    except csv.Error as exc:
+        raise InputError(f"{path}: line {reader.line_num}: malformed CSV ({exc})") from None
+
+
+@contextmanager
+def _csv_fields_up_to(size: int) -> Iterator[None]:
+    """Let the csv module read fields of up to ``size`` characters, then restore its limit
+    (a setting of the whole process)."""
+    was = csv.field_size_limit()
+    csv.field_size_limit(max(was, min(size + 1, 2 ** 31 - 1)))
+    try:
+        yield
+    finally:
+        csv.field_size_limit(was)
+
+
+def _csv_records(path: Any, reader: Any, stream: Any, size: int, user: str,
+                 text: str) -> Iterator[list[tuple[int, str, str]]]:
+    """:func:`_csv_blocks` of a csv ``reader`` of ``stream`` (``size`` bytes)."""
     header = next(reader, None) or []
     iu, it = (_column(path, header, c) for c in (user, text))
     need = max(iu, it) + 1
-    progress = _Progress(path, "line")
+    progress = ReadProgress(path, "line")
     block: list[tuple[int, str, str]] = []
     for row in reader:
         if not any(map(str.strip, row)):
@@ -298,7 +287,7 @@ def _csv_blocks(path: Any, data: bytes, user: str, text: str,
         if len(block) >= BLOCK_RECORDS:
             yield block
             block = []
-            progress(stream.buffer.tell(), len(data), reader.line_num)
+            progress(stream.buffer.tell(), size, reader.line_num)
     if block:
         yield block
 
@@ -307,7 +296,7 @@ def _parquet_blocks(path: Any, table: Any, user: str,
                     text: str) -> Iterator[list[tuple[int, Any, Any]]]:
     """The records ``(row, user, text)`` of a pyarrow table, a block at a time (rows from 1)."""
     users, texts = table.column(user), table.column(text)
-    progress = _Progress(path, "row")
+    progress = ReadProgress(path, "row")
     for start in range(0, table.num_rows, BLOCK_RECORDS):
         us = users.slice(start, BLOCK_RECORDS).to_pylist()
         ts = texts.slice(start, BLOCK_RECORDS).to_pylist()
@@ -347,10 +336,10 @@ def _build(path: Any, fmt: str, blocks: Iterator[list[tuple[int, Any, Any]]], us
         What ``blocks`` raises (anywhere in them), else the first record
         with a bad user or text, else no words.
     """
-    words = _numbering(_NOT_WORDS)
-    users = _numbering(())
+    words = numbering(_NOT_WORDS)
+    users = numbering()
     parts = []
-    with _gc_paused():  # the records and tokens are many short-lived objects
+    with gc_paused():  # the records and tokens are many short-lived objects
         for block in blocks:
             try:
                 _check_types(path, where, block, user, text)
@@ -382,15 +371,6 @@ def _concatenated(parts: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]
     return tuple(np.concatenate(arrays) for arrays in zip(*parts))
 
 
-def _numbering(first: tuple[str, ...]) -> defaultdict:
-    """A dict that numbers each key it lacks, when looked up, ``0, 1, ...`` in turn.
-
-    Looking up a list of keys with ``map(table.__getitem__, keys)`` runs in C.
-    The keys ``first`` are numbered already.
-    """
-    return defaultdict(count(len(first)).__next__, {key: i for i, key in enumerate(first)})
-
-
 def _check_types(path: Any, where: str, block: list[tuple[int, Any, Any]], user: str,
                  text: str) -> None:
     """InputError for the first record of ``block`` whose user or text has a wrong type."""
@@ -411,7 +391,7 @@ def _block_sentences(block: list[tuple[int, Any, Any]], words: defaultdict, user
     block : list of tuples
         Records ``(line, user, text)``, checked.
     words, users : defaultdict
-        Numberings (see :func:`_numbering`) of the tokens (``_NOT_WORDS``
+        Numberings (see :func:`~dpgpu.data.reading.numbering`) of the tokens (``_NOT_WORDS``
         first, then the words) and of the users as strings; new ones are
         added.
     lowercase : bool

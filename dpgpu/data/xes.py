@@ -18,17 +18,15 @@ ordering and ``source`` follow :mod:`dpgpu.data.eventlog`.
 from __future__ import annotations
 
 import re
-import time
 from typing import Any, Callable, TextIO
 from xml.parsers import expat
 
 import numpy as np
 
 from ..errors import InputError
-from .eventlog import (_PROGRESS_SECONDS, BadValue, _ChunkedTimes, _gc_paused,
-                       case_names, check_nonempty, check_option, encode_labels, log,
+from .eventlog import (BadValue, _ChunkedTimes, case_names, check_nonempty, check_option, encode_labels, log,
                        synthetic_times)
-from .reading import encode_values
+from .reading import ReadProgress, encode_values, gc_paused, numbering
 from .sequencedb import SequenceDB
 
 _XML_LEAD = re.compile(rb"(?:\s|<\?.*?\?>|<!--.*?-->)*", re.S)
@@ -85,7 +83,7 @@ def read_xes(path: Any, data: bytes, *, activity: str | None = None,
               "timestamp": check_option(timestamp, "timestamp")}
     keys = {"activity": chosen["activity"] or "concept:name",
             "timestamp": chosen["timestamp"] or "time:timestamp"}
-    with _gc_paused():  # expat makes a dict and strings per element
+    with gc_paused():  # expat makes a dict and strings per element
         events = _parse(path, data, keys, _ChunkedTimes())
         if events.times.redo:
             log.info("%s: NumPy cannot read every timestamp; reading them all again", path)
@@ -140,16 +138,12 @@ def _parse(path: Any, data: bytes, keys: dict[str, str], times: _ChunkedTimes,
     parser = expat.ParserCreate()
     events = _Collector(path, parser, keys, times, stop)
     view = memoryview(data)
-    report = time.monotonic() + _PROGRESS_SECONDS
+    progress = ReadProgress(path)
     try:
         for pos in range(0, len(view), _CHUNK_BYTES):
             parser.Parse(view[pos:pos + _CHUNK_BYTES], False)
             events.flush()
-            if time.monotonic() > report:
-                report = time.monotonic() + _PROGRESS_SECONDS
-                log.info("%s: %d%% read (line %d)", path,
-                         100 * min(pos + _CHUNK_BYTES, len(view)) // len(view),
-                         parser.CurrentLineNumber)
+            progress(min(pos + _CHUNK_BYTES, len(view)), len(view), parser.CurrentLineNumber)
         parser.Parse(b"", True)
     except expat.ExpatError as exc:
         raise InputError(f"{path}: line {exc.lineno}, column {exc.offset + 1}: malformed "
@@ -282,7 +276,7 @@ class _Collector:
         self.activity, self.timestamp = keys["activity"], keys["timestamp"]
         self.trace_starts: list[int] = []
         self.names: list[str | None] = []
-        self.table: dict[str | None, int] = {}
+        self.table = numbering()
         self.codes: list[np.ndarray] = []
         self.present: list[np.ndarray] = []
         self.keys: set[str | None] = set()
