@@ -7,9 +7,10 @@ predictor string (context) ``w`` has the histogram ``hist(w)[x]`` = number of
 occurrences of ``w x`` for ``x`` in ``I ∪ {&}``; the root has the empty
 context.  Children prepend a symbol of ``I`` or ``$``; a context starting
 with ``$`` is never split (C1).  The tree is grown level by level on the
-array engine (:func:`grow`): one ``bincount`` gives the histograms of a
-whole level.  With ``engine="dask"`` each Dask partition of the sequences
-counts its own histograms and the client adds them
+array engine (:func:`grow`): ``bincount`` gives the histograms of a
+whole level (one call per block of :data:`BLOCK` events).  With
+``engine="dask"`` each Dask partition of the sequences counts its own
+histograms and the client adds them
 (:func:`grow_partitions`); the noise is drawn once, on the client, so the
 release is the same as a local run's for the same key.
 
@@ -60,7 +61,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ...backend import get_backend, to_numpy
-from ...data.sequencedb import SequenceDB, check_db, synthetic_like, concat_ranges
+from ...data.sequencedb import SequenceDB, check_db, synthetic_like
 from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_delta, \
     split_budget
 from ...privacy.samplers import LAPLACE_TV_BOUND
@@ -71,10 +72,12 @@ from ...scale.partitions import LocalPartitions, Partitions, check_engine, engin
     partition
 from ...validation import check_positive_int, check_positive_real
 from . import sampling
-from .core import SplitTest, split_params
+from .core import SplitTest, index_dtype, split_params
 
 log = logging.getLogger("dpgpu")
 
+#: Events a step of :meth:`Events.histograms` and :meth:`Events.descend` works on at once.
+BLOCK = 1 << 20
 #: Default public cap on the number of tree nodes.
 MAX_NODES = 1_000_000
 #: Largest max_length and n_synthetic accepted for synthetic sequences.
@@ -110,11 +113,13 @@ class PSTLevel:
 def pst_symbols(db: SequenceDB, l_top: int) -> tuple[np.ndarray, np.ndarray]:
     """The database as ``$ x_1 .. x_l &`` cut to ``l_top`` symbols after ``$`` (module doc).
 
+    Works with masks (one byte per item), not with index arrays of every item.
+
     Returns
     -------
     flat : int32 array
         All sequences' symbols, concatenated (``$`` is ``|I| + 1``, ``&`` is ``|I|``).
-    events : int64 array
+    events : array of :func:`index_dtype` ``(flat.size)``
         Position in ``flat`` of every predicted symbol (every symbol but ``$``).
     """
     kept = np.minimum(db.lengths, l_top).astype(np.int64)
@@ -122,10 +127,24 @@ def pst_symbols(db: SequenceDB, l_top: int) -> tuple[np.ndarray, np.ndarray]:
     size = 1 + kept + ends
     starts = np.cumsum(size) - size
     flat = np.full(int(size.sum()), db.vocab.end_id, dtype=np.int32)
+    is_item = np.ones(flat.size, dtype=bool)
+    is_item[starts] = False
+    is_item[(starts + 1 + kept)[ends]] = False
+    flat[is_item] = db.items[_kept_items(db, l_top)]
+    del is_item
     flat[starts] = db.vocab.start_id
-    flat[concat_ranges(starts + 1, kept)] = db.items[concat_ranges(db.offsets[:-1], kept)]
-    events = np.flatnonzero(flat != db.vocab.start_id)
-    return flat, events
+    events = np.arange(flat.size, dtype=index_dtype(flat.size))
+    return flat, events[flat != db.vocab.start_id]
+
+
+def _kept_items(db: SequenceDB, l_top: int) -> np.ndarray:
+    """Mask of the items of ``db.items`` among their sequence's first ``l_top``."""
+    long = np.flatnonzero(db.lengths > l_top)
+    # +1 where a long sequence's cut tail begins, -1 where it ends; the tails are disjoint
+    edges = np.zeros(db.items.size + 1, dtype=np.int8)
+    edges[db.offsets[long] + l_top] = 1
+    edges[db.offsets[long + 1]] = -1
+    return np.cumsum(edges[:-1], dtype=np.int8) == 0
 
 
 def _sensitivity(l_top: int) -> int:
@@ -142,16 +161,19 @@ def scores(hist: Any):
 class Events:
     """One partition's predicted symbols and the current tree node of each (:func:`grow`).
 
+    Indices are int32 where their bound allows (:func:`index_dtype`): two
+    four-byte words per event, the largest arrays of a run.
+
     Attributes
     ----------
     flat : array of int32
         The partition's symbols (:func:`pst_symbols`), in the backend's namespace.
-    pos : array of int64
-        Position in ``flat`` of every event still in a node of the current level.
-    node : array of int64
-        Its node's row in the current level.
-    nxt : array of int64
-        The predicted symbol (``flat[pos]``).
+    pos : array of :func:`index_dtype` ``(flat.size)``
+        Position in ``flat`` of every event still in a node of the current
+        level; ``flat[pos]`` is the predicted symbol.
+    node : array of int32 or int64
+        Its node's row in the current level (int64 only for levels of
+        ``2**31`` nodes or more).
     backend : str
         Backend name the arrays belong to.
     """
@@ -159,7 +181,6 @@ class Events:
     flat: Any
     pos: Any
     node: Any
-    nxt: Any
     backend: str
 
     @classmethod
@@ -167,25 +188,51 @@ class Events:
         """The events of ``n_trees`` roots (every event in every tree's root)."""
         xp = get_backend(backend).xp
         flat = xp.asarray(flat)
-        pos = xp.tile(xp.asarray(events, dtype=xp.int64), n_trees)
-        node = xp.repeat(xp.arange(n_trees, dtype=xp.int64), int(events.shape[0]))
-        return cls(flat, pos, node, flat[pos].astype(xp.int64), backend)
+        pos = xp.tile(xp.asarray(events, dtype=index_dtype(flat.shape[0])), n_trees)
+        node = xp.repeat(xp.arange(n_trees, dtype=index_dtype(n_trees)), int(events.shape[0]))
+        return cls(flat, pos, node, backend)
 
     def histograms(self, n_nodes: int, beta: int) -> np.ndarray:
-        """Exact ``(n_nodes, beta)`` histograms of the current level (one ``bincount``)."""
+        """Exact ``(n_nodes, beta)`` histograms of the current level (a ``bincount`` a block)."""
         xp = get_backend(self.backend).xp
-        return to_numpy(xp.bincount(self.node * beta + self.nxt, minlength=n_nodes * beta)
-                        ).reshape(n_nodes, beta)
+        n_bins = n_nodes * beta
+        hist = xp.zeros(n_bins, dtype=xp.int64)
+        # blocks of at least n_bins events: a block's bincount takes at most 8 bytes an event
+        for part in _blocks(self.pos.shape[0], max(BLOCK, n_bins)):
+            keys = self.node[part].astype(index_dtype(n_bins))
+            keys *= beta
+            keys += self.flat[self.pos[part]]
+            hist += xp.bincount(keys, minlength=n_bins)
+        return to_numpy(hist).reshape(n_nodes, beta)
 
     def descend(self, split: np.ndarray, child_start: np.ndarray, depth: int,
                 n_items: int) -> "Events":
-        """The events of the split nodes, moved to their children (a new object)."""
+        """The events of the split nodes, moved to their children (a new object).
+
+        ``child_start`` is in the next level's node dtype (:func:`grow_partitions`).
+        The new arrays are filled a block of events at a time.
+        """
         xp = get_backend(self.backend).xp
+        child_start = xp.asarray(child_start)
         keep = xp.asarray(split)[self.node]
-        pos, node, nxt = self.pos[keep], self.node[keep], self.nxt[keep]
-        prev = self.flat[pos - (depth + 1)].astype(xp.int64)
-        node = xp.asarray(child_start)[node] + xp.minimum(prev, n_items)
-        return Events(self.flat, pos, node, nxt, self.backend)
+        n_kept = int(xp.count_nonzero(keep))
+        pos = xp.empty(n_kept, dtype=self.pos.dtype)
+        node = xp.empty(n_kept, dtype=child_start.dtype)
+        done = 0
+        for part in _blocks(keep.shape[0], BLOCK):
+            kept = keep[part]
+            at = slice(done, done + int(xp.count_nonzero(kept)))
+            pos[at] = self.pos[part][kept]
+            slot = self.flat[pos[at] - (depth + 1)]  # the symbol the child prepends
+            xp.minimum(slot, n_items, out=slot)  # '$' is slot n_items
+            node[at] = child_start[self.node[part][kept]] + slot
+            done = at.stop
+        return Events(self.flat, pos, node, self.backend)
+
+
+def _blocks(size: int, step: int):
+    """Slices of ``range(size)``, ``step`` long (the last one shorter)."""
+    return (slice(lo, lo + step) for lo in range(0, size, step))
 
 
 def _partition_events(part: SequenceDB, l_top: int, backend: str) -> Events:
@@ -200,7 +247,7 @@ def grow(flat: Any, events: Any, n_items: int, test: SplitTest, *, n_trees: int 
     """Grow ``n_trees`` independent PrivTree PSTs over one database, level by level.
 
     Every predicted symbol (an *event*) carries the index of its node in the
-    current level, like a point in a spatial tree: one ``bincount`` gives the
+    current level, like a point in a spatial tree: ``bincount`` gives the
     histograms of the whole level, and the events of a split node move to the
     child named by the symbol ``depth + 1`` places before them.
 
@@ -211,9 +258,10 @@ def grow(flat: Any, events: Any, n_items: int, test: SplitTest, *, n_trees: int 
     exact : list of (F, beta) int64
         The exact histograms of each level's nodes (private; never released).
     """
-    start = Events.of(flat, events, n_trees, get_backend(backend).name)
-    return grow_partitions(LocalPartitions([start], [None]), n_items, test, n_trees=n_trees,
-                           max_nodes=max_nodes)
+    # no name here holds the roots' events: grow_partitions frees each level's as it goes
+    return grow_partitions(
+        LocalPartitions([Events.of(flat, events, n_trees, get_backend(backend).name)], [None]),
+        n_items, test, n_trees=n_trees, max_nodes=max_nodes)
 
 
 def grow_partitions(parts: Partitions, n_items: int, test: SplitTest, *, n_trees: int = 1,
@@ -273,7 +321,8 @@ def grow_partitions(parts: Partitions, n_items: int, test: SplitTest, *, n_trees
                       max_depth + 1))
         if n_split == 0:
             return levels, exact
-        parts = parts.map(Events.descend, split, child_start, depth, n_items)
+        parts = parts.map(Events.descend, split,
+                          child_start.astype(index_dtype(n_split * beta)), depth, n_items)
         contexts = np.concatenate([np.tile(child_syms, n_split)[:, None],
                                    np.repeat(contexts[split], beta, axis=0)], axis=1)
         tree = np.repeat(tree[split], beta)
@@ -531,13 +580,14 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
                               sampling_delta=sampling_delta(LAPLACE_TV_BOUND,
                                                             _sensitivity(l_top), eps_hist),
                               hint="l_top")
-    parts = partition(db, engine, client).map(_partition_events, l_top, be.name)
+    # popped into the call below, so that no name here holds the roots' events while the
+    # tree grows (each level's events then free the level before)
+    parts = [partition(db, engine, client).map(_partition_events, l_top, be.name)]
     timings["prepare_s"] = time.perf_counter() - t0
     t = time.perf_counter()
     test = SplitTest(params, tree_step.key)
-    levels, exact = grow_partitions(parts, db.vocab.size, test, max_nodes=max_nodes,
+    levels, exact = grow_partitions(parts.pop(), db.vocab.size, test, max_nodes=max_nodes,
                                     max_depth=l_top + 1, progress=progress)
-    del parts
     timings["tree_s"] = time.perf_counter() - t
     t = time.perf_counter()
     noisy_histograms(levels, exact, hist_step.key, hist_scale)
