@@ -76,8 +76,9 @@ def uniform_db(rng, n_items, n_seq, lo, hi):
 
 
 # Search paths: default; no tail table; no next-occurrence table, tiny chunks; long tails; no
-# universal rests; children counted from the windows after the matches, or by binary searches
-# (no tables at all).
+# universal rests; children counted from the windows after the matches (a child's next
+# occurrence found by reading its window, or after one position by a binary search; the
+# windows read in parallel however few), or by binary searches (no tables at all).
 PATHS = {
     "default": {},
     "no-tail": {"TAIL_PATTERNS": 1},
@@ -86,9 +87,11 @@ PATHS = {
     "no-universal": {"UNIVERSAL_ITEMS": 0},
     "windows": {"TAIL_PATTERNS": 1, "NEXT_CELLS": 0, "UNIVERSAL_ITEMS": 0,
                 "_WINDOW_RATIO": 10.0 ** 9},
-    "windows-sorted": {"TAIL_PATTERNS": 1, "NEXT_CELLS": 0, "_WINDOW_RATIO": 10.0 ** 9,
-                       "_CHUNK_CELLS": 1},
-    "binary-searches": {"TAIL_PATTERNS": 1, "NEXT_CELLS": 0, "_WINDOW_RATIO": 0.0},
+    "windows-short-scan": {"TAIL_PATTERNS": 1, "NEXT_CELLS": 0, "_WINDOW_RATIO": 10.0 ** 9,
+                           "_SCAN": 1},
+    "binary-searches": {"TAIL_PATTERNS": 1, "NEXT_CELLS": 0, "_WINDOW_RATIO": 0.0, "_SCAN": 0},
+    "windows-parallel": {"TAIL_PATTERNS": 1, "NEXT_CELLS": 0, "_WINDOW_RATIO": 10.0 ** 9,
+                         "_PARALLEL_ROWS": 0},
 }
 
 

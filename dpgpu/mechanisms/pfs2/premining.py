@@ -49,12 +49,14 @@ bound).  Supports are anti-monotone, so:
   upper bound of every completion of ``P`` -- a node whose bound is at most
   ``best`` is cut;
 * the room-bounded supports of all children ``P x`` (``x`` in ``X``) come
-  from one vectorised look-up of the next occurrence of every item after
-  every ``e`` (a table of next occurrences when it fits in
-  :data:`NEXT_CELLS`, else binary searches in a sorted array of
-  ``(item, position)`` keys, or a read of the items after ``e`` when these
-  windows are short; the root's from the first occurrences); the child's
-  match ends are the same look-up.  Children are visited best first (by
+  from one look-up of the next occurrence of every item after every ``e``
+  (a table of next occurrences when it fits in :data:`NEXT_CELLS`, else
+  one read of the items after ``e`` when these windows are short, a Numba
+  loop of :mod:`.premining_numba`, else binary searches in a sorted array
+  of ``(item, position)`` keys; the root's from the first occurrences);
+  the child's match ends are the next occurrence of its item (the table,
+  else a Numba loop that reads the first :data:`_SCAN` items after ``e``
+  and searches the keys beyond).  Children are visited best first (by
   the tail bound below when there is a tail table, else by this bound), so
   the first descent is a greedy path that gives a lower bound after ``y``
   levels; the children of a node at ``r = 1`` are the length-``y``
@@ -104,7 +106,6 @@ import numpy as np
 from ...data.sequencedb import SequenceDB, concat_ranges
 from ...errors import InvalidParameter
 from ...eval.truth import _dedupe
-from ...ops.keys import sorted_unique
 from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_delta
 from ...privacy.samplers import LAPLACE_TV_BOUND
 from ...scale.partitions import Partitions, partition
@@ -129,6 +130,12 @@ _CHUNK_CELLS = 2 ** 22
 #: Without the next-occurrence table, children are counted by reading the windows after the
 #: matches when they hold at most this many items per (item, sequence) pair.
 _WINDOW_RATIO = 1.0
+#: Positions after a match read for the next occurrence of an item before a binary search.
+_SCAN = 32
+#: Runs of sequences per thread in the parallel window kernels.
+_RUNS_PER_THREAD = 4
+#: Fewest sequences that the window kernels read in parallel.
+_PARALLEL_ROWS = 2 ** 16
 
 
 @dataclass(frozen=True)
@@ -244,12 +251,12 @@ def _distinct(part: SequenceDB) -> tuple[SequenceDB, np.ndarray]:
 
 def _item_supports(distinct: tuple[SequenceDB, np.ndarray]) -> np.ndarray:
     """Weight of the distinct sequences holding each item (the partition's item supports)."""
+    from .premining_numba import window_item_weights  # noqa: PLC0415 - imports numba
+
     src, weights = distinct
-    size = src.vocab.size
-    seq = np.repeat(np.arange(len(src), dtype=np.int64), src.lengths)
-    pairs = sorted_unique(seq * size + src.items)
-    return np.bincount(pairs % size, weights=weights[pairs // size],
-                       minlength=size).astype(np.int64)
+    return window_item_weights(src.items, src.offsets[:-1] - 1, src.offsets[1:],
+                               np.asarray(weights, dtype=np.int64), src.vocab.size,
+                               _chunks(len(src)))
 
 
 def _kept_distinct(distinct: tuple[SequenceDB, np.ndarray], keep: np.ndarray
@@ -492,6 +499,8 @@ class _Index:
     """
 
     def __init__(self, src: SequenceDB, weights: np.ndarray, floor: int):
+        from .premining_numba import positions_by_item  # noqa: PLC0415 - imports numba
+
         self.w = np.asarray(weights, dtype=np.int64)
         self.wf = self.w.astype(np.float64)  # exact: weights sum to far less than 2**53
         self.lengths = src.lengths.astype(np.int64)
@@ -501,7 +510,7 @@ class _Index:
         self.m = n + 1
         self.dtype = np.int32 if self.m < 2 ** 30 else np.int64  # positions, ends + lengths
         seq = np.repeat(np.arange(len(src), dtype=np.int64), self.lengths)
-        order = np.argsort(items, kind="stable")  # positions grouped by item, ascending
+        order = positions_by_item(items, src.vocab.size)  # grouped by item, ascending
         it, sq = items[order], seq[order]
         first = np.ones(n, dtype=bool)  # first occurrence of an item in a sequence
         first[1:] = (it[1:] != it[:-1]) | (sq[1:] != sq[:-1])
@@ -548,6 +557,20 @@ class _Index:
             return self.next_table[r, pos]
         base = r * self.m
         return self.keys[np.searchsorted(self.keys, base + pos)] - base
+
+    def next_before(self, r: int, e: np.ndarray, limit: np.ndarray) -> np.ndarray:
+        """Per sequence, the first position of rank ``r`` after ``e`` (``>= limit`` if none before).
+
+        With the next-occurrence table, a look-up; without it, the first
+        :data:`_SCAN` positions after ``e`` are read and the rest searched
+        (:func:`.premining_numba.next_in_window`).
+        """
+        if self.next_table is not None:
+            return self.next_table[r, e + 1]
+        from .premining_numba import next_in_window  # noqa: PLC0415 - imports numba
+
+        return next_in_window(self.rank_at, self.keys, self.m, r, e, limit, _SCAN,
+                              e.size >= _PARALLEL_ROWS)
 
     def next_all(self, pos: np.ndarray, a: int, b: int) -> np.ndarray:
         """:meth:`next` for ranks ``a .. b-1`` at once: shape ``(b - a, pos.size)``."""
@@ -612,6 +635,13 @@ class _Index:
         return self._tails[rq - 1]
 
 
+def _chunks(n: int) -> int:
+    """Runs of ``n`` sequences for :func:`.premining_numba.window_item_weights` (1: serial)."""
+    import numba  # noqa: PLC0415 - imported on first use
+
+    return 1 if n < _PARALLEL_ROWS else _RUNS_PER_THREAD * numba.get_num_threads()
+
+
 class _LengthSearch:
     """Branch and bound for the largest support of length-``y`` patterns (module doc).
 
@@ -643,22 +673,15 @@ class _LengthSearch:
         support of the child ``P x`` (its support when ``room`` is 0).
         """
         ix = self.ix
-        w, limit = ix.wf[idx], ix.end[idx] - room
+        limit = ix.end[idx] - room
         if ix.next_table is None:
             size = np.maximum(limit - (e + 1), 0)
             if int(size.sum()) <= _WINDOW_RATIO * ix.n_items * idx.size:  # short: read them
-                pos = concat_ranges(e + 1, size)
-                owner = np.repeat(np.arange(idx.size), size)
-                rk = ix.rank_at[pos]
-                owner, rk = owner[rk >= 0], rk[rk >= 0]
-                if idx.size * ix.n_items <= _CHUNK_CELLS:
-                    held = np.zeros((idx.size, ix.n_items), dtype=bool)
-                    held[owner, rk] = True
-                    pair = np.flatnonzero(held)
-                else:  # distinct (sequence, item) pairs
-                    pair = sorted_unique(owner * ix.n_items + rk)
-                return np.rint(np.bincount(pair % ix.n_items, weights=w[pair // ix.n_items],
-                                           minlength=ix.n_items)).astype(np.int64)
+                from .premining_numba import window_item_weights  # noqa: PLC0415 - numba
+
+                return window_item_weights(ix.rank_at, e, limit, ix.w[idx], ix.n_items,
+                                           _chunks(idx.size))
+        w = ix.wf[idx]
         out = np.empty(ix.n_items, dtype=np.float64)
         step = max(1, _CHUNK_CELLS // max(1, idx.size))
         for a in range(0, ix.n_items, step):
@@ -676,9 +699,11 @@ class _LengthSearch:
         if idx is None:
             a, b = ix.first_at[r], ix.first_at[r + 1]
             idx, nxt = ix.first_seq[a:b], ix.first_pos[a:b]
+            limit = ix.end[idx] - room
         else:
-            nxt = ix.next(r, e + 1)
-        ok = nxt < ix.end[idx] - room
+            limit = ix.end[idx] - room
+            nxt = ix.next_before(r, e, limit)
+        ok = nxt < limit
         return idx[ok], nxt[ok]
 
     def _assess(self, idx: np.ndarray, e: np.ndarray, left: int, best: int

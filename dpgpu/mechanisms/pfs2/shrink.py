@@ -177,15 +177,13 @@ def reconstruct_flat(items: np.ndarray, offsets: np.ndarray, tables: CandidateTa
     step = max(1, _CONTAIN_CELLS // max(1, n_cand))
     for lo in range(0, n_seq if n_cand else 0, step):
         hi = min(n_seq, lo + step)
-        grouped = np.zeros((hi - lo, n_cand), dtype=np.bool_)
-        contain_matrix(items, offsets[lo:hi + 1], tables.pre_flat, tables.pre_off,
-                       tables.grp_off, tables.ext_item, n_sym, grouped)
-        contains = np.empty_like(grouped)
-        contains[:, tables.members] = grouped  # back to candidate order
+        n_chunks = min(hi - lo, 4 * numba.get_num_threads())
+        contains = contain_matrix(items, offsets[lo:hi + 1], tables.pre_flat, tables.pre_off,
+                                  tables.grp_off, tables.ext_item, tables.members, n_sym,
+                                  n_chunks, np.zeros((hi - lo, n_cand), dtype=np.bool_))
         lens[lo:hi] = reconstruct_rows(contains, tables.cand, tables.pre_id, tables.gen_id,
                                        tables.n_distinct, tables.pre_flat, tables.pre_off,
-                                       l_max, n_sym, min(hi - lo, 4 * numba.get_num_threads()),
-                                       buf[lo * l_max:hi * l_max])
+                                       l_max, n_sym, n_chunks, buf[lo * l_max:hi * l_max])
     return buf, lens
 
 

@@ -5,7 +5,9 @@ path is :func:`dpgpu.eval.truth.subsequence_supports` (a Numba kernel,
 parallel over chunks of sequences); the GPU path launches
 ``dpgpu_subseq_supports`` of ``kernels/subseq.cu``, whose per-element logic
 (``kernels/subseq.cuh``) takes the same steps on the same prefix-grouped
-layout (:func:`dpgpu.eval.truth.group_by_prefix`).  Both return the same
+layout (:func:`dpgpu.eval.truth.group_by_prefix`): one thread per sequence
+and group, where the CPU loop skips the groups whose first item the
+sequence lacks (their threads stop at that item).  Both return the same
 exact integers.
 """
 
