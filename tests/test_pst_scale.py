@@ -16,18 +16,9 @@ from dpgpu.mechanisms.privtree.core import index_dtype
 from dpgpu.mechanisms.privtree.pst import grow, pst, pst_symbols
 from dpgpu.mechanisms.privtree.sampling import concatenate
 from dpgpu.data.generate import markov_sequences
+from test_privtree_pst import SplitAll  # the same no-noise split test
 
 pst_module = importlib.import_module("dpgpu.mechanisms.privtree.pst")
-
-
-class SplitAll:
-    """Splits every testable node above ``depth`` (no noise)."""
-
-    def __init__(self, depth: int):
-        self.depth = depth
-
-    def decide(self, s, depth, ids, backend):
-        return np.full(s.shape[0], depth < self.depth)
 
 
 def test_index_dtype_is_int32_exactly_while_every_index_fits():

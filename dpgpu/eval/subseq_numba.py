@@ -111,12 +111,15 @@ def sequence_hits(items, a, b, last, seen, s, pre_flat, pre_off, grp_off, ext_it
                   first_grp, empty, hits):
     """The grouped patterns that ``items[a:b]`` contains, into ``hits``; returns how many.
 
-    ``last`` must hold the sequence's last occurrences (:func:`prefix_end`),
-    ``seen`` no ``s`` (it is marked ``s`` at the sequence's items);
+    ``last`` must be -1 for every item (it holds the sequence's last
+    occurrences, :func:`prefix_end`, during the call, and is reset after);
+    ``seen`` must hold no ``s`` (it is marked ``s`` at the sequence's items);
     ``hits`` has room for every pattern.  Each pattern is listed once.  A
     prefix's leftmost match starts at the first occurrence of its first
     item, so the groups of a bucket go on from there.
     """
+    for p in range(a, b):
+        last[items[p]] = p
     n = 0
     for i in range(empty.size):
         g = empty[i]
@@ -131,6 +134,8 @@ def sequence_hits(items, a, b, last, seen, s, pre_flat, pre_off, grp_off, ext_it
             g = first_grp[i]
             pos = match_after(items, p, last, pre_flat, pre_off[g] + 1, pre_off[g + 1])
             n = _extensions(last, pos, grp_off, ext_item, g, hits, n)
+    for p in range(a, b):
+        last[items[p]] = -1
     return n
 
 
@@ -147,16 +152,10 @@ def support_counts(items, offsets, weights, pre_flat, pre_off, grp_off, ext_item
         hits = np.empty(ext_item.size, dtype=np.int64)
         row = partial[c]
         for s in range(n_seq * c // n_chunks, n_seq * (c + 1) // n_chunks):
-            a = offsets[s]
-            b = offsets[s + 1]
-            for p in range(a, b):
-                last[items[p]] = p
-            n = sequence_hits(items, a, b, last, seen, s, pre_flat, pre_off, grp_off, ext_item,
-                              first_off, first_grp, empty, hits)
+            n = sequence_hits(items, offsets[s], offsets[s + 1], last, seen, s, pre_flat,
+                              pre_off, grp_off, ext_item, first_off, first_grp, empty, hits)
             for i in range(n):
                 row[hits[i]] += weights[s]
-            for p in range(a, b):
-                last[items[p]] = -1
     return partial.sum(axis=0)
 
 
@@ -175,14 +174,8 @@ def contain_matrix(items, offsets, pre_flat, pre_off, grp_off, ext_item, members
         seen = np.full(n_sym, -1, dtype=np.int64)
         hits = np.empty(ext_item.size, dtype=np.int64)
         for s in range(n_seq * c // n_chunks, n_seq * (c + 1) // n_chunks):
-            a = offsets[s]
-            b = offsets[s + 1]
-            for p in range(a, b):
-                last[items[p]] = p
-            n = sequence_hits(items, a, b, last, seen, s, pre_flat, pre_off, grp_off, ext_item,
-                              first_off, first_grp, empty, hits)
+            n = sequence_hits(items, offsets[s], offsets[s + 1], last, seen, s, pre_flat,
+                              pre_off, grp_off, ext_item, first_off, first_grp, empty, hits)
             for i in range(n):
                 out[s, members[hits[i]]] = True
-            for p in range(a, b):
-                last[items[p]] = -1
     return out
