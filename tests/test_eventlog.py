@@ -810,3 +810,41 @@ def test_csv_long_reads_log_progress(tmp_path, monkeypatch, caplog):
     with caplog.at_level("INFO", logger="dpgpu"):
         assert list(csv_log(tmp_path, LOG_CSV)) == LOG_SEQUENCES
     assert any("% read (line " in r.getMessage() for r in caplog.records), caplog.records
+
+
+# ------------------------------------------------------------ writing in parts
+def _user_log(n_cases: int, seed: int) -> str:
+    """A CSV log of ``n_cases`` cases (some with a carriage return in the name) and users."""
+    rng = np.random.default_rng(seed)
+    rows = ["case,act,ts,who"]
+    for c in range(n_cases):
+        name = f'"c{c}\r"' if c % 7 == 3 else f"c{c}"
+        for j in range(int(rng.integers(1, 6))):
+            rows.append(f"{name},{'ABCDE'[int(rng.integers(5))]},{j * 1.5},u{c % 4}")
+    return "\n".join(rows) + "\n"
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "xes"])
+def test_written_a_few_sequences_at_a_time_as_at_once(tmp_path, monkeypatch, fmt):
+    if fmt == "parquet":
+        pq = pytest.importorskip("pyarrow.parquet")
+    from dpgpu.data import writers
+
+    db = csv_log(tmp_path, _user_log(40, seed=1), case="case", activity="act", timestamp="ts",
+                 user="who")
+    picked = db.select([5, 2, 9, 2] + list(range(10, 40)))  # a repeated case: names dropped
+    empty = SequenceDB(np.zeros(0, dtype=np.int32), np.zeros(4, dtype=np.int64), db.vocab,
+                       users=np.arange(3), source=dict(db.source, cases=["e1", "e2", "e3"]))
+    for i, data in enumerate((db, picked, empty)):
+        whole, parted = tmp_path / f"whole{i}.{fmt}", tmp_path / f"parted{i}.{fmt}"
+        monkeypatch.setattr(writers, "_CHUNK_ITEMS", 1 << 20)
+        data.save(whole, format=fmt)
+        monkeypatch.setattr(writers, "_CHUNK_ITEMS", 4)  # a few sequences a part
+        monkeypatch.setattr(writers, "_CHUNK_SEQUENCES", 3)
+        data.save(parted, format=fmt)
+        if fmt == "parquet":
+            assert pq.read_table(whole).equals(pq.read_table(parted))
+        else:
+            assert whole.read_bytes() == parted.read_bytes()
+    text = (tmp_path / "whole0.csv").read_text() if fmt == "csv" else ""
+    assert fmt != "csv" or text.startswith('"case","act","ts","who"\n')  # a \r: all quoted

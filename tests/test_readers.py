@@ -165,11 +165,11 @@ def test_outputs_are_atomic_and_not_overwritten(tmp_path, monkeypatch):
     assert out.read_text() == "keep me"
     from dpgpu.data import writers
 
-    def boom(db, stream):
-        stream.write("partial")
+    def boom(sink, db):
+        sink.write(db, 0)  # some output, then a failure
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(writers, "write_lines", boom)
+    monkeypatch.setattr(writers, "write_all", boom)
     with pytest.raises(RuntimeError):
         db.save(out, format="lines", force=True)
     assert out.read_text() == "keep me"

@@ -827,22 +827,52 @@ def output_columns(db: SequenceDB) -> tuple[dict[str, str | None], str | None]:
     return columns, kind
 
 
+class EventNames:
+    """How the writers name each sequence's case and user, decided for a whole database.
+
+    Cases keep the input's names (``source["cases"]``) when every sequence
+    has one and they are distinct, else they are ``case-1``, ``case-2``, ...
+    by position.  Users are named by ``source["user_labels"]`` when it
+    covers every user id, else by the id.  The writers hand over a database
+    a part at a time (:func:`dpgpu.data.writers.parts`); the choice is made
+    once, here, so that every part follows it.
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The whole database.
+    """
+
+    def __init__(self, db: SequenceDB) -> None:
+        names = db.source.get("cases")
+        self.input_cases = names is not None and len(names) == len(db) and None not in names \
+            and len(set(names)) == len(names)
+        labels = db.source.get("user_labels")
+        fits = db.users is not None and labels is not None \
+            and (db.users.size == 0 or int(db.users.max()) < len(labels))
+        self.user_labels = labels if fits else None
+
+    def cases(self, part: SequenceDB, first: int) -> list[str]:
+        """Case name of each sequence of ``part``, whose first sequence is number ``first``."""
+        if self.input_cases:
+            return [str(x) for x in part.source["cases"]]
+        return [f"case-{i}" for i in range(first + 1, first + len(part) + 1)]
+
+    def users(self, part: SequenceDB) -> list[str]:
+        """User label of each sequence of ``part`` (which has users)."""
+        if self.user_labels is None:
+            return [str(u) for u in part.users.tolist()]
+        return [str(self.user_labels[u]) for u in part.users.tolist()]
+
+
 def case_names(db: SequenceDB) -> list[str]:
-    """One distinct name per sequence: ``source["cases"]`` if it fits, else ``case-1``, ..."""
-    names = db.source.get("cases")
-    if names is not None and len(names) == len(db) and None not in names \
-            and len(set(names)) == len(names):
-        return [str(x) for x in names]
-    return [f"case-{i + 1}" for i in range(len(db))]
+    """One distinct name per sequence of ``db`` (:class:`EventNames`)."""
+    return EventNames(db).cases(db, 0)
 
 
 def user_names(db: SequenceDB) -> list[str]:
-    """Label of each sequence's user: ``source["user_labels"]`` if it fits, else the id."""
-    labels = db.source.get("user_labels")
-    ids = db.users.tolist()
-    if labels is not None and (not ids or max(ids) < len(labels)):
-        return [str(labels[u]) for u in ids]
-    return [str(u) for u in ids]
+    """Label of each sequence's user (:class:`EventNames`); ``db`` has users."""
+    return EventNames(db).users(db)
 
 
 def synthetic_times(n: int, *, millis: bool = False) -> list[str]:
@@ -858,33 +888,99 @@ def event_positions(db: SequenceDB) -> np.ndarray:
     return np.arange(db.n_events, dtype=np.int64) - starts
 
 
-def _event_table(db: SequenceDB) -> tuple[dict[str, str | None], str | None, dict[str, list]]:
-    """Per-event column values (lists, flat like ``db.items``) for the tabular writers."""
-    columns, kind = output_columns(db)
-    empty = int(np.count_nonzero(db.lengths == 0))
-    if empty:
-        log.warning("%d empty sequences have no events and are not written to the event log",
-                    empty)
-    labels = np.array(db.vocab.labels, dtype=object)
-    values: dict[str, list] = {
-        "case": np.repeat(np.array(case_names(db), dtype=object), db.lengths).tolist(),
-        "activity": labels[db.items].tolist(),
-    }
-    if columns["timestamp"] is not None:
-        values["timestamp"] = event_positions(db)
-    if columns["user"] is not None:
-        values["user"] = np.repeat(np.array(user_names(db), dtype=object),
-                                   db.lengths).tolist()
-    return columns, kind, values
+class _TableSink:
+    """What the CSV and Parquet log writers share: columns, names, per-part values.
+
+    A part's values come as codes into short lists of texts (a name per
+    sequence, a label per item), so each writer turns them into its own
+    column type without a Python object per event where it can.  Empty
+    sequences have no rows; their number is logged at the end.
+    """
+
+    def __init__(self, db: SequenceDB) -> None:
+        self.columns, self.kind = output_columns(db)
+        self.names = EventNames(db)
+        self.labels = list(db.vocab.labels)
+        self.roles = [r for r in ("case", "activity", "timestamp", "user")
+                      if self.columns[r] is not None]
+        self.empty = 0
+
+    def values(self, part: SequenceDB, first: int) -> dict[str, Any]:
+        """Per-event values of ``part`` (``first``: sequences before it).
+
+        ``timestamp`` is each event's position in its sequence; every other
+        role is a pair ``(codes, texts)``: event ``e``'s value is
+        ``texts[codes[e]]``.
+        """
+        self.empty += int(np.count_nonzero(part.lengths == 0))
+        owner = np.repeat(np.arange(len(part)), part.lengths)  # each event's sequence
+        values: dict[str, Any] = {"case": (owner, self.names.cases(part, first)),
+                                  "activity": (part.items, self.labels)}
+        if "timestamp" in self.roles:
+            values["timestamp"] = event_positions(part)
+        if "user" in self.roles:
+            values["user"] = (owner, self.names.users(part))
+        return values
+
+    def close(self) -> None:
+        """Log how many sequences had no event to write."""
+        if self.empty:
+            log.warning("%d empty sequences have no events and are not written to the event "
+                        "log", self.empty)
 
 
-def write_csv_log(db: SequenceDB, stream: TextIO, *, delimiter: str | None = None) -> None:
-    """Write ``db`` as a CSV event log, one row per event.
+class CsvLogSink(_TableSink):
+    """Writes a CSV event log, one row per event, a part of the database at a time.
 
     Columns: case, activity, timestamp (synthetic, see the module docstring)
     and, for user-level data, user; named and delimited as in the input when
     it was a CSV log (``source``).  Empty sequences have no rows.  When a
-    case, activity or user holds a carriage return, every field is quoted.
+    case, activity or user of ``db`` holds a carriage return, every field is
+    quoted.
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The whole database (see :func:`dpgpu.data.writers.open_sink`).
+    stream : text stream
+        For instance from :func:`dpgpu.data.io.atomic_output`.
+    delimiter : str, optional
+        The field delimiter; default the input's (a CSV log), else ``,``.
+    """
+
+    def __init__(self, db: SequenceDB, stream: TextIO, *, delimiter: str | None = None) -> None:
+        super().__init__(db)
+        if delimiter is None:
+            delimiter = db.source.get("delimiter", ",") if db.source.get("format") == "csv" \
+                else ","
+        # csv leaves a field with a carriage return unquoted when lines end in "\n" alone,
+        # and a reader takes that "\r" for the end of the row
+        names = (case_names(db) if self.names.input_cases else (), db.vocab.labels,
+                 user_names(db) if "user" in self.roles else ())
+        quoting = csv.QUOTE_ALL if any("\r" in x for group in names for x in group) \
+            else csv.QUOTE_MINIMAL
+        self.writer = csv.writer(stream, delimiter=delimiter, lineterminator="\n",
+                                 quoting=quoting)
+        self.writer.writerow([self.columns[r] for r in self.roles])
+
+    def write(self, part: SequenceDB, first: int) -> None:
+        """Write the rows of ``part``'s events (``first``: sequences written before it)."""
+        values = self.values(part, first)
+        if "timestamp" in values:
+            pos = values["timestamp"]
+            values["timestamp"] = (pos, range(part.max_length)) if self.kind == "numeric" \
+                else (pos, synthetic_times(part.max_length))
+        columns = []
+        for role in self.roles:
+            codes, texts = values[role]
+            column = np.empty(len(texts), dtype=object)
+            column[:] = list(texts)
+            columns.append(column[codes].tolist())
+        self.writer.writerows(zip(*columns))
+
+
+def write_csv_log(db: SequenceDB, stream: TextIO, *, delimiter: str | None = None) -> None:
+    """Write ``db`` as a CSV event log, one row per event (:class:`CsvLogSink`).
 
     Parameters
     ----------
@@ -894,33 +990,21 @@ def write_csv_log(db: SequenceDB, stream: TextIO, *, delimiter: str | None = Non
     delimiter : str, optional
         The field delimiter; default the input's (a CSV log), else ``,``.
     """
-    columns, kind, values = _event_table(db)
-    if "timestamp" in values:
-        pos = values["timestamp"]
-        values["timestamp"] = pos.tolist() if kind == "numeric" else \
-            np.array(synthetic_times(db.max_length), dtype=object)[pos].tolist()
-    roles = [r for r in ("case", "activity", "timestamp", "user") if r in values]
-    if delimiter is None:
-        delimiter = db.source.get("delimiter", ",") if db.source.get("format") == "csv" else ","
-    # csv leaves a field with a carriage return unquoted when lines end in "\n" alone,
-    # and a reader takes that "\r" for the end of the row
-    names = (case_names(db), db.vocab.labels, user_names(db) if "user" in values else ())
-    quoting = csv.QUOTE_ALL if any("\r" in x for group in names for x in group) \
-        else csv.QUOTE_MINIMAL
-    writer = csv.writer(stream, delimiter=delimiter, lineterminator="\n", quoting=quoting)
-    writer.writerow([columns[r] for r in roles])
-    writer.writerows(zip(*(values[r] for r in roles)))
+    from .writers import write_all  # noqa: PLC0415 - writers imports this module
+
+    write_all(CsvLogSink(db, stream, delimiter=delimiter), db)
 
 
-def write_parquet_log(db: SequenceDB, target: Any) -> None:
-    """Write ``db`` as a Parquet event log, one row per event; needs pyarrow.
+class ParquetLogSink(_TableSink):
+    """Writes a Parquet event log, one row per event and a row group per part; needs pyarrow.
 
-    Columns as for :func:`write_csv_log`; the synthetic timestamps are a
+    Columns as for :class:`CsvLogSink`; the synthetic timestamps are a
     ``timestamp[us, UTC]`` column (int64 when the input's were numbers).
 
     Parameters
     ----------
     db : SequenceDB
+        The whole database (see :func:`dpgpu.data.writers.open_sink`).
     target : path-like or binary stream
         A path, or a binary stream such as
         ``atomic_output(path, binary=True)`` yields.
@@ -930,21 +1014,54 @@ def write_parquet_log(db: SequenceDB, target: Any) -> None:
     InvalidParameter
         pyarrow is not installed (``format``: Parquet cannot be written).
     """
-    pa, pq = optional_pyarrow()
-    if pa is None:
-        raise InvalidParameter(f"format: writing Parquet needs pyarrow: {PARQUET_HINT}")
-    columns, kind, values = _event_table(db)
-    arrays = {columns["case"]: pa.array(values["case"], type=pa.string()),
-              columns["activity"]: pa.array(values["activity"], type=pa.string())}
-    if "timestamp" in values:
-        pos = values["timestamp"]
-        start = int((SYNTHETIC_START - _EPOCH).total_seconds()) * 1_000_000
-        arrays[columns["timestamp"]] = pa.array(pos, type=pa.int64()) if kind == "numeric" \
-            else pa.array(start + pos * 1_000_000, type=pa.timestamp("us", tz="UTC"))
-    if "user" in values:
-        arrays[columns["user"]] = pa.array(values["user"], type=pa.string())
-    pq.write_table(pa.table(arrays), os.fspath(target) if isinstance(target, os.PathLike)
-                   else target)
+
+    def __init__(self, db: SequenceDB, target: Any) -> None:
+        pa, pq = optional_pyarrow()
+        if pa is None:
+            raise InvalidParameter(f"format: writing Parquet needs pyarrow: {PARQUET_HINT}")
+        super().__init__(db)
+        self.pa = pa
+        types = {"case": pa.string(), "activity": pa.string(), "user": pa.string(),
+                 "timestamp": pa.int64() if self.kind == "numeric"
+                 else pa.timestamp("us", tz="UTC")}
+        self.schema = pa.schema([(self.columns[r], types[r]) for r in self.roles])
+        self.writer = pq.ParquetWriter(os.fspath(target) if isinstance(target, os.PathLike)
+                                       else target, self.schema)
+
+    def write(self, part: SequenceDB, first: int) -> None:
+        """Write the rows of ``part``'s events (``first``: sequences written before it)."""
+        pa = self.pa
+        values = self.values(part, first)
+        arrays = []
+        for field, role in zip(self.schema, self.roles):
+            if role == "timestamp":
+                pos = values[role]
+                if self.kind != "numeric":
+                    start = int((SYNTHETIC_START - _EPOCH).total_seconds()) * 1_000_000
+                    pos = start + pos * 1_000_000
+                arrays.append(pa.array(pos, type=field.type))
+            else:  # the strings gathered by Arrow, not as a Python object per event
+                codes, texts = values[role]
+                arrays.append(pa.DictionaryArray.from_arrays(
+                    pa.array(codes, type=pa.int64()), pa.array(texts, type=pa.string()))
+                    .dictionary_decode())
+        self.writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
+
+    def close(self) -> None:
+        """Finish the file (a valid log with no rows when nothing was written)."""
+        self.writer.close()
+        super().close()
+
+
+def write_parquet_log(db: SequenceDB, target: Any) -> None:
+    """Write ``db`` to ``target`` as a Parquet event log, one row per event.
+
+    See :class:`ParquetLogSink` for the columns, the targets it takes and
+    the error raised where pyarrow is not installed.
+    """
+    from .writers import write_all  # noqa: PLC0415 - writers imports this module
+
+    write_all(ParquetLogSink(db, target), db)
 
 
 _XES_NAMES = ("looks_like_xes", "read_xes", "write_xes")

@@ -13,17 +13,19 @@ leaves nothing behind and an existing file is only replaced with ``force``.
 
 from __future__ import annotations
 
+import gzip
+import itertools
 import logging
 import re
-from functools import partial
 from pathlib import Path
-from typing import Any, Iterator, TextIO
+from typing import Any, Iterable, Iterator, TextIO
 
 import numpy as np
 
 from ..errors import InputError, InvalidParameter
 from .io import atomic_output
 from .load import DETECT_BYTES, detect_format, extension_format
+from .sequencedb import SequenceDB
 from .text import MAX_DIGITS, SEQ_DATA_VOCABULARY
 
 log = logging.getLogger("dpgpu")
@@ -52,25 +54,101 @@ def write(db: Any, path: Any, format: str | None = None, *, force: bool = False)
     InvalidParameter
         An unknown format, or one that cannot hold the labels (:func:`check_writable`).
     """
-    fmt = format or db.source.get("format") or "lines"
+    fmt = _write_format(format or db.source.get("format") or "lines")
+    check_writable(db, fmt, path)
+    with atomic_output(path, force=force, binary=fmt == "parquet") as stream:
+        write_all(open_sink(fmt, db, stream, path), db)
+    if fmt == "lines":
+        _warn_unless_detected_as_lines(Path(path))
+
+
+def write_parts(db_parts: Iterable[Any], path: Any, format: str, *,
+                force: bool = False) -> tuple[int, int]:
+    """Write a database that arrives in parts, such as generated data too large to hold.
+
+    The parts share the first part's vocabulary and have neither users nor
+    case names: an event log names their cases ``case-1``, ``case-2``, ...
+    on across the parts.  Only the first part is checked against the format
+    (:func:`check_writable`); it also decides what the format needs from the
+    whole database (the ``.seq`` header, SPMF's item names, the event-log
+    columns).  The file is written atomically, as by :func:`write`.
+
+    Parameters
+    ----------
+    db_parts : iterable of SequenceDB
+        Consecutive parts of the database, at least one.
+    path : path-like
+        The file to write (``.gz`` to compress).
+    format : str
+        One of :data:`WRITE_FORMATS`.
+    force : bool
+        Replace an existing file.
+
+    Returns
+    -------
+    tuple of int
+        The sequences and the events written.
+
+    Raises
+    ------
+    InvalidParameter
+        An unknown format, one that cannot hold the labels, no parts, or a
+        part in another vocabulary or with users or case names.
+    """
+    fmt = _write_format(format)
+    db_parts = iter(db_parts)
+    head = next(db_parts, None)
+    if head is None:
+        raise InvalidParameter("db_parts: no part to write")
+    check_writable(head, fmt, path)
+    n_sequences = n_events = 0
+    with atomic_output(path, force=force, binary=fmt == "parquet") as stream:
+        sink = open_sink(fmt, head, stream, path)
+        for db in itertools.chain([head], db_parts):
+            if db.vocab != head.vocab or db.users is not None or "cases" in db.source:
+                raise InvalidParameter("db_parts: every part must be in the first part's "
+                                       "vocabulary, without users or case names")
+            for part in parts(db):
+                sink.write(part, n_sequences)
+                n_sequences += len(part)
+            n_events += db.n_events
+        sink.close()
+    return n_sequences, n_events
+
+
+def _write_format(fmt: str) -> str:
     if fmt not in WRITE_FORMATS:
         raise InvalidParameter(f"format: cannot write {fmt!r}; choose one of "
                                f"{', '.join(WRITE_FORMATS)}")
-    check_writable(db, fmt, path)
-    from . import eventlog  # noqa: PLC0415
+    return fmt
 
-    if fmt == "parquet":
-        with atomic_output(path, force=force, binary=True) as stream:
-            eventlog.write_parquet_log(db, stream)
-        return
-    writer = {"seq": write_seq, "spmf": write_spmf, "lines": write_lines,
-              "csv": partial(eventlog.write_csv_log, delimiter=_CSV_DELIMITERS.get(
-                  extension_format(path)[0])),
-              "xes": eventlog.write_xes}[fmt]
-    with atomic_output(path, force=force) as stream:
-        writer(db, stream)
-    if fmt == "lines":
-        _warn_unless_detected_as_lines(db, Path(path))
+
+def open_sink(fmt: str, db: Any, stream: Any, path: Any) -> Any:
+    """A writer of ``fmt`` to ``stream`` for ``db``'s sequences, given a part at a time.
+
+    Its ``write(part, first)`` writes the sequences of ``part`` (``first``:
+    how many were written before them) and ``close()`` ends the file.
+
+    Parameters
+    ----------
+    fmt : str
+        One of :data:`WRITE_FORMATS`.
+    db : SequenceDB
+        The whole database, or its first part (:func:`write_parts`): it
+        decides the header, columns and names.
+    stream : text stream, or binary stream for ``parquet``
+    path : path-like
+        The file being written (a CSV log is tab-separated in a ``.tsv``
+        file and comma-separated in a ``.csv`` one, otherwise delimited as
+        its input, if that was a CSV log).
+    """
+    from . import eventlog, xes  # noqa: PLC0415 - event-log support loads on demand
+
+    if fmt == "csv":
+        return eventlog.CsvLogSink(db, stream,
+                                   delimiter=_CSV_DELIMITERS.get(extension_format(path)[0]))
+    return {"seq": seq_sink, "spmf": spmf_sink, "lines": lines_sink,
+            "parquet": eventlog.ParquetLogSink, "xes": xes.XesSink}[fmt](db, stream)
 
 
 def check_writable(db: Any, fmt: str, path: Any) -> None:
@@ -222,56 +300,89 @@ def _spmf_number(label: str) -> bool:
     return _CANONICAL_INT.fullmatch(label) is not None and not label.startswith("-")
 
 
-#: About how many items the sequence writers turn into text at once.
+#: About how many items a writer turns into text (or rows) at once.
 _CHUNK_ITEMS = 1 << 20
-#: At most how many sequences they turn into text at once.
+#: At most how many sequences it handles at once.
 _CHUNK_SEQUENCES = 1 << 18
 
 
-def _text_chunks(db: Any, tokens: list[str], *, sep: str = "", end: str = "\n") -> Iterator[str]:
-    """The text of ``db``'s sequences, one line each, in chunks of whole lines.
+def parts(db: Any) -> Iterator[Any]:
+    """``db``'s sequences in consecutive parts that a writer handles at once.
 
-    A sequence's line is ``sep.join(tokens[i] for i in its items) + end``.
-    Each chunk is built from the flat ``items``/``offsets`` arrays at once
-    (about :data:`_CHUNK_ITEMS` items): every item's token is gathered into
-    one array of pieces, with ``end`` after each sequence, and joined.
+    A part holds about :data:`_CHUNK_ITEMS` items (at least one sequence, at
+    most :data:`_CHUNK_SEQUENCES`), with its sequences' users and case names
+    (the same slice of ``source["cases"]``), so that writing never builds
+    the text or rows of a whole large database at once.
 
     Parameters
     ----------
     db : SequenceDB
-    tokens : list of str
-        The text of each item id.
-    sep : str
-        Written between the items of a sequence.
-    end : str
-        Written after each sequence's items.
 
     Yields
     ------
-    str
-        The lines of consecutive sequences, in order.
+    SequenceDB
+        Sequences ``start .. stop - 1`` of ``db``, in order.
     """
-    last_token = _object_array(tokens)
-    token = last_token + sep if sep else last_token  # an item followed by another
     offsets, n = db.offsets, len(db)
     start = 0
     while start < n:
         stop = int(np.searchsorted(offsets, offsets[start] + _CHUNK_ITEMS, side="right")) - 1
         stop = min(max(stop, start + 1), start + _CHUNK_SEQUENCES, n)
         first = offsets[start]
-        ids = db.items[first:offsets[stop]]
-        ends = offsets[start + 1:stop + 1] - first  # each sequence's end, in ids
-        at_end = ends + np.arange(stop - start)  # where its `end` goes among the pieces
+        source = dict(db.source)
+        if "cases" in source:
+            source["cases"] = source["cases"][start:stop]
+        yield SequenceDB(db.items[first:offsets[stop]], offsets[start:stop + 1] - first,
+                         db.vocab, users=None if db.users is None else db.users[start:stop],
+                         source=source)
+        start = stop
+
+
+class TextSink:
+    """Writes sequences as text, one line each, after a header.
+
+    A sequence's line is ``sep.join(tokens[i] for i in its items) + end``.
+    Each part's text is built from its flat ``items``/``offsets`` arrays at
+    once: every item's token is gathered into one array of pieces, with
+    ``end`` after each sequence, and joined.
+
+    Parameters
+    ----------
+    stream : text stream
+    header : str
+        Written first.
+    tokens : list of str
+        The text of each item id.
+    sep : str
+        Written between the items of a sequence.
+    end : str
+        Written after each sequence's items.
+    """
+
+    def __init__(self, stream: TextIO, header: str, tokens: list[str], *, sep: str = "",
+                 end: str = "\n") -> None:
+        self.stream, self.sep, self.end = stream, sep, end
+        self.last_token = _object_array(tokens)
+        self.token = self.last_token + sep if sep else self.last_token  # followed by another
+        stream.write(header)
+
+    def write(self, part: Any, first: int) -> None:
+        """Write the sequences of ``part`` (``first``: the number of sequences before it)."""
+        ids, offsets = part.items, part.offsets
+        ends = offsets[1:]  # each sequence's end, in ids
+        at_end = ends + np.arange(len(part))  # where its `end` goes among the pieces
         pieces = np.empty(ids.size + at_end.size, dtype=object)
         is_item = np.ones(pieces.size, dtype=bool)
         is_item[at_end] = False
-        pieces[is_item] = token[ids]
-        if sep:  # no separator after a sequence's last item
-            filled = db.lengths[start:stop] > 0
-            pieces[at_end[filled] - 1] = last_token[ids[ends[filled] - 1]]
-        pieces[at_end] = end
-        yield "".join(pieces.tolist())
-        start = stop
+        pieces[is_item] = self.token[ids]
+        if self.sep:  # no separator after a sequence's last item
+            filled = part.lengths > 0
+            pieces[at_end[filled] - 1] = self.last_token[ids[ends[filled] - 1]]
+        pieces[at_end] = self.end
+        self.stream.write("".join(pieces.tolist()))
+
+    def close(self) -> None:
+        """Nothing follows the last sequence."""
 
 
 def _object_array(texts: list[str]) -> np.ndarray:
@@ -280,7 +391,7 @@ def _object_array(texts: list[str]) -> np.ndarray:
     return out
 
 
-def write_seq(db: Any, stream: TextIO) -> None:
+def seq_sink(db: Any, stream: TextIO) -> TextSink:
     """UCI ``.seq``: a header naming the categories, then 1-based category numbers.
 
     Categories are numbered in vocabulary order; their names are the
@@ -290,16 +401,14 @@ def write_seq(db: Any, stream: TextIO) -> None:
     (:data:`dpgpu.data.text.SEQ_DATA_VOCABULARY`).
     """
     names = db.vocab.names or db.vocab.labels
-    stream.write("% Different categories found in input file:\n\n")
-    stream.write(" ".join(names) + "\n\n")
+    header = f"% Different categories found in input file:\n\n{' '.join(names)}\n\n"
     if not db.vocab.public:  # reading the file back must not make them public
-        stream.write(SEQ_DATA_VOCABULARY + "\n")
-    stream.write("\n% Sequences:\n\n")
-    for text in _text_chunks(db, [f"{i + 1} " for i in range(db.vocab.size)]):
-        stream.write(text)
+        header += SEQ_DATA_VOCABULARY + "\n"
+    header += "\n% Sequences:\n\n"
+    return TextSink(stream, header, [f"{i + 1} " for i in range(db.vocab.size)])
 
 
-def write_spmf(db: Any, stream: TextIO) -> None:
+def spmf_sink(db: Any, stream: TextIO) -> TextSink:
     """SPMF: ``item -1 item -1 ... -2`` per line (or the stripped variant if read so).
 
     Labels that are all non-negative integers (written as the readers print
@@ -308,47 +417,65 @@ def write_spmf(db: Any, stream: TextIO) -> None:
     vocabulary's items that never occur are named too, and
     ``dpgpu.load(..., vocab=...)`` matches items by these names.
     """
-    labels = db.vocab.labels
+    labels, header = db.vocab.labels, ""
     if not all(_spmf_number(x) for x in labels):
-        stream.write("@CONVERTED_FROM_TEXT\n")
-        stream.write("".join(f"@ITEM={i}={label}\n" for i, label in enumerate(labels)))
+        header = "@CONVERTED_FROM_TEXT\n" + "".join(f"@ITEM={i}={label}\n"
+                                                    for i, label in enumerate(labels))
         labels = [str(i) for i in range(len(labels))]
     if db.source.get("format") == "spmf" and db.source.get("stripped"):
-        chunks = _text_chunks(db, list(labels), sep=" ")
-    else:
-        chunks = _text_chunks(db, [x + " -1 " for x in labels], end="-2\n")
-    for text in chunks:
-        stream.write(text)
+        return TextSink(stream, header, list(labels), sep=" ")
+    return TextSink(stream, header, [x + " -1 " for x in labels], end="-2\n")
 
 
-def write_lines(db: Any, stream: TextIO) -> None:
+def lines_sink(db: Any, stream: TextIO) -> TextSink:
     """One sequence per line, labels separated by single spaces.
 
     Labels are written as they are; :func:`write` refuses labels this format
     cannot hold (see :func:`check_writable`).
     """
-    for text in _lines(db):
-        stream.write(text)
+    return TextSink(stream, "", list(db.vocab.labels), sep=" ")
 
 
-def _lines(db: Any) -> Iterator[str]:
-    """The text of a lines file, in chunks of whole lines (:func:`_text_chunks`)."""
-    return _text_chunks(db, list(db.vocab.labels), sep=" ")
+def write_seq(db: Any, stream: TextIO) -> None:
+    """Write ``db`` to ``stream`` as UCI ``.seq`` text (:func:`seq_sink`)."""
+    write_all(seq_sink(db, stream), db)
 
 
-def _warn_unless_detected_as_lines(db: Any, path: Path) -> None:
+def write_spmf(db: Any, stream: TextIO) -> None:
+    """Write ``db`` to ``stream`` as SPMF text (:func:`spmf_sink`)."""
+    write_all(spmf_sink(db, stream), db)
+
+
+def write_lines(db: Any, stream: TextIO) -> None:
+    """Write ``db`` to ``stream`` as one line of labels per sequence (:func:`lines_sink`)."""
+    write_all(lines_sink(db, stream), db)
+
+
+def write_all(sink: Any, db: Any) -> None:
+    """Give ``sink`` every sequence of ``db``, a part at a time (:func:`parts`), then close it.
+
+    Parameters
+    ----------
+    sink
+        A writer with ``write(part, first)`` and ``close()``, such as
+        :class:`TextSink` or :class:`dpgpu.data.eventlog.CsvLogSink`.
+    db : SequenceDB
+    """
+    first = 0
+    for part in parts(db):
+        sink.write(part, first)
+        first += len(part)
+    sink.close()
+
+
+def _warn_unless_detected_as_lines(path: Path) -> None:
     """Warn when format detection would take the lines file at ``path`` for another format.
 
     Its first line may look like a header of another format, or its items
     like SPMF numbers with ``-2`` terminators.
     """
-    head = b""  # the lines that start within the first DETECT_BYTES bytes
-    for text in _lines(db):
-        head += text.encode("utf-8")
-        cut = head.find(b"\n", DETECT_BYTES)
-        if cut >= 0:
-            head = head[:cut + 1]
-            break
+    with (gzip.open if path.name.endswith(".gz") else open)(path, "rb") as written:
+        head = written.read(DETECT_BYTES)  # what format detection reads
     try:
         seen = detect_format(path, head)
     except InputError:  # not for this warning to refuse a file already written

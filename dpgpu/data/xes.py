@@ -24,8 +24,8 @@ from xml.parsers import expat
 import numpy as np
 
 from ..errors import InputError
-from .eventlog import (BadValue, _ChunkedTimes, case_names, check_nonempty, check_option, encode_labels, log,
-                       synthetic_times)
+from .eventlog import (BadValue, EventNames, _ChunkedTimes, check_nonempty, check_option,
+                       encode_labels, log, synthetic_times)
 from .reading import ReadProgress, encode_values, gc_paused, numbering
 from .sequencedb import SequenceDB
 
@@ -366,8 +366,8 @@ def looks_like_xes(head: bytes) -> bool:
     return head.lstrip().startswith(b"<?xml") and not rest.strip()
 
 
-def write_xes(db: SequenceDB, stream: TextIO) -> None:
-    """Write ``db`` as a minimal XES log.
+class XesSink:
+    """Writes a minimal XES log, a part of the database at a time.
 
     One ``<trace>`` per sequence, named by its ``concept:name`` (the input's
     case names when ``source`` has them, else ``case-1``, ...), and one
@@ -378,29 +378,57 @@ def write_xes(db: SequenceDB, stream: TextIO) -> None:
     Parameters
     ----------
     db : SequenceDB
+        The whole database (see :func:`dpgpu.data.writers.open_sink`).
     stream : text stream
         For instance from :func:`dpgpu.data.io.atomic_output`.
     """
-    keys = db.source.get("columns", {}) if db.source.get("format") == "xes" else {}
-    act_key = _attr(keys.get("activity") or "concept:name")
-    time_key = _attr(keys.get("timestamp") or "time:timestamp")
-    stream.write(
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<log xes.version="1849-2016" xes.features="" xmlns="http://www.xes-standard.org/">\n'
-        '\t<extension name="Concept" prefix="concept" '
-        'uri="http://www.xes-standard.org/concept.xesext"/>\n'
-        '\t<extension name="Time" prefix="time" uri="http://www.xes-standard.org/time.xesext"/>\n'
-        f'\t<classifier name="Activity" keys="{act_key}"/>\n')
-    labels = [_attr(label) for label in db.vocab.labels]
-    times = synthetic_times(db.max_length, millis=True)
-    for i, name in enumerate(case_names(db)):
-        parts = [f'\t<trace>\n\t\t<string key="concept:name" value="{_attr(name)}"/>\n']
-        parts.extend(f'\t\t<event>\n\t\t\t<string key="{act_key}" value="{labels[item]}"/>\n'
-                     f'\t\t\t<date key="{time_key}" value="{times[j]}"/>\n\t\t</event>\n'
-                     for j, item in enumerate(db.sequence_ids(i).tolist()))
-        parts.append("\t</trace>\n")
-        stream.write("".join(parts))
-    stream.write("</log>\n")
+
+    def __init__(self, db: SequenceDB, stream: TextIO) -> None:
+        keys = db.source.get("columns", {}) if db.source.get("format") == "xes" else {}
+        self.act_key = _attr(keys.get("activity") or "concept:name")
+        self.time_key = _attr(keys.get("timestamp") or "time:timestamp")
+        self.labels = [_attr(label) for label in db.vocab.labels]
+        self.names = EventNames(db)
+        self.stream = stream
+        stream.write(
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            '<log xes.version="1849-2016" xes.features="" xmlns="http://www.xes-standard.org/">\n'
+            '\t<extension name="Concept" prefix="concept" '
+            'uri="http://www.xes-standard.org/concept.xesext"/>\n'
+            '\t<extension name="Time" prefix="time" '
+            'uri="http://www.xes-standard.org/time.xesext"/>\n'
+            f'\t<classifier name="Activity" keys="{self.act_key}"/>\n')
+
+    def write(self, part: SequenceDB, first: int) -> None:
+        """Write the traces of ``part``'s sequences (``first``: sequences written before it)."""
+        times = synthetic_times(part.max_length, millis=True)
+        for i, name in enumerate(self.names.cases(part, first)):
+            pieces = [f'\t<trace>\n\t\t<string key="concept:name" value="{_attr(name)}"/>\n']
+            pieces.extend(f'\t\t<event>\n\t\t\t<string key="{self.act_key}" '
+                          f'value="{self.labels[item]}"/>\n'
+                          f'\t\t\t<date key="{self.time_key}" value="{times[j]}"/>\n'
+                          '\t\t</event>\n'
+                          for j, item in enumerate(part.sequence_ids(i).tolist()))
+            pieces.append("\t</trace>\n")
+            self.stream.write("".join(pieces))
+
+    def close(self) -> None:
+        """End the log."""
+        self.stream.write("</log>\n")
+
+
+def write_xes(db: SequenceDB, stream: TextIO) -> None:
+    """Write ``db`` as a minimal XES log (:class:`XesSink`).
+
+    Parameters
+    ----------
+    db : SequenceDB
+    stream : text stream
+        For instance from :func:`dpgpu.data.io.atomic_output`.
+    """
+    from .writers import write_all  # noqa: PLC0415 - writers imports the event-log modules
+
+    write_all(XesSink(db, stream), db)
 
 
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;",
