@@ -1,7 +1,8 @@
 """Scaling curves: time and peak memory against dataset size, with a fitted exponent.
 
 For generated datasets (``dpgpu.data.generate.markov_sequences``: a
-variable-order Markov chain over a Zipf alphabet of 100 items, mean length 8)
+variable-order Markov chain over a Zipf alphabet of 100 items, mean length 8;
+``markov_chunks`` in chunks of 1e8 above that size)
 of 1e6 .. ``--max-tokens`` items, measures
 
 * counting all n-grams n <= 5 of each sequence's first 20 items
@@ -22,12 +23,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import platform
 import time
 import tracemalloc
-from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -36,7 +35,7 @@ import numpy as np
 import dpgpu
 from dpgpu import SequenceDB
 from dpgpu.backend import get_backend
-from dpgpu.data.generate import markov_sequences
+from dpgpu.data.generate import markov_chunks, markov_sequences
 from dpgpu.ops.grams import GramEngine
 from naive import naive_seconds
 
@@ -78,20 +77,14 @@ def timed(fn, be):
 CHUNK = 100_000_000
 
 
-def _chunk(seed: int) -> SequenceDB:
-    return markov_sequences(CHUNK, seed=seed)
-
-
 def corpus(size: int, seed: int) -> SequenceDB:
-    """``markov_sequences(size, seed=seed)``, or above :data:`CHUNK` tokens the concatenation
-    of ``size / CHUNK`` chunks with seeds ``seed * 1000 + i``, generated in worker processes
-    (the generator is serial NumPy; 1e9 tokens take minutes in one process)."""
-    if size <= CHUNK:
-        return markov_sequences(size, seed=seed)
-    seeds = [seed * 1000 + i for i in range(-(-size // CHUNK))]
-    with ProcessPoolExecutor(min(len(seeds), os.cpu_count() or 1),
-                             mp_context=multiprocessing.get_context("fork")) as pool:
-        parts = list(pool.map(_chunk, seeds))
+    """The dataset ``markov_chunks(size, seed=seed, chunk_tokens=CHUNK)`` as one database:
+    ``markov_sequences(size, seed=seed)`` up to :data:`CHUNK` tokens, above it chunks
+    generated in worker processes (the generator is serial NumPy; 1e9 tokens take
+    minutes in one process)."""
+    parts = list(markov_chunks(size, seed=seed, chunk_tokens=CHUNK, jobs=os.cpu_count() or 1))
+    if len(parts) == 1:
+        return parts[0]
     shifts = np.cumsum([0] + [part.items.size for part in parts[:-1]])
     offsets = np.concatenate([[0]] + [part.offsets[1:] + shift
                                       for part, shift in zip(parts, shifts)])
@@ -147,7 +140,8 @@ def main() -> None:
            "python": platform.python_version(), "dpgpu": dpgpu.__version__,
            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
            "workload": "markov_sequences(n, n_items=100, max_order=3, zipf=1.1, mean_length=8); "
-                       f"above {CHUNK:.0e} tokens, chunks of {CHUNK:.0e} with their own seeds",
+                       f"above {CHUNK:.0e} tokens, markov_chunks(n, seed=1, "
+                       f"chunk_tokens={CHUNK:.0e})",
            "mechanisms": mechanisms, "rows": rows,
            "fitted_exponent": {"count": exponent("count_s"),
                                **{name: exponent(f"{name}_s") for name in mechanisms}}}

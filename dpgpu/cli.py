@@ -22,7 +22,7 @@ from .commands.common import Parser
 from .errors import DPGPUError
 
 #: Modules of dpgpu.commands, in the order their subcommands are listed.
-COMMAND_MODULES = ("info", "stats", "demo", "convert", "ngram", "evaluate", "dpne", "pst",
+COMMAND_MODULES = ("info", "stats", "demo", "convert", "generate", "ngram", "evaluate", "dpne", "pst",
                    "privtree_spatial", "calibrate", "pfs2", "report", "advise", "completion")
 
 
