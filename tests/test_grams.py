@@ -105,6 +105,47 @@ def test_next_symbol_histogram(seqs, m, start, l_max, data):
         assert hist[f].tolist() == expect
 
 
+@common
+@given(seqs=sequences(3, max_len=9), m=st.integers(0, 4), start=st.booleans(),
+       end=st.sampled_from([False, True, "all"]), l_max=st.one_of(st.none(), st.integers(1, 5)),
+       n_ctx=st.integers(1, 40), seed=st.integers(0, 2 ** 32 - 1))
+def test_next_symbol_histogram_on_every_row_layout(seqs, m, start, end, l_max, n_ctx, seed):
+    """Brute force over markers, cuts and (on the CPU) the context table's probing.
+
+    Contexts are drawn from every symbol, so many match no window and some
+    windows match none; ``end="all"`` puts '&' after cut rows too.
+    """
+    db = SequenceDB.from_sequences(seqs, vocab=vocab_of(3))
+    engine = GramEngine(db, l_max, start=start, end=end)
+    rng = np.random.default_rng(seed)
+    contexts = np.unique(rng.integers(0, engine.n_symbols, size=(n_ctx, m)), axis=0)
+    contexts = contexts[rng.permutation(len(contexts))].astype(np.int32)  # any order
+    rows = []
+    for s in seqs:
+        cut = list(s)[:l_max] if l_max else list(s)
+        ends = end == "all" or (end and (l_max is None or len(s) <= l_max))
+        rows.append((["$"] if start else []) + cut + (["&"] if ends else []))
+    after = brute_grams(rows, m + 1)
+    symbols = db.vocab.labels + ["&", "$"]
+    expect = [[after.get(tuple(symbols[i] for i in c) + (x,), 0) for x in symbols]
+              for c in contexts.reshape(len(contexts), m).tolist()]
+    got = engine.next_symbol_histogram(contexts.reshape(len(contexts), m))
+    assert got.tolist() == expect
+
+
+def test_context_table_probes_past_collisions_and_keeps_first_index():
+    from dpgpu.ops.grams_numba import _find, key_table
+
+    keys = np.array([7, 2 ** 40 + 3, 0, 7, 99, 12345678901], dtype=np.int64)
+    for bits in (3, 4, 8):  # 3: six keys in eight slots, probing all the way
+        slot_keys, slot_index = key_table(keys, bits)
+        assert sorted(slot_keys[slot_keys >= 0].tolist()) == sorted(set(keys.tolist()))
+        for i, key in enumerate(keys.tolist()):
+            assert _find(slot_keys, slot_index, bits, key) == keys.tolist().index(key), (bits, i)
+        for absent in (1, 8, 2 ** 40, 98):
+            assert _find(slot_keys, slot_index, bits, absent) == -1
+
+
 def test_hash_collisions_are_detected_and_counted_exactly(monkeypatch, caplog):
     """With a hash that sends every window to 0, nothing may be merged."""
     seqs = [["1", "2", "3", "4", "5"], ["5", "4", "3", "2", "1"], ["1", "2", "3", "4", "5"], []]

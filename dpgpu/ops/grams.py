@@ -321,6 +321,9 @@ class GramEngine:
         if not exact and bool(xp.any(sorted_keys[1:] == sorted_keys[:-1])):
             log.warning("64-bit hash collision among contexts: matching them exactly")
             return self._histogram_lexicographic(contexts)
+        if exact and not self.backend.is_gpu:
+            self._add_level_histogram(ctx_keys, m, out)
+            return out
         flat = out.ravel()
         for tokens, lengths in self.blocks:
             n_win = tokens.shape[1] - m
@@ -352,6 +355,20 @@ class GramEngine:
             flat += xp.bincount(ctx.astype(xp.int64) * self.n_symbols + nxt,
                                 minlength=flat.size)
         return out
+
+    def _add_level_histogram(self, ctx_keys: np.ndarray, m: int, out: np.ndarray) -> None:
+        """The CPU's exact-key histogram: one Numba pass over the flat items.
+
+        Each window's context is looked up in a hash table of the contexts'
+        keys, with no padded blocks and no per-window temporaries
+        (:func:`dpgpu.ops.grams_numba.add_level_histogram`).
+        """
+        from .grams_numba import add_level_histogram, key_table  # noqa: PLC0415 - Numba on use
+
+        bits = max(2, int(ctx_keys.size).bit_length() + 1)  # at most half full
+        slot_keys, slot_index = key_table(ctx_keys.astype(np.int64), bits)
+        add_level_histogram(*self._flat_rows(), m, self.radix, slot_keys, slot_index, bits,
+                            self.n_symbols, out.ravel())
 
     def _histogram_lexicographic(self, contexts: Any):
         xp = self.xp

@@ -69,3 +69,71 @@ def suffix_keys(items, offsets, l_max, start_id, end_id, end_all, m, radix, out)
         for i in range(size - m, size):
             key = key * radix + (digits[i] if i >= 0 else 0)
         out[s] = key
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@numba.njit(cache=True, nogil=True)
+def _home(key, bits):
+    """Home slot of a non-negative ``key`` in a table of ``2**bits`` slots (Fibonacci hashing)."""
+    # as int64: Numba makes a float of uint64 mixed with int64
+    return np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(64 - bits))
+
+
+@numba.njit(cache=True, nogil=True)
+def key_table(keys, bits):
+    """An open-addressing table of ``2**bits`` slots (more than ``keys.size``) from key to index.
+
+    Returns ``(slot_keys, slot_index)``: slot ``h`` holds ``keys[slot_index[h]]``,
+    or -1 while empty (keys are non-negative).  A key given twice maps to
+    its first index.
+    """
+    mask = (1 << bits) - 1
+    slot_keys = np.full(1 << bits, -1, dtype=np.int64)
+    slot_index = np.zeros(1 << bits, dtype=np.int64)
+    for i in range(keys.shape[0]):
+        h = _home(keys[i], bits)
+        while slot_keys[h] != -1 and slot_keys[h] != keys[i]:
+            h = (h + 1) & mask
+        if slot_keys[h] == -1:
+            slot_keys[h] = keys[i]
+            slot_index[h] = i
+    return slot_keys, slot_index
+
+
+@numba.njit(cache=True, nogil=True)
+def _find(slot_keys, slot_index, bits, key):
+    """Index of ``key`` in a :func:`key_table`, or -1."""
+    mask = (1 << bits) - 1
+    h = _home(key, bits)
+    while slot_keys[h] != -1:
+        if slot_keys[h] == key:
+            return slot_index[h]
+        h = (h + 1) & mask
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def add_level_histogram(items, offsets, l_max, start_id, end_id, end_all, m, radix,
+                        slot_keys, slot_index, bits, n_symbols, out):
+    """``out[f * n_symbols + x] += 1`` for every length-``m + 1`` window of every row
+    whose first ``m`` digits are context ``f`` of the :func:`key_table` and whose
+    last symbol is ``x`` (rows as in ``_row_digits``; packed keys as
+    :func:`dpgpu.ops.keys.packed_keys`)."""
+    top = radix ** (m - 1) if m > 0 else 0  # weight of a context's first digit
+    digits = np.empty(l_max + 2, dtype=np.int64)
+    for s in range(offsets.shape[0] - 1):
+        size = _row_digits(items, offsets[s], offsets[s + 1] - offsets[s], l_max, start_id,
+                           end_id, end_all, digits)
+        if size <= m:
+            continue
+        key = 0
+        for i in range(m):
+            key = key * radix + digits[i]
+        for j in range(size - m):  # the window digits[j .. j + m]
+            if j > 0 and m > 0:  # slide the context: drop digit j - 1, append digit j + m - 1
+                key = (key - digits[j - 1] * top) * radix + digits[j + m - 1]
+            f = _find(slot_keys, slot_index, bits, key)
+            if f >= 0:
+                out[f * n_symbols + digits[j + m] - 1] += 1
