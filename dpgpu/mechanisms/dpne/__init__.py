@@ -147,7 +147,7 @@ from .calibration import GRID, TAIL_RESOLUTION, dpsu_integer_threshold, tail_pro
 from .histogram import TAG_SPURIOUS, bounded_histogram, merge_histograms, noisy_release
 from .baselines import METHODS, POLICIES, calibrate, differing_draws, release_runs, run_noise, \
     runs, sampling_cost
-from .levels import Level, Positions, Space, first_level
+from .levels import Level, Positions, Space, first_level, index_dtype, index_of
 
 log = logging.getLogger("dpgpu")
 
@@ -441,14 +441,6 @@ def _contributions(contribution: Any, max_n: int) -> list[int]:
     return [check_positive_int(contribution, "contribution", maximum=MAX_CONTRIBUTION)] * max_n
 
 
-def _index(values: np.ndarray, released: np.ndarray) -> np.ndarray:
-    """Index of each value in the sorted ``released``, -1 where absent."""
-    where = np.searchsorted(released, values)
-    hit = where < released.size
-    hit[hit] = released[where[hit]] == values[hit]
-    return np.where(hit, where, -1)
-
-
 def _dpsu(histogram: tuple[np.ndarray, np.ndarray], s: float, threshold: int, key: Any,
           tag: int) -> np.ndarray:
     """Weighted-Gaussian DPSU of a bounded histogram ``(keys, weights)``: the released keys, sorted.
@@ -468,23 +460,29 @@ class Occurrences:
     runs where the user's data is, and the client only adds the bounded
     histograms of the partitions (:func:`~.histogram.merge_histograms`).
 
+    Per text position the state holds a few bytes only: the released
+    indices are int32 whenever the released set allows
+    (:func:`~.levels.index_dtype`), and the valid occurrences of the level
+    being counted are a mask, not an array of start positions.
+
     Attributes
     ----------
     pos : Positions
-    idx1 : numpy.ndarray of int64 or None
-        Index of each position's item in ``S_1`` (-1 when not released).
-    idx_prev : numpy.ndarray of int64 or None
+    idx1 : numpy.ndarray of int32 or int64, or None
+        Index of each position's item in ``S_1`` (-1 when not released);
+        dropped once the both-side rule no longer needs it.
+    idx_prev : numpy.ndarray of int32 or int64, or None
         Index in ``S_{k-1}`` of the (k-1)-gram starting at each position.
-    starts : numpy.ndarray of int64 or None
-        Start positions of the valid occurrences of the level being counted.
+    valid : numpy.ndarray of bool or None
+        Whether a valid occurrence of the level being counted starts at each position.
     cand : numpy.ndarray of int64 or None
-        Their candidate keys ``a * n_right + b``.
+        Their candidate keys ``a * n_right + b``, in position order.
     """
 
     pos: Positions
     idx1: np.ndarray | None = None
     idx_prev: np.ndarray | None = None
-    starts: np.ndarray | None = None
+    valid: np.ndarray | None = None
     cand: np.ndarray | None = None
 
     @classmethod
@@ -497,28 +495,37 @@ class Occurrences:
         return bounded_histogram(self.pos.users, self.pos.items, cap, key, tag)
 
     def candidates(self, k: int, n_right: int, both: bool) -> "Occurrences":
-        """The valid k-gram occurrences: prefix and suffix (or last item) released."""
-        starts = self.pos.windows(k)
-        a = self.idx_prev[starts]
-        b = self.idx_prev[starts + 1] if both else self.idx1[starts + k - 1]
-        ok = (a >= 0) & (b >= 0)
-        return replace(self, starts=starts[ok], cand=a[ok] * n_right + b[ok])
+        """The valid k-gram occurrences: prefix and suffix (or last item) released.
+
+        The window at ``p`` is valid when it fits its sequence, ``idx_prev[p]``
+        (its prefix) is released and so is its right part, read at ``p +
+        shift``: the suffix in ``idx_prev`` (``shift = 1``) or the last item
+        in ``idx1`` (``shift = k - 1``).  The positions whose right part
+        would lie past the end are never valid, since their window does not fit.
+        """
+        right, shift = (self.idx_prev, 1) if both else (self.idx1, k - 1)
+        valid = self.pos.fits(k)
+        valid &= self.idx_prev >= 0
+        inside = max(valid.size - shift, 0)
+        valid[:inside] &= right[shift:] >= 0
+        cand = self.idx_prev[valid].astype(np.int64)
+        cand *= n_right
+        cand += right[shift:][valid[:inside]]
+        return replace(self, idx1=None if both else self.idx1, valid=valid, cand=cand)
 
     def level_histogram(self, cap: int, key: Any, tag: int) -> tuple[np.ndarray, np.ndarray]:
         """Bounded histogram of the candidate keys of :meth:`candidates`."""
-        return bounded_histogram(self.pos.users[self.starts], self.cand, cap, key, tag)
+        return bounded_histogram(self.pos.users[self.valid], self.cand, cap, key, tag)
 
     def released(self, out: np.ndarray, first: bool) -> "Occurrences":
         """Record the released level: sorted item ids (``first``) or candidate keys."""
+        dtype = index_dtype(out.size)
         if first:
-            idx = _index(self.pos.items, out)
+            idx = index_of(self.pos.items, out, dtype)
             return replace(self, idx1=idx, idx_prev=idx)
-        idx = np.full(self.pos.items.size, -1, dtype=np.int64)
-        where = np.searchsorted(out, self.cand)
-        hit = where < out.size
-        hit[hit] = out[where[hit]] == self.cand[hit]
-        idx[self.starts[hit]] = where[hit]
-        return replace(self, idx_prev=idx, starts=None, cand=None)
+        idx = np.full(self.pos.items.size, -1, dtype=dtype)
+        idx[self.valid] = index_of(self.cand, out, dtype)
+        return replace(self, idx_prev=idx, valid=None, cand=None)
 
 
 def _spurious(space: Space, supported: np.ndarray, p: float, key: Any, tag: int) -> np.ndarray:
@@ -538,7 +545,7 @@ def _spurious(space: Space, supported: np.ndarray, p: float, key: Any, tag: int)
     for a, b in space.chunks():
         cand = space.keys(a, b)
         hits = cand[bern.sample_packed(key, cand, tag=tag, backend="numpy")]
-        out.append(hits[_index(hits, supported) < 0])
+        out.append(hits[index_of(hits, supported) < 0])
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 

@@ -175,7 +175,7 @@ class GramOccurrences:
         k = len(self.ids) + 1
         starts = self.pos.windows(k)
         if k == 1:
-            return replace(self, code=self.pos.items[starts])
+            return replace(self, code=self.pos.items[starts].astype(np.int64))  # int32 items
         prev = np.full(self.pos.items.size, -1, dtype=np.int64)
         prev[self.starts[-1]] = self.ids[-1]
         return replace(self, code=prev[starts] * self.n_items + self.pos.items[starts + k - 1])

@@ -29,6 +29,11 @@ from ...ops import keys as K
 
 #: Candidates per chunk when the implicit V_k is enumerated.
 CHUNK = 1 << 20
+#: Values per block of :func:`index_of` (bounds its int64 temporaries).
+BLOCK = 1 << 20
+#: Remaining lengths :class:`Positions` records exactly (it keeps one byte per position);
+#: longer windows are checked against the sequence ends.
+MAX_REMAIN = 255
 
 
 @dataclass
@@ -40,31 +45,98 @@ class Level:
     suf: np.ndarray
 
 
+def index_dtype(n: int) -> type:
+    """The narrowest of int32 and int64 holding every index ``-1 .. n - 1``."""
+    return np.int32 if n <= np.iinfo(np.int32).max else np.int64
+
+
 @dataclass
 class Positions:
-    """Flat text positions: user of each position and items left in its sequence."""
+    """Flat text positions: the item and user of each, and the items left in its sequence.
+
+    One position costs 5 to 9 bytes (items and offsets are the database's own
+    arrays): ``remain`` only answers "does a window of ``k`` items start
+    here?", so it is clipped to one byte and the rare windows longer than
+    ``MAX_REMAIN`` are checked against ``offsets``.
+
+    Attributes
+    ----------
+    items : numpy.ndarray of int32
+        The database's items (shared, not copied).
+    users : numpy.ndarray of int32 or int64
+        The user of each position (its sequence without a user column);
+        int64 only when the ids need it.
+    remain : numpy.ndarray of uint8
+        ``min(items left in the sequence from here, MAX_REMAIN)``.
+    offsets : numpy.ndarray of int64
+        The database's sequence offsets (shared).
+    """
 
     items: np.ndarray
     users: np.ndarray
     remain: np.ndarray
+    offsets: np.ndarray
 
     @classmethod
     def of(cls, db) -> "Positions":
         """From a :class:`~dpgpu.data.sequencedb.SequenceDB` (each sequence its own user
         when the data has no user column)."""
-        lengths = db.lengths.astype(np.int64)
-        seq = np.repeat(np.arange(lengths.size), lengths)
-        owner = db.users.astype(np.int64) if db.users is not None else np.arange(lengths.size)
-        remain = db.offsets[1:][seq] - np.arange(db.items.size)
-        return cls(db.items.astype(np.int64), owner[seq], remain.astype(np.int64))
+        n_seq = db.lengths.size
+        owner = db.users if db.users is not None else np.arange(n_seq, dtype=index_dtype(n_seq))
+        return cls(db.items, np.repeat(owner, db.lengths), _remaining(db.offsets, db.lengths),
+                   db.offsets)
+
+    def fits(self, k: int) -> np.ndarray:
+        """Mask of the positions where a length-``k`` window starts."""
+        mask = self.remain >= min(k, MAX_REMAIN)
+        if k > MAX_REMAIN:  # remain is clipped there: measure up to the sequence's end
+            starts = np.flatnonzero(mask)
+            ends = self.offsets[np.searchsorted(self.offsets, starts, side="right")]
+            mask[starts[ends - starts < k]] = False
+        return mask
 
     def windows(self, k: int) -> np.ndarray:
-        """Start positions of every length-``k`` window."""
-        return np.flatnonzero(self.remain >= k)
+        """Start positions of every length-``k`` window (int64)."""
+        return np.flatnonzero(self.fits(k))
 
     def rows(self, k: int, starts: np.ndarray) -> np.ndarray:
         """``(M, k)`` int32 item matrix of the windows at ``starts``."""
         return self.items[starts[:, None] + np.arange(k)[None, :]].astype(np.int32)
+
+
+def _remaining(offsets: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``min(items left in the sequence, MAX_REMAIN)`` at each position, as uint8.
+
+    The ``j``-th position from the end of every sequence holding at least ``j``
+    items is set in one step, ``j = 1 .. MAX_REMAIN - 1``: no per-position
+    temporaries, and the sequences still taking part shrink at each step.
+    """
+    remain = np.full(int(offsets[-1]), MAX_REMAIN, dtype=np.uint8)
+    ends = offsets[1:]
+    live = np.flatnonzero(lengths)
+    for j in range(1, MAX_REMAIN):
+        if live.size == 0:
+            break
+        remain[ends[live] - j] = j
+        live = live[lengths[live] > j]
+    return remain
+
+
+def index_of(values: np.ndarray, released: np.ndarray, dtype: type = np.int64) -> np.ndarray:
+    """Index of each value in the sorted ``released``, -1 where absent.
+
+    Looked up :data:`BLOCK` values at a time into an array of
+    ``dtype``, so a lookup of every text position holds no int64 temporaries
+    of that size.
+    """
+    out = np.empty(values.size, dtype=dtype)
+    for lo in range(0, values.size, BLOCK):
+        part = values[lo:lo + BLOCK]
+        where = np.searchsorted(released, part)
+        hit = where < released.size
+        hit[hit] = released[where[hit]] == part[hit]
+        out[lo:lo + BLOCK] = np.where(hit, where, -1)
+    return out
 
 
 def identities(rows: np.ndarray, n_items: int) -> np.ndarray:
