@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from dpgpu import SequenceDB
-from dpgpu.eval.subseq_numba import contain_matrix, support_counts
+from dpgpu.eval.subseq_numba import groups_by_first_item, sequence_hits, support_counts
 from dpgpu.eval.truth import group_by_prefix, subsequence_supports
 from dpgpu.mechanisms.pfs2.premining_numba import next_in_window, positions_by_item, \
     window_item_weights
@@ -57,9 +57,15 @@ def test_supports_and_containment_equal_brute_force(seed):
         counts = support_counts(items, offsets, weights, pre_flat, pre_off, grp_off, ext_item,
                                 n_sym, n_chunks)
         assert counts.tolist() == (weights @ want[:, members]).tolist()
-        got = contain_matrix(items, offsets, pre_flat, pre_off, grp_off, ext_item, members,
-                             n_sym, n_chunks, np.zeros((len(rows), len(pats)), dtype=bool))
-        assert (got == want).all()
+    # each sequence's contained patterns, as PFS² reconstruction lists them
+    buckets = groups_by_first_item(pre_flat, pre_off, n_sym)
+    last, seen = np.full(n_sym, -1, dtype=np.int64), np.full(n_sym, -1, dtype=np.int64)
+    hits = np.empty(ext_item.size, dtype=np.int64)
+    for s, row in enumerate(want):
+        n = sequence_hits(items, offsets[s], offsets[s + 1], last, seen, s, pre_flat, pre_off,
+                          grp_off, ext_item, *buckets, hits)
+        assert sorted(members[hits[:n]].tolist()) == np.flatnonzero(row).tolist()
+        assert (last == -1).all()  # reset for the next sequence
 
 
 def test_subsequence_supports_of_a_skewed_database():

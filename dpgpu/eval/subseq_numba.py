@@ -6,8 +6,9 @@ prefix (:func:`dpgpu.eval.truth.group_by_prefix`): each group is a prefix
 ``ext_item[grp_off[g]:grp_off[g+1]]``.  The per-element logic,
 :func:`prefix_end` -- the greedy leftmost match of a prefix, then one
 last-occurrence test per extension item -- is shared by the support count
-(:func:`support_counts`) and the containment matrix of PFS² shrinking
-(:func:`contain_matrix`), and mirrored by ``kernels/subseq.cuh``.
+(:func:`support_counts`) and PFS² sequence reconstruction, which lists each sequence's candidates
+with :func:`sequence_hits` (:mod:`dpgpu.mechanisms.pfs2.shrink_numba`), and
+mirrored by ``kernels/subseq.cuh``.
 
 A prefix can only match a sequence holding its first item, and its
 leftmost match starts at that item's first occurrence, so the groups are
@@ -16,10 +17,14 @@ visits only the buckets of its distinct items, at their first
 occurrences, matching the rest of each prefix from there
 (:func:`match_after`), and the groups of empty prefix: the same matches
 as :func:`prefix_end` on every group, with far fewer tries and shorter
-scans when the sequences hold few of the items.  Both kernels run over chunks of
+scans when the sequences hold few of the items.  The support count runs over chunks of
 sequences in parallel; each chunk counts into its own row (integers, added
-in chunk order) or writes its own rows, so the results do not depend on
-the number of threads.
+in chunk order), so the results do not depend on the number of threads.
+
+Supports are sums over sequences, so the callers count each distinct
+sequence once, weighted by its multiplicity: :func:`sequence_hashes` and
+:func:`group_rows` find the distinct sequences (exactly: a hash only
+proposes a match, the items decide it).
 """
 
 from __future__ import annotations
@@ -100,9 +105,8 @@ def _extensions(last, pos, grp_off, ext_item, g, hits, n):
     """Append to ``hits[n:]`` the patterns of group ``g`` whose last item occurs after ``pos``."""
     if pos != NO_MATCH:
         for e in range(grp_off[g], grp_off[g + 1]):
-            if last[ext_item[e]] > pos:
-                hits[n] = e
-                n += 1
+            hits[n] = e  # kept only when the item occurs after pos: no branch to mispredict
+            n += last[ext_item[e]] > pos
     return n
 
 
@@ -159,23 +163,119 @@ def support_counts(items, offsets, weights, pre_flat, pre_off, grp_off, ext_item
     return partial.sum(axis=0)
 
 
-@numba.njit(parallel=True, nogil=True, cache=True)
-def contain_matrix(items, offsets, pre_flat, pre_off, grp_off, ext_item, members, n_sym,
-                   n_chunks, out):
-    """``out[s, members[e]]`` = sequence ``s`` contains grouped pattern ``e``.
+# ------------------------------------------------------------------ grouping
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
-    ``out`` starts all False; ``members`` maps the grouped order back to the
-    patterns' own order (:func:`dpgpu.eval.truth.group_by_prefix`).
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _mix(h):
+    """The splitmix64 finaliser: every input bit moves every output bit."""
+    h = (h ^ (h >> np.uint64(30))) * _MIX1
+    h = (h ^ (h >> np.uint64(27))) * _MIX2
+    return h ^ (h >> np.uint64(31))
+
+
+@numba.njit(parallel=True, nogil=True, cache=True)
+def sequence_hashes(items, offsets):
+    """A 64-bit hash of each sequence ``items[offsets[s]:offsets[s + 1]]`` (order-dependent).
+
+    Parameters
+    ----------
+    items : numpy.ndarray of int
+    offsets : numpy.ndarray of int64
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        Equal sequences hash equal; different ones rarely do.
     """
     n_seq = offsets.size - 1
-    first_off, first_grp, empty = groups_by_first_item(pre_flat, pre_off, n_sym)
-    for c in numba.prange(n_chunks):
-        last = np.full(n_sym, -1, dtype=np.int64)
-        seen = np.full(n_sym, -1, dtype=np.int64)
-        hits = np.empty(ext_item.size, dtype=np.int64)
-        for s in range(n_seq * c // n_chunks, n_seq * (c + 1) // n_chunks):
-            n = sequence_hits(items, offsets[s], offsets[s + 1], last, seen, s, pre_flat,
-                              pre_off, grp_off, ext_item, first_off, first_grp, empty, hits)
-            for i in range(n):
-                out[s, members[hits[i]]] = True
+    out = np.empty(n_seq, dtype=np.uint64)
+    for s in numba.prange(n_seq):
+        h = _mix(np.uint64(offsets[s + 1] - offsets[s]) + _GOLDEN)
+        for p in range(offsets[s], offsets[s + 1]):
+            h = _mix(h ^ (np.uint64(items[p]) + _GOLDEN))
+        out[s] = h
     return out
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _same_rows(items, offsets, r, s):
+    """Whether sequences ``r`` and ``s`` hold the same items."""
+    a, b = offsets[r], offsets[s]
+    n = offsets[r + 1] - a
+    if offsets[s + 1] - b != n:
+        return False
+    for i in range(n):
+        if items[a + i] != items[b + i]:
+            return False
+    return True
+
+
+@numba.njit(nogil=True, cache=True)
+def group_rows(items, offsets, hashes, weights):
+    """The distinct sequences, in order of first occurrence, and their total weights.
+
+    An open-addressing table keyed by ``hashes`` proposes, for each
+    sequence, the distinct sequences seen so far with the same hash; the
+    items decide, so a hash collision costs time, never exactness.
+
+    Parameters
+    ----------
+    items : numpy.ndarray of int
+    offsets : numpy.ndarray of int64
+    hashes : numpy.ndarray of uint64
+        Any function of the sequence's items (:func:`sequence_hashes`).
+    weights : numpy.ndarray of int64
+        One per sequence.
+
+    Returns
+    -------
+    first : numpy.ndarray of int64
+        For each distinct sequence, its first row.
+    total : numpy.ndarray of int64
+        For each distinct sequence, the sum of its rows' weights.
+    """
+    n_seq = hashes.size
+    cap = 1
+    while cap < 2 * n_seq:
+        cap *= 2
+    # a slot holds -1 (empty), or a group id (below 2**32) in its low 32 bits and 31 more bits
+    # of the hash above them: one int64 that rules out most other groups without their items
+    table = np.full(cap, -1, dtype=np.int64)
+    first = np.empty(n_seq, dtype=np.int64)
+    total = np.zeros(n_seq, dtype=np.int64)
+    n_groups = 0
+    for s in range(n_seq):
+        h = hashes[s]
+        tag = np.int64(h >> np.uint64(33))
+        i = np.int64(h & np.uint64(cap - 1))
+        while True:
+            v = table[i]
+            if v < 0:
+                g = n_groups
+                table[i] = (tag << 32) | g
+                first[g] = s
+                n_groups += 1
+                break
+            g = v & 0xFFFFFFFF
+            if v >> 32 == tag and _same_rows(items, offsets, first[g], s):
+                break
+            i = (i + 1) & (cap - 1)
+        total[g] += weights[s]
+    return first[:n_groups], total[:n_groups]
+
+
+@numba.njit(parallel=True, nogil=True, cache=True)
+def gather_rows(items, offsets, rows):
+    """The sequences ``rows`` of a flat batch, concatenated: ``(items, offsets)``."""
+    out_off = np.zeros(rows.size + 1, dtype=np.int64)
+    for i in range(rows.size):
+        out_off[i + 1] = out_off[i] + offsets[rows[i] + 1] - offsets[rows[i]]
+    out = np.empty(out_off[-1], dtype=items.dtype)
+    for i in numba.prange(rows.size):
+        a = offsets[rows[i]]
+        out[out_off[i]:out_off[i + 1]] = items[a:a + out_off[i + 1] - out_off[i]]
+    return out, out_off

@@ -563,60 +563,21 @@ def _dedupe(db: Any, weights: np.ndarray | None = None) -> tuple[Any, np.ndarray
     """Distinct sequences and their multiplicities (supports are sums of weights).
 
     With ``weights`` (one int per sequence of ``db``), a distinct sequence
-    weighs the sum of its copies' weights.
+    weighs the sum of its copies' weights.  The distinct sequences come in
+    the order of their first occurrence; grouping is exact (hashes only
+    propose matches, :func:`dpgpu.eval.subseq_numba.group_rows`).
     """
     from ..data.sequencedb import SequenceDB
+    from .subseq_numba import gather_rows, group_rows, sequence_hashes  # noqa: PLC0415 - numba
 
     weights = np.ones(len(db), dtype=np.int64) if weights is None else \
-        np.asarray(weights, dtype=np.int64)
+        np.ascontiguousarray(weights, dtype=np.int64)
     if len(db) == 0:
         return db, weights
-    lens = db.lengths.astype(np.int64)
-    # exact grouping: sort by (length, content) with a polynomial hash, then verify
-    h = _sequence_hashes(db)
-    order = np.lexsort((h, lens))
-    hs, ls = h[order], lens[order]
-    new = np.ones(order.size, dtype=bool)
-    new[1:] = (hs[1:] != hs[:-1]) | (ls[1:] != ls[:-1])
-    rep = order[np.maximum.accumulate(np.where(new, np.arange(order.size), 0))]
-    # verify that each sequence equals its group representative
-    same = _equal_rows(db, order, rep)
-    if not same.all():  # a hash collision: do not merge at all (exactness first)
-        return db, weights
-    starts = np.flatnonzero(new)
-    uniq = db.select(order[starts])
-    return SequenceDB(uniq.items, uniq.offsets, db.vocab), np.add.reduceat(weights[order], starts)
-
-
-def _sequence_hashes(db: Any) -> np.ndarray:
-    """A 64-bit order-dependent hash of each sequence (vectorized)."""
-    from ..ops.keys import _splitmix
-
-    if db.items.size == 0:
-        return np.zeros(len(db), dtype=np.uint64)
-    seq = np.repeat(np.arange(len(db)), db.lengths)
-    pos = np.arange(db.items.size, dtype=np.int64) - db.offsets[seq]
-    with np.errstate(over="ignore"):
-        v = _splitmix((db.items.astype(np.uint64) + np.uint64(1)) * np.uint64(0x100000001B3)
-                      + pos.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15), np)
-        out = np.zeros(len(db), dtype=np.uint64)
-        nonempty = db.lengths > 0
-        out[nonempty] = np.add.reduceat(v, db.offsets[:-1][nonempty])
-    return out
-
-
-def _equal_rows(db: Any, order: np.ndarray, rep: np.ndarray) -> np.ndarray:
-    """For sequences ``order[i]``: equal to sequence ``rep[i]`` (same length assumed)?"""
-    lens = db.lengths[order].astype(np.int64)
-    a = db.items[concat_ranges(db.offsets[order], lens)]
-    b = db.items[concat_ranges(db.offsets[rep], lens)]
-    bad = a != b
-    if not bad.any():
-        return np.ones(order.size, dtype=bool)
-    owner = np.repeat(np.arange(order.size), lens)
-    ok = np.ones(order.size, dtype=bool)
-    ok[owner[bad]] = False
-    return ok
+    first, total = group_rows(db.items, db.offsets, sequence_hashes(db.items, db.offsets),
+                              weights)
+    items, offsets = gather_rows(db.items, db.offsets, first)
+    return SequenceDB(items, offsets, db.vocab), total
 
 
 def support_threshold(theta: float, n_sequences: int) -> int:

@@ -54,7 +54,9 @@ bound).  Supports are anti-monotone, so:
   one read of the items after ``e`` when these windows are short, a Numba
   loop of :mod:`.premining_numba`, else binary searches in a sorted array
   of ``(item, position)`` keys; the root's from the first occurrences);
-  the child's match ends are the next occurrence of its item (the table,
+  the child's match ends are the next occurrence of its item (the same
+  read of the short windows lists them for every child whose bound beats
+  ``best``, so no child reads its parent's windows again; else the table,
   else a Numba loop that reads the first :data:`_SCAN` items after ``e``
   and searches the keys beyond).  Children are visited best first (by
   the tail bound below when there is a tail table, else by this bound), so
@@ -99,7 +101,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -270,8 +272,9 @@ def _kept_distinct(distinct: tuple[SequenceDB, np.ndarray], keep: np.ndarray
     mask = keep[src.items]
     if mask.all() and src.lengths.all():  # nothing to drop: already distinct
         return src.items, src.offsets, weights
-    seq = np.repeat(np.arange(len(src), dtype=np.int64), src.lengths)[mask]
-    lengths = np.bincount(seq, minlength=len(src))
+    kept_before = np.zeros(src.items.size + 1, dtype=np.int64)  # kept items before each position
+    np.cumsum(mask, out=kept_before[1:])
+    lengths = np.diff(kept_before[src.offsets])
     kept = SequenceDB(src.items[mask], np.concatenate([[0], np.cumsum(lengths[lengths > 0])]),
                       src.vocab)
     uniq, weights = _dedupe(kept, weights[lengths > 0])
@@ -499,35 +502,27 @@ class _Index:
     """
 
     def __init__(self, src: SequenceDB, weights: np.ndarray, floor: int):
-        from .premining_numba import positions_by_item  # noqa: PLC0415 - imports numba
+        from .premining_numba import first_occurrences  # noqa: PLC0415 - imports numba
 
         self.w = np.asarray(weights, dtype=np.int64)
         self.wf = self.w.astype(np.float64)  # exact: weights sum to far less than 2**53
         self.lengths = src.lengths.astype(np.int64)
-        self.start, self.end = src.offsets[:-1], src.offsets[1:]
-        items = src.items
-        n = items.size
+        n = src.items.size
         self.m = n + 1
-        self.dtype = np.int32 if self.m < 2 ** 30 else np.int64  # positions, ends + lengths
-        seq = np.repeat(np.arange(len(src), dtype=np.int64), self.lengths)
-        order = positions_by_item(items, src.vocab.size)  # grouped by item, ascending
-        it, sq = items[order], seq[order]
-        first = np.ones(n, dtype=bool)  # first occurrence of an item in a sequence
-        first[1:] = (it[1:] != it[:-1]) | (sq[1:] != sq[:-1])
-        support = np.bincount(it[first], weights=self.wf[sq[first]], minlength=src.vocab.size)
-        alphabet = np.flatnonzero(support > floor)
+        # positions, sequence numbers (distinct sequences: at most m), ends + lengths; the
+        # narrow types keep more of what the search reads in the caches
+        self.dtype = dtype = np.int32 if self.m < 2 ** 30 else np.int64
+        self.start, self.end = src.offsets[:-1].astype(dtype), src.offsets[1:].astype(dtype)
+        alphabet = np.flatnonzero(_item_supports((src, self.w)) > floor)
         self.n_items = k = alphabet.size
-        rank = np.full(src.vocab.size, -1, dtype=np.int64)
+        rank = np.full(src.vocab.size, -1, dtype=np.min_scalar_type(-(k + 1)))  # fits rank + 1
         rank[alphabet] = np.arange(k)
-        rk = rank[it]
-        inx = rk >= 0
-        #: sorted keys ``rank * m + position`` of the items of X, and a sentinel
-        self.keys = np.append(rk[inx] * self.m + order[inx], (k + 1) * self.m)
-        sel = first & inx  # per item of X, the sequences holding it and where it first occurs
-        self.first_seq, self.first_pos = sq[sel], order[sel]
-        self.first_at = np.searchsorted(rk[sel], np.arange(k + 1))
-        self.first_rank = rk[sel]
-        self.rank_at = rank[items].astype(np.int32)  # rank of the item at each position, or -1
+        self.rank_at = rank[src.items]  # rank of the item at each position, or -1
+        self._keys: np.ndarray | None = None
+        # per item of X, the sequences holding it, where it first occurs and the room after it
+        self.first_at, seq, pos = first_occurrences(self.rank_at, src.offsets, k)
+        self.first_seq, self.first_pos = seq.astype(dtype), pos.astype(dtype)
+        self.first_room = self.end[seq] - self.first_pos
         self.next_table = self._next_table(self.rank_at) if k * self.m <= NEXT_CELLS else None
         self._universal: dict | None = None
         self._tails: list[np.ndarray] = []
@@ -537,6 +532,25 @@ class _Index:
             self.max_tail += 1
 
     # ------------------------------------------------------------ next item
+    @property
+    def keys(self) -> np.ndarray:
+        """Sorted keys ``rank * m + position`` of the items of X, then a sentinel.
+
+        Built on first use: searches whose windows are all read, or looked
+        up in the next-occurrence table, never need them.
+        """
+        if self._keys is None:
+            from .premining_numba import positions_by_item  # noqa: PLC0415 - imports numba
+
+            shifted = self.rank_at + 1  # positions outside X group first, and are dropped
+            held = np.bincount(shifted, minlength=self.n_items + 1)
+            by_rank = positions_by_item(shifted, self.n_items + 1)[held[0]:]
+            self._keys = np.empty(by_rank.size + 1, dtype=np.int64)
+            np.add(np.repeat(np.arange(self.n_items, dtype=np.int64) * self.m, held[1:]),
+                   by_rank, out=self._keys[:-1])
+            self._keys[-1] = (self.n_items + 1) * self.m
+        return self._keys
+
     def _next_table(self, ranks: np.ndarray) -> np.ndarray:
         """``t[r, p]``: first position ``>= p`` holding rank ``r`` (``m`` if none; ``p <= n``)."""
         n = ranks.size
@@ -642,6 +656,18 @@ def _chunks(n: int) -> int:
     return 1 if n < _PARALLEL_ROWS else _RUNS_PER_THREAD * numba.get_num_threads()
 
 
+class _Children(NamedTuple):
+    """The children of a search node that :meth:`_LengthSearch._child_bounds` listed.
+
+    Child ``r``'s sequences are ``seq[at[r]:at[r + 1]]``, its match ends
+    ``end[at[r]:at[r + 1]]`` (empty for the children it did not list).
+    """
+
+    at: np.ndarray
+    seq: np.ndarray
+    end: np.ndarray
+
+
 class _LengthSearch:
     """Branch and bound for the largest support of length-``y`` patterns (module doc).
 
@@ -661,53 +687,65 @@ class _LengthSearch:
 
     def _root_bounds(self, room: int) -> np.ndarray:
         """:meth:`_child_bounds` of the empty prefix (from the first occurrences)."""
-        ix = self.ix
-        ok = ix.first_pos < ix.end[ix.first_seq] - room
-        return np.rint(np.bincount(ix.first_rank[ok], weights=ix.wf[ix.first_seq[ok]],
-                                   minlength=ix.n_items)).astype(np.int64)
+        from .premining_numba import weights_with_room  # noqa: PLC0415 - imports numba
 
-    def _child_bounds(self, idx: np.ndarray, e: np.ndarray, room: int) -> np.ndarray:
+        ix = self.ix
+        return weights_with_room(ix.first_at, ix.first_seq, ix.first_room, ix.w, room)
+
+    def _child_bounds(self, idx: np.ndarray, e: np.ndarray, room: int, best: int | None
+                      ) -> tuple[np.ndarray, "_Children | None"]:
         """Per item ``x``: weight of the sequences holding ``x`` after ``e``, ``room`` items early.
 
         That is, with at least ``room`` items after it: the room-bounded
         support of the child ``P x`` (its support when ``room`` is 0).
+        When the windows are read for it and ``best`` is given, the children
+        of bound above ``best`` are listed on the way (else ``None``:
+        :meth:`_child` finds each one when it is visited).
         """
         ix = self.ix
-        limit = ix.end[idx] - room
         if ix.next_table is None:
-            size = np.maximum(limit - (e + 1), 0)
-            if int(size.sum()) <= _WINDOW_RATIO * ix.n_items * idx.size:  # short: read them
-                from .premining_numba import window_item_weights  # noqa: PLC0415 - numba
+            from .premining_numba import (  # noqa: PLC0415 - imports numba
+                window_children, window_item_weights, window_sizes)
 
-                return window_item_weights(ix.rank_at, e, limit, ix.w[idx], ix.n_items,
-                                           _chunks(idx.size))
+            size = window_sizes(ix.end, idx, e, room, np.array([0, idx.size]))[0]
+            if size <= _WINDOW_RATIO * ix.n_items * idx.size:  # short: read them
+                if best is None:
+                    return window_item_weights(ix.rank_at, e, ix.end[idx] - room, ix.w[idx],
+                                               ix.n_items, _chunks(idx.size)), None
+                kids, at, seq, end = window_children(ix.rank_at, ix.end, ix.w, idx, e, room,
+                                                     ix.n_items, best, _chunks(idx.size))
+                return kids, _Children(at, seq, end)
+        limit = ix.end[idx] - room
         w = ix.wf[idx]
         out = np.empty(ix.n_items, dtype=np.float64)
         step = max(1, _CHUNK_CELLS // max(1, idx.size))
         for a in range(0, ix.n_items, step):
             b = min(ix.n_items, a + step)
             out[a:b] = (ix.next_all(e + 1, a, b) < limit) @ w
-        return np.rint(out).astype(np.int64)
+        return np.rint(out).astype(np.int64), None
 
-    def _child(self, idx: np.ndarray | None, e: np.ndarray | None, r: int, room: int
-               ) -> tuple[np.ndarray, np.ndarray]:
+    def _child(self, idx: np.ndarray | None, e: np.ndarray | None, r: int, room: int,
+               made: "_Children | None" = None) -> tuple[np.ndarray, np.ndarray]:
         """The sequences and match ends of the child extending the prefix by rank ``r``.
 
-        ``idx is None``: the prefix is empty (the child is the item itself).
+        ``idx is None``: the prefix is empty (the child is the item itself);
+        ``made``: the children that :meth:`_child_bounds` listed.
         """
         ix = self.ix
+        if made is not None:
+            a, b = made.at[r], made.at[r + 1]
+            return made.seq[a:b], made.end[a:b]
         if idx is None:
             a, b = ix.first_at[r], ix.first_at[r + 1]
-            idx, nxt = ix.first_seq[a:b], ix.first_pos[a:b]
-            limit = ix.end[idx] - room
-        else:
-            limit = ix.end[idx] - room
-            nxt = ix.next_before(r, e, limit)
+            ok = ix.first_room[a:b] > room
+            return ix.first_seq[a:b][ok], ix.first_pos[a:b][ok]
+        limit = ix.end[idx] - room
+        nxt = ix.next_before(r, e, limit)
         ok = nxt < limit
         return idx[ok], nxt[ok]
 
-    def _assess(self, idx: np.ndarray, e: np.ndarray, left: int, best: int
-                ) -> tuple[int, int]:
+    def _assess(self, idx: np.ndarray, e: np.ndarray, left: int, best: int,
+                weight: int | None = None) -> tuple[int, int]:
         """Lower and upper bounds of the best completion of a node by ``left`` items.
 
         Parameters
@@ -718,6 +756,8 @@ class _LengthSearch:
             Items still to add.
         best : int
             The running value to beat.
+        weight : int, optional
+            The weight of ``idx`` when known (its parent's bound of it).
 
         Returns
         -------
@@ -739,7 +779,7 @@ class _LengthSearch:
             best = max(best, sure)
             idx_t, e_t = idx[~full], e[~full]
         if not (rq and left >= rq):
-            return best, int(ix.w[idx].sum())
+            return best, int(ix.w[idx].sum()) if weight is None else weight
         fits = self.tails[idx_t] > (e_t + (left - rq)).astype(ix.dtype)[:, None]
         upper = sure + int(round((ix.wf[idx_t] @ fits).max())) if idx_t.size else sure
         if left == rq:  # the exact best completion
@@ -775,24 +815,31 @@ class _LengthSearch:
         if best >= stop or ix.n_items == 0:
             return best
         root = np.flatnonzero(ix.lengths >= y)
-        # stack entries: (bound, depth, sequences, match ends, rank, assessed); not assessed:
-        # the parent's sequences and ends (None: the empty prefix) and the rank to add
-        stack = [(int(ix.w[root].sum()), 0, root, ix.start[root] - 1, -1, False)]
+        if int(ix.w[root].sum()) <= best:
+            return best
+        best, bound = self._assess(root, ix.start[root] - 1, y, best)
+        if best >= stop:
+            return best
+        # stack entries: (bound, depth, sequences, match ends, rank, made); rank -1: an
+        # assessed node; else a child not yet assessed, with its parent's sequences and ends
+        # (None: the empty prefix) and the children its parent listed (made, else None)
+        stack = [(bound, 0, root, ix.start[root] - 1, -1, None)]
         while stack:
-            bound, d, idx, e, r, assessed = stack.pop()
+            bound, d, idx, e, r, made = stack.pop()
             if bound <= best:
                 continue
             left = y - d  # items still to add
-            if not assessed:
-                if r >= 0:
-                    idx, e = self._child(idx, e, r, left)
-                best, bound = self._assess(idx, e, left, best)
+            if r >= 0:
+                idx, e = self._child(idx, e, r, left, made)
+                best, bound = self._assess(idx, e, left, best, bound)
                 if best >= stop:
                     return best
                 if bound <= best:
                     continue
-            kids = self._root_bounds(left - 1) if d == 0 else self._child_bounds(idx, e, left - 1)
-            if left == 1:  # the children are the patterns: exact supports
+            # at left == 1 the children are the patterns: their bounds are the exact supports
+            kids, made = (self._root_bounds(left - 1), None) if d == 0 else \
+                self._child_bounds(idx, e, left - 1, best if left > 1 else None)
+            if left == 1:
                 best = max(best, int(kids.max()))
                 if best >= stop:
                     return best
@@ -802,19 +849,19 @@ class _LengthSearch:
             if not rq:
                 for c in order[::-1]:
                     if kids[c] > best:
-                        stack.append((int(kids[c]), d + 1, parent, e, c, False))
+                        stack.append((int(kids[c]), d + 1, parent, e, c, made))
                 continue
             children = []
             for c in order:
                 if kids[c] <= best:
                     break
-                ci, ce = self._child(parent, e, c, left - 1)
-                best, upper = self._assess(ci, ce, left - 1, best)
+                ci, ce = self._child(parent, e, c, left - 1, made)
+                best, upper = self._assess(ci, ce, left - 1, best, int(kids[c]))
                 if best >= stop:
                     return best
                 if upper > best and left - 1 > rq:
                     children.append((upper, -c, ci, ce))
             children.sort(key=lambda t: t[:2])
             for upper, c, ci, ce in children:
-                stack.append((upper, d + 1, ci, ce, -c, True))
+                stack.append((upper, d + 1, ci, ce, -1, None))
         return best

@@ -32,13 +32,14 @@ Only sequences still longer than ``l_max`` after step 1 are compressed, and
 only those still longer after step 2 are reconstructed.  Both steps run on
 all those sequences at once in Numba kernels (:mod:`.shrink_numba`, in
 parallel over the sequences); ``Contain_k`` of each sequence to
-reconstruct comes from the containment kernel of the support count
-(:func:`dpgpu.eval.subseq_numba.contain_matrix`, prefix-grouped layout).
-Algorithm 2 then runs on array state: for every contained candidate and
-every g-node, how many of its items the output matches greedily so far (the
-output only grows, so a candidate is contained exactly when its match is
-complete), and the number of remaining c-nodes under each g-node, which is
-what c-scores and votes count.  The plain-Python statement of Algorithm 2
+reconstruct is listed, in the same kernel, by the containment loop of the
+support count (:func:`dpgpu.eval.subseq_numba.sequence_hits`,
+prefix-grouped layout).  Algorithm 2 then runs on array state: for every
+contained candidate still to place, how many of its items the output
+matches greedily so far (the output only grows, so a candidate is contained
+exactly when its match is complete; its g-node is matched exactly when it
+is one item short), and the number of remaining c-nodes under each g-node,
+which is what c-scores count.  The plain-Python statement of Algorithm 2
 that this must equal is the oracle of ``tests/test_pfs2.py``.
 """
 
@@ -53,8 +54,6 @@ from ...eval.truth import group_by_prefix
 
 #: Longest repeated pattern that consecutive-pattern compression looks for.
 MAX_PATTERN = 3
-#: Bound on ``sequences x candidates`` cells of one containment-kernel call.
-_CONTAIN_CELLS = 2 ** 24
 
 
 class CandidateTables(NamedTuple):
@@ -168,23 +167,16 @@ def reconstruct_flat(items: np.ndarray, offsets: np.ndarray, tables: CandidateTa
     """
     import numba  # noqa: PLC0415 - imported on first use
 
-    from ...eval.subseq_numba import contain_matrix  # noqa: PLC0415
     from .shrink_numba import reconstruct_rows  # noqa: PLC0415
 
-    n_seq, n_cand = offsets.size - 1, tables.cand.shape[0]
+    n_seq = offsets.size - 1
     buf = np.zeros(n_seq * l_max, dtype=np.int32)
-    lens = np.zeros(n_seq, dtype=np.int64)
-    step = max(1, _CONTAIN_CELLS // max(1, n_cand))
-    for lo in range(0, n_seq if n_cand else 0, step):
-        hi = min(n_seq, lo + step)
-        n_chunks = min(hi - lo, 4 * numba.get_num_threads())
-        contains = contain_matrix(items, offsets[lo:hi + 1], tables.pre_flat, tables.pre_off,
-                                  tables.grp_off, tables.ext_item, tables.members, n_sym,
-                                  n_chunks, np.zeros((hi - lo, n_cand), dtype=np.bool_))
-        lens[lo:hi] = reconstruct_rows(contains, tables.cand, tables.pre_id, tables.gen_id,
-                                       tables.n_distinct, tables.pre_flat, tables.pre_off,
-                                       l_max, n_sym, n_chunks, buf[lo * l_max:hi * l_max])
-    return buf, lens
+    if not (n_seq and tables.cand.shape[0]):
+        return buf, np.zeros(n_seq, dtype=np.int64)
+    groups = (tables.pre_flat, tables.pre_off, tables.grp_off, tables.ext_item, tables.members)
+    return buf, reconstruct_rows(items, offsets, groups, tables.cand, tables.pre_id,
+                                 tables.gen_id, tables.n_distinct, l_max, n_sym,
+                                 min(n_seq, 4 * numba.get_num_threads()), buf)
 
 
 def compress(seq: Sequence[int], k: int, max_pattern: int = MAX_PATTERN) -> list[int]:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ...eval.subseq_numba import groups_by_first_item, sequence_hits
+
 
 @numba.njit(cache=True, nogil=True)
 def _compress_one(cur, nxt, n, k, max_pattern):
@@ -70,40 +72,44 @@ def compress_rows(items, offsets, k, max_pattern, out):
 
 
 @numba.njit(cache=True, nogil=True)
-def _append(y, out, n, cl, m, rem, cmatch, cand, k, plist, n_pre, pmatch, pre_flat, pre_off):
-    """Append ``y`` to ``out[:n]``, advancing the greedy matches of the candidates and prefixes."""
+def _append(y, out, n, m, cl, cmatch, want, cand, k):
+    """Append ``y`` to ``out[:n]``, advancing the greedy matches of the remaining candidates.
+
+    ``want[j]`` is the item that candidate ``cl[j]`` matches next (-1 once
+    it is matched): most candidates are passed over on that one read.
+    """
     out[n] = y
     for j in range(m):
-        if rem[j] and cmatch[j] < k and cand[cl[j], cmatch[j]] == y:
+        if want[j] == y:
             cmatch[j] += 1
-    for t in range(n_pre):
-        g = plist[t]
-        q = pre_off[g] + pmatch[g]
-        if q < pre_off[g + 1] and pre_flat[q] == y:
-            pmatch[g] += 1
+            want[j] = cand[cl[j], cmatch[j]] if cmatch[j] < k else -1
     return n + 1
 
 
 @numba.njit(cache=True, nogil=True)
-def _drop_contained(m, cl, rem, cmatch, k, pre_id, cnt):
-    """Remove the remaining candidates now contained in the output; returns how many."""
-    dropped = 0
+def _drop_contained(m, cl, cmatch, want, k, pre_id, cnt):
+    """Remove the candidates now contained in the output; returns how many remain.
+
+    The remaining ones stay first in ``cl``, ``cmatch`` and ``want``, in their order.
+    """
+    kept = 0
     for j in range(m):
-        if rem[j] and cmatch[j] == k:
-            rem[j] = False
+        if cmatch[j] == k:
             cnt[pre_id[cl[j]]] -= 1
-            dropped += 1
-    return dropped
+        else:
+            cl[kept] = cl[j]
+            cmatch[kept] = cmatch[j]
+            want[kept] = want[j]
+            kept += 1
+    return kept
 
 
 @numba.njit(cache=True, nogil=True)
-def _best_candidate(m, cl, rem, cand, k, gen_id, n_distinct, cnt):
+def _best_candidate(m, cl, cand, k, gen_id, n_distinct, cnt):
     """The remaining candidate of largest (c-score, distinct items), lexicographically smallest."""
     best = -1
     best_score = -1
     for j in range(m):
-        if not rem[j]:
-            continue
         c = cl[j]
         score = 0
         for t in range(k):
@@ -126,94 +132,101 @@ def _best_candidate(m, cl, rem, cand, k, gen_id, n_distinct, cnt):
     return best
 
 
-@numba.njit(parallel=True, nogil=True, cache=True)
-def reconstruct_rows(contains, cand, pre_id, gen_id, n_distinct, pre_flat, pre_off, l_max,
-                     n_sym, n_chunks, out):
-    """Algorithm 2 (CS-tree greedy) for every sequence, given ``contains[s, c]`` (``Contain_k``).
+@numba.njit(cache=True, nogil=True)
+def _vote(m, cmatch, cl, cand, k, votes, voted):
+    """The item most voted for by the candidates whose prefix is matched (ties: smaller id).
 
-    Slot ``s`` of ``out`` is ``out[s * l_max:(s + 1) * l_max]``; the
-    sequences are cut into ``n_chunks`` runs (:func:`_reconstruct_run`).
+    A remaining candidate has matched its prefix (its g-node is matched)
+    exactly when its own greedy match is one item short: both follow the
+    same items.  Returns -1 when no candidate votes.
     """
-    n_seq = contains.shape[0]
+    n_voted = 0
+    for j in range(m):
+        if cmatch[j] == k - 1:
+            x = cand[cl[j], k - 1]
+            if votes[x] == 0:
+                voted[n_voted] = x
+                n_voted += 1
+            votes[x] += 1
+    if n_voted == 0:
+        return -1
+    x = voted[0]
+    for t in range(1, n_voted):
+        y = voted[t]
+        if votes[y] > votes[x] or (votes[y] == votes[x] and y < x):
+            x = y
+    for t in range(n_voted):
+        votes[voted[t]] = 0
+    return x
+
+
+@numba.njit(parallel=True, nogil=True, cache=True)
+def reconstruct_rows(items, offsets, groups, cand, pre_id, gen_id, n_distinct, l_max, n_sym,
+                     n_chunks, out):
+    """Algorithm 2 (CS-tree greedy) for every sequence ``items[offsets[s]:offsets[s + 1]]``.
+
+    ``groups`` is ``(pre_flat, pre_off, grp_off, ext_item, members)``, the
+    candidates grouped by prefix (:func:`dpgpu.eval.truth.group_by_prefix`):
+    ``Contain_k`` of each sequence comes from
+    :func:`dpgpu.eval.subseq_numba.sequence_hits` (the groups bucketed by
+    first item once, for all runs).  Slot ``s`` of ``out`` is
+    ``out[s * l_max:(s + 1) * l_max]``; the sequences are cut into
+    ``n_chunks`` runs (:func:`_reconstruct_run`).
+    """
+    n_seq = offsets.size - 1
+    buckets = groups_by_first_item(groups[0], groups[1], n_sym)
     lens = np.zeros(n_seq, dtype=np.int64)
     for ch in numba.prange(n_chunks):
-        _reconstruct_run(contains, cand, pre_id, gen_id, n_distinct, pre_flat, pre_off, l_max,
-                         n_sym, n_seq * ch // n_chunks, n_seq * (ch + 1) // n_chunks, out, lens)
+        _reconstruct_run(items, offsets, groups, buckets, cand, pre_id, gen_id, n_distinct,
+                         l_max, n_sym, n_seq * ch // n_chunks, n_seq * (ch + 1) // n_chunks, out,
+                         lens)
     return lens
 
 
 @numba.njit(cache=True, nogil=True)
-def _reconstruct_run(contains, cand, pre_id, gen_id, n_distinct, pre_flat, pre_off, l_max,
+def _reconstruct_run(items, offsets, groups, buckets, cand, pre_id, gen_id, n_distinct, l_max,
                      n_sym, lo, hi, out, lens):
     """Algorithm 2 for sequences ``lo .. hi - 1``, which share scratch.
 
-    State per sequence: which contained candidates remain, how many items of
-    each candidate and of each g-node (prefix) the output matches greedily
-    so far (the output only grows, so a candidate is contained exactly when
-    its match is complete), and ``cnt[g]``, the remaining candidates under
+    State per sequence: the contained candidates that remain (first in
+    ``cl``), how many items of each the output matches greedily so far
+    (the output only grows, so a candidate is contained exactly when its
+    match is complete), and ``cnt[g]``, the remaining candidates under
     g-node ``g`` (its c-node children).
     """
-    n_cand = contains.shape[1]
-    k = cand.shape[1]
-    n_grp = pre_off.size - 1
-    cl = np.empty(n_cand, dtype=np.int64)       # contained candidates, in candidate order
-    rem = np.zeros(n_cand, dtype=np.bool_)
-    cmatch = np.zeros(n_cand, dtype=np.int64)
-    cnt = np.zeros(n_grp, dtype=np.int64)
-    pmatch = np.zeros(n_grp, dtype=np.int64)
-    plist = np.empty(n_grp, dtype=np.int64)     # g-nodes of the contained candidates
+    pre_flat, pre_off, grp_off, ext_item, members = groups
+    first_off, first_grp, empty = buckets
+    n_cand, k = cand.shape
+    last = np.full(n_sym, -1, dtype=np.int64)
+    seen = np.full(n_sym, -1, dtype=np.int64)
+    hits = np.empty(n_cand, dtype=np.int64)
+    cl = np.empty(n_cand, dtype=np.int64)
+    cmatch = np.empty(n_cand, dtype=np.int64)
+    want = np.empty(n_cand, dtype=np.int64)
+    cnt = np.zeros(pre_off.size - 1, dtype=np.int64)
     votes = np.zeros(n_sym, dtype=np.int64)
     voted = np.empty(n_sym, dtype=np.int64)
     for s in range(lo, hi):
-        m = 0
-        n_pre = 0
-        for c in range(n_cand):
-            if contains[s, c]:
-                cl[m] = c
-                rem[m] = True
-                cmatch[m] = 0
-                m += 1
-                g = pre_id[c]
-                if cnt[g] == 0:
-                    plist[n_pre] = g
-                    n_pre += 1
-                    pmatch[g] = 0
-                cnt[g] += 1
-        if m == 0:
-            continue
+        m = sequence_hits(items, offsets[s], offsets[s + 1], last, seen, s, pre_flat, pre_off,
+                          grp_off, ext_item, first_off, first_grp, empty, hits)
+        for j in range(m):
+            cl[j] = members[hits[j]]
+            cmatch[j] = 0
+            want[j] = cand[cl[j], 0]
+            cnt[pre_id[cl[j]]] += 1
         o = out[s * l_max:(s + 1) * l_max]
         n = 0
-        n_rem = m
-        first = True
-        while n < l_max and n_rem > 0:
-            n_voted = 0
-            if not first:
-                for j in range(m):
-                    c = cl[j]
-                    g = pre_id[c]
-                    if rem[j] and pmatch[g] == pre_off[g + 1] - pre_off[g]:
-                        x = cand[c, k - 1]
-                        if votes[x] == 0:
-                            voted[n_voted] = x
-                            n_voted += 1
-                        votes[x] += 1
+        first = True  # Algorithm 2 starts from the best candidate, not from votes
+        while n < l_max and m > 0:
+            x = -1 if first else _vote(m, cmatch, cl, cand, k, votes, voted)
             first = False
-            if n_voted > 0:
-                x = voted[0]
-                for t in range(1, n_voted):
-                    y = voted[t]
-                    if votes[y] > votes[x] or (votes[y] == votes[x] and y < x):
-                        x = y
-                for t in range(n_voted):
-                    votes[voted[t]] = 0
-                n = _append(x, o, n, cl, m, rem, cmatch, cand, k, plist, n_pre, pmatch,
-                            pre_flat, pre_off)
+            if x >= 0:
+                n = _append(x, o, n, m, cl, cmatch, want, cand, k)
             else:
-                c = _best_candidate(m, cl, rem, cand, k, gen_id, n_distinct, cnt)
+                c = _best_candidate(m, cl, cand, k, gen_id, n_distinct, cnt)
                 for t in range(min(k, l_max - n)):
-                    n = _append(cand[c, t], o, n, cl, m, rem, cmatch, cand, k, plist, n_pre,
-                                pmatch, pre_flat, pre_off)
-            n_rem -= _drop_contained(m, cl, rem, cmatch, k, pre_id, cnt)
+                    n = _append(cand[c, t], o, n, m, cl, cmatch, want, cand, k)
+            m = _drop_contained(m, cl, cmatch, want, k, pre_id, cnt)
         lens[s] = n
-        for t in range(n_pre):
-            cnt[plist[t]] = 0
+        for j in range(m):
+            cnt[pre_id[cl[j]]] = 0
