@@ -139,8 +139,8 @@ def main() -> None:
            "machine": platform.machine(), "processor": platform.processor() or platform.machine(),
            "python": platform.python_version(), "dpgpu": dpgpu.__version__,
            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-           "workload": "markov_sequences(n, n_items=100, max_order=3, zipf=1.1, mean_length=8); "
-                       f"above {CHUNK:.0e} tokens, markov_chunks(n, seed=1, "
+           "workload": "markov_sequences(n, seed=n, n_items=100, max_order=3, zipf=1.1, "
+                       f"mean_length=8); above {CHUNK:.0e} tokens, markov_chunks(n, seed=n, "
                        f"chunk_tokens={CHUNK:.0e})",
            "mechanisms": mechanisms, "rows": rows,
            "fitted_exponent": {"count": exponent("count_s"),
