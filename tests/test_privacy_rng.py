@@ -50,6 +50,20 @@ def test_cpu_path_equals_array_namespace_path(n_words):
     np.testing.assert_array_equal(cpu, ref)
 
 
+def test_cpu_words_do_not_depend_on_the_number_of_threads():
+    numba = pytest.importorskip("numba")
+    key = NoiseKey.from_seed(5)
+    ids = np.arange(5_000, dtype=np.uint64) * 7919
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = key.words(ids, 9, 3, backend="numpy")
+    finally:
+        numba.set_num_threads(threads)
+    np.testing.assert_array_equal(key.words(ids, 9, 3, backend="numpy"), one)
+    np.testing.assert_array_equal(one, words_xp(_key_words(key), ids, 9, 3, np, chunk=997))
+
+
 def test_word_k_does_not_depend_on_how_many_words_are_asked():
     key = NoiseKey.from_seed(3)
     long = key.words(EDGE_IDS, 1, 20, backend="numpy")

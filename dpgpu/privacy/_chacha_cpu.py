@@ -3,8 +3,10 @@
 The same function as :func:`dpgpu.privacy.rng.words_xp` (the array-namespace
 reference), for the NumPy backend: the vectorised version
 spends most of its time moving the 16 state rows through memory, the scalar
-loop keeps them in registers (about 4x faster on one core).  The test suite
-checks both against the RFC 8439 vector and against each other, bit for bit.
+loop keeps them in registers (about 4x faster on one core).  Identities are
+spread over Numba's threads; each is computed alone, so the words do not
+depend on the number of threads.  The test suite checks both against the
+RFC 8439 vector and against each other, bit for bit.
 
 Imported lazily: importing :mod:`dpgpu` must not import Numba.
 """
@@ -12,7 +14,7 @@ Imported lazily: importing :mod:`dpgpu` must not import Numba.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .rng import _CONSTANTS
 
@@ -38,14 +40,14 @@ def _quarter(a, b, c, d):
     return a, b, c, d
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def words_cpu(key, ids, tag, out):  # pragma: no cover - compiled; tested through NoiseKey
     """Fill ``out[k, i]`` with word ``k`` of identity ``ids[i]`` (see rng.py for the layout)."""
     n_words, m = out.shape
     k0, k1, k2, k3 = _U(key[0]), _U(key[1]), _U(key[2]), _U(key[3])
     k4, k5, k6, k7 = _U(key[4]), _U(key[5]), _U(key[6]), _U(key[7])
     t = _U(tag)
-    for i in range(m):
+    for i in prange(m):  # identities are independent: any order gives the same words
         lo = _U(ids[i] & np.uint64(0xFFFFFFFF))
         hi = _U(ids[i] >> np.uint64(32))
         for blk in range((n_words + 7) // 8):
