@@ -16,6 +16,9 @@ from ..progress import Step
 from .common import Progress, add_command, print_json
 from .convert import output_format
 
+#: Most worker processes by default: the writer keeps up with a few at most.
+DEFAULT_JOBS = 8
+
 DESCRIPTION = f"""\
 Write a synthetic dataset of about --tokens items, for scaling tests: not
 private data, and no privacy mechanism.
@@ -56,7 +59,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mean-length", type=float, default=8.0,
                    help="mean sequence length (default 8)")
     p.add_argument("--jobs", type=int, default=None,
-                   help="worker processes (default: the CPUs this process may use)")
+                   help=f"worker processes (default: the CPUs this process may use, at most "
+                        f"{DEFAULT_JOBS}; each needs about 300 MB)")
     p.add_argument("--force", action="store_true", help="replace an existing output")
     p.add_argument("--quiet", action="store_true", help="no progress and no summary line")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -98,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidParameter("--tokens: must be at least 1, got 0")
     seed = whole_number(args.seed, "--seed")
     fmt = output_format(args.output, args.to) or "lines"
-    jobs = available_cpus() if args.jobs is None else args.jobs
+    jobs = min(available_cpus(), DEFAULT_JOBS) if args.jobs is None else args.jobs
     chunks = markov_chunks(tokens, seed=seed, chunk_tokens=CHUNK_TOKENS, jobs=jobs,
                            n_items=args.n_items, max_order=args.max_order, zipf=args.zipf,
                            mean_length=args.mean_length)
