@@ -132,9 +132,12 @@ def test_generate_cli_writes_the_chunks(tmp_path, capsys, monkeypatch):
     (["--tokens", "1.5"], "--tokens: expected a whole number"),
     (["--tokens", "nan"], "--tokens: expected a whole number"),
     (["--tokens", "-5"], "--tokens: expected a whole number"),
-    (["--tokens", "0"], "--tokens: must be at least 1"),
+    (["--tokens", "0"], "--tokens: must be an integer at least 1"),
+    (["--tokens", "100", "--jobs", "0"], "--jobs: must be an integer at least 1"),
+    (["--tokens", "100", "--n-items", "0"], "--n-items: must be an integer at least 1"),
     (["--tokens", "100", "--seed", "x"], "--seed: expected a whole number"),
-    (["--tokens", "100", "--zipf", "nan"], "zipf: must be finite"),
+    (["--tokens", "100", "--zipf", "nan"], "--zipf: must be finite"),
+    (["--tokens", "100", "--mean-length", "-1"], "--mean-length: must be finite and > 0"),
     (["--tokens", "100", "--to", "csv"], "--to: csv does not match the extension .seq"),
 ])
 def test_generate_cli_refuses_bad_options(tmp_path, capsys, argv, message):

@@ -13,6 +13,7 @@ from ..data.io import check_output
 from ..data.writers import WRITE_FORMATS, write_parts
 from ..errors import InvalidParameter
 from ..progress import Step
+from ..validation import check_positive_int, check_positive_real
 from .common import Progress, add_command, print_json
 from .convert import output_format
 
@@ -97,15 +98,16 @@ def available_cpus() -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Generate chunk by chunk and write atomically."""
-    tokens = whole_number(args.tokens, "--tokens")
-    if tokens < 1:
-        raise InvalidParameter("--tokens: must be at least 1, got 0")
+    tokens = check_positive_int(whole_number(args.tokens, "--tokens"), "--tokens")
     seed = whole_number(args.seed, "--seed")
     fmt = output_format(args.output, args.to) or "lines"
-    jobs = min(available_cpus(), DEFAULT_JOBS) if args.jobs is None else args.jobs
+    jobs = min(available_cpus(), DEFAULT_JOBS) if args.jobs is None else \
+        check_positive_int(args.jobs, "--jobs")
     chunks = markov_chunks(tokens, seed=seed, chunk_tokens=CHUNK_TOKENS, jobs=jobs,
-                           n_items=args.n_items, max_order=args.max_order, zipf=args.zipf,
-                           mean_length=args.mean_length)
+                           n_items=check_positive_int(args.n_items, "--n-items"),
+                           max_order=check_positive_int(args.max_order, "--max-order"),
+                           zipf=check_positive_real(args.zipf, "--zipf"),
+                           mean_length=check_positive_real(args.mean_length, "--mean-length"))
     check_output(args.output, force=args.force)  # before the work
     show = not (args.quiet or args.verbose) and sys.stderr.isatty()
     with Progress("generate", show=show) as progress:

@@ -900,7 +900,7 @@ class _TableSink:
     def __init__(self, db: SequenceDB) -> None:
         self.columns, self.kind = output_columns(db)
         self.names = EventNames(db)
-        self.labels = list(db.vocab.labels)
+        self.labels = np.array(db.vocab.labels, dtype=object)
         self.roles = [r for r in ("case", "activity", "timestamp", "user")
                       if self.columns[r] is not None]
         self.empty = 0
@@ -955,8 +955,8 @@ class CsvLogSink(_TableSink):
                 else ","
         # csv leaves a field with a carriage return unquoted when lines end in "\n" alone,
         # and a reader takes that "\r" for the end of the row
-        names = (case_names(db) if self.names.input_cases else (), db.vocab.labels,
-                 user_names(db) if "user" in self.roles else ())
+        names = (self.names.cases(db, 0) if self.names.input_cases else (), db.vocab.labels,
+                 self.names.users(db) if "user" in self.roles else ())
         quoting = csv.QUOTE_ALL if any("\r" in x for group in names for x in group) \
             else csv.QUOTE_MINIMAL
         self.writer = csv.writer(stream, delimiter=delimiter, lineterminator="\n",
@@ -970,12 +970,8 @@ class CsvLogSink(_TableSink):
             pos = values["timestamp"]
             values["timestamp"] = (pos, range(part.max_length)) if self.kind == "numeric" \
                 else (pos, synthetic_times(part.max_length))
-        columns = []
-        for role in self.roles:
-            codes, texts = values[role]
-            column = np.empty(len(texts), dtype=object)
-            column[:] = list(texts)
-            columns.append(column[codes].tolist())
+        columns = [np.asarray(texts, dtype=object)[codes].tolist()  # labels: no copy
+                   for codes, texts in (values[role] for role in self.roles)]
         self.writer.writerows(zip(*columns))
 
 
@@ -1025,6 +1021,7 @@ class ParquetLogSink(_TableSink):
                  "timestamp": pa.int64() if self.kind == "numeric"
                  else pa.timestamp("us", tz="UTC")}
         self.schema = pa.schema([(self.columns[r], types[r]) for r in self.roles])
+        self.activities = pa.array(self.labels, type=pa.string())  # once, not per part
         self.writer = pq.ParquetWriter(os.fspath(target) if isinstance(target, os.PathLike)
                                        else target, self.schema)
 
@@ -1042,9 +1039,9 @@ class ParquetLogSink(_TableSink):
                 arrays.append(pa.array(pos, type=field.type))
             else:  # the strings gathered by Arrow, not as a Python object per event
                 codes, texts = values[role]
-                arrays.append(pa.DictionaryArray.from_arrays(
-                    pa.array(codes, type=pa.int64()), pa.array(texts, type=pa.string()))
-                    .dictionary_decode())
+                texts = self.activities if role == "activity" else pa.array(texts, pa.string())
+                arrays.append(pa.DictionaryArray.from_arrays(pa.array(codes, type=pa.int64()),
+                                                             texts).dictionary_decode())
         self.writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
 
     def close(self) -> None:

@@ -142,13 +142,14 @@ def open_sink(fmt: str, db: Any, stream: Any, path: Any) -> Any:
         file and comma-separated in a ``.csv`` one, otherwise delimited as
         its input, if that was a CSV log).
     """
+    if fmt in ("seq", "spmf", "lines"):
+        return {"seq": seq_sink, "spmf": spmf_sink, "lines": lines_sink}[fmt](db, stream)
     from . import eventlog, xes  # noqa: PLC0415 - event-log support loads on demand
 
     if fmt == "csv":
         return eventlog.CsvLogSink(db, stream,
                                    delimiter=_CSV_DELIMITERS.get(extension_format(path)[0]))
-    return {"seq": seq_sink, "spmf": spmf_sink, "lines": lines_sink,
-            "parquet": eventlog.ParquetLogSink, "xes": xes.XesSink}[fmt](db, stream)
+    return {"parquet": eventlog.ParquetLogSink, "xes": xes.XesSink}[fmt](db, stream)
 
 
 def check_writable(db: Any, fmt: str, path: Any) -> None:
