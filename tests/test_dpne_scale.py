@@ -57,11 +57,6 @@ def test_positions_against_a_loop(users):
         assert pos.windows(k).tolist() == [p for p, n in enumerate(left) if n >= k]
 
 
-def test_index_dtype_edges():
-    assert L.index_dtype(2 ** 31 - 1) == np.int32                 # indices -1 .. 2**31 - 2
-    assert L.index_dtype(2 ** 31) == np.int64
-
-
 @pytest.mark.parametrize("block", [1, 3, 1000])
 def test_index_of_in_blocks(monkeypatch, block):
     monkeypatch.setattr(L, "BLOCK", block)

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpgpu import SequenceDB
-from dpgpu.mechanisms.privtree.core import index_dtype
+from dpgpu.ops.keys import index_dtype
 from dpgpu.mechanisms.privtree.pst import grow, pst, pst_symbols
 from dpgpu.mechanisms.privtree.sampling import concatenate
 from dpgpu.data.generate import markov_sequences

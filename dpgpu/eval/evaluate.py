@@ -814,11 +814,11 @@ def _coverage_counts(released: np.ndarray, grams: np.ndarray, holders: np.ndarra
 
 
 def _coverage_shares(counts: dict) -> dict:
-    """``spurious_fraction`` (0 when nothing is released) and ``coverage`` per K (1 when
-    no gram is held by K users: nothing to cover) of :func:`_coverage_counts`."""
-    released, eligible = counts["released"], counts["eligible"]
-    return {"spurious_fraction": counts["absent"] / released if released else 0.0,
-            "coverage": {str(K): counts["covered"][K] / eligible[K] if eligible[K] else 1.0
+    """``spurious_fraction`` and ``coverage`` per K of :func:`_coverage_counts`
+    (:func:`dpgpu.eval.metrics.spurious_share`, :func:`~dpgpu.eval.metrics.covered_share`)."""
+    eligible = counts["eligible"]
+    return {"spurious_fraction": M.spurious_share(counts["absent"], counts["released"]),
+            "coverage": {str(K): M.covered_share(counts["covered"][K], eligible[K])
                          for K in eligible}}
 
 

@@ -283,18 +283,24 @@ def kanonymity_coverage(released: Iterable[Any], holders: Mapping[Any, int], K: 
     K = check_positive_int(K, "K")
     r = set(released)
     eligible = [g for g, c in holders.items() if c >= K]
-    if not eligible:
-        return 1.0
-    return sum(1 for g in eligible if g in r) / len(eligible)
+    return covered_share(sum(1 for g in eligible if g in r), len(eligible))
 
 
 def spurious_fraction(released: Iterable[Any], present: Iterable[Any] | Mapping) -> float:
     """Fraction of released grams that occur in no user's text (DPNE's eta check)."""
     r = set(released)
-    if not r:
-        return 0.0
     p = present if isinstance(present, (set, frozenset, Mapping)) else set(present)
-    return sum(1 for g in r if g not in p) / len(r)
+    return spurious_share(sum(1 for g in r if g not in p), len(r))
+
+
+def covered_share(covered: int, eligible: int) -> float:
+    """:func:`kanonymity_coverage` from its counts: 1.0 when no gram is eligible."""
+    return covered / eligible if eligible else 1.0
+
+
+def spurious_share(absent: int, released: int) -> float:
+    """:func:`spurious_fraction` from its counts: 0.0 when nothing is released."""
+    return absent / released if released else 0.0
 
 
 # --------------------------------------------------------------- spatial data

@@ -32,6 +32,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..ops.keys import _GOLDEN, _MIX1, _MIX2
+
 #: :func:`prefix_end`'s answer when the prefix does not occur.
 NO_MATCH = -2
 
@@ -164,9 +166,6 @@ def support_counts(items, offsets, weights, pre_flat, pre_off, grp_off, ext_item
 
 
 # ------------------------------------------------------------------ grouping
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -316,14 +316,14 @@ class GramEngine:
             return out
         exact = K.fits_exact(m, self.n_symbols)
         ctx_keys = K.rows_keys(contexts, self.radix, exact)
+        if exact and not self.backend.is_gpu:
+            self._add_level_histogram(ctx_keys, m, out)
+            return out
         order = xp.argsort(ctx_keys)
         sorted_keys = ctx_keys[order]
         if not exact and bool(xp.any(sorted_keys[1:] == sorted_keys[:-1])):
             log.warning("64-bit hash collision among contexts: matching them exactly")
             return self._histogram_lexicographic(contexts)
-        if exact and not self.backend.is_gpu:
-            self._add_level_histogram(ctx_keys, m, out)
-            return out
         flat = out.ravel()
         for tokens, lengths in self.blocks:
             n_win = tokens.shape[1] - m
@@ -366,7 +366,7 @@ class GramEngine:
         from .grams_numba import add_level_histogram, key_table  # noqa: PLC0415 - Numba on use
 
         bits = max(2, int(ctx_keys.size).bit_length() + 1)  # at most half full
-        slot_keys, slot_index = key_table(ctx_keys.astype(np.int64), bits)
+        slot_keys, slot_index = key_table(ctx_keys.astype(np.int64, copy=False), bits)
         add_level_histogram(*self._flat_rows(), m, self.radix, slot_keys, slot_index, bits,
                             self.n_symbols, out.ravel())
 

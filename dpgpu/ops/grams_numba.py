@@ -14,6 +14,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .keys import _GOLDEN
+
 
 @numba.njit(cache=True, nogil=True)
 def _row_digits(items, first, full, l_max, start_id, end_id, end_all, digits):
@@ -70,8 +72,6 @@ def suffix_keys(items, offsets, l_max, start_id, end_id, end_all, m, radix, out)
             key = key * radix + (digits[i] if i >= 0 else 0)
         out[s] = key
 
-
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 @numba.njit(cache=True, nogil=True)

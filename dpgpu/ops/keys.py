@@ -29,6 +29,11 @@ def fits_exact(n: int, n_symbols: int) -> bool:
     return (n_symbols + 1) ** n <= INT63
 
 
+def index_dtype(bound: int) -> type:
+    """``int32`` where indices below ``bound`` fit it (``bound <= 2**31``), else ``int64``."""
+    return np.int32 if bound <= 2 ** 31 else np.int64
+
+
 def array_module(a: Any):
     """NumPy or CuPy, whichever ``a`` belongs to."""
     if type(a).__module__.startswith("cupy"):
@@ -56,9 +61,14 @@ def sorted_unique(a: Any):
         One-dimensional, of ``a``'s dtype and array module.
     """
     xp = array_module(a)
-    values = xp.sort(xp.asarray(a).ravel())
+    return distinct_sorted(xp.sort(xp.asarray(a).ravel()))
+
+
+def distinct_sorted(values: Any):
+    """The distinct values of the sorted one-dimensional array ``values``, in order."""
     if values.size < 2:
         return values
+    xp = array_module(values)
     first = xp.empty(values.size, dtype=bool)
     first[0] = True
     xp.not_equal(values[1:], values[:-1], out=first[1:])

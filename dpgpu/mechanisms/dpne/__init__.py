@@ -132,7 +132,7 @@ import numpy as np
 from ...backend import get_backend
 from ...data.sequencedb import SequenceDB, check_db
 from ...errors import InvalidParameter
-from ...ops.keys import sorted_unique
+from ...ops.keys import index_dtype, sorted_unique
 from ...privacy import Bernoulli, DiscreteGaussian, PrivacyLedger, analytic_gaussian_sigma, \
     dpsu_threshold, sampling_delta, split_gaussian_sigma
 from ...privacy.samplers import MAX_GAUSSIAN_SIGMA
@@ -147,7 +147,7 @@ from .calibration import GRID, TAIL_RESOLUTION, dpsu_integer_threshold, tail_pro
 from .histogram import TAG_SPURIOUS, bounded_histogram, merge_histograms, noisy_release
 from .baselines import METHODS, POLICIES, calibrate, differing_draws, release_runs, run_noise, \
     runs, sampling_cost
-from .levels import Level, Positions, Space, first_level, index_dtype, index_of
+from .levels import Level, Positions, Space, first_level, index_of
 
 log = logging.getLogger("dpgpu")
 
@@ -462,7 +462,7 @@ class Occurrences:
 
     Per text position the state holds a few bytes only: the released
     indices are int32 whenever the released set allows
-    (:func:`~.levels.index_dtype`), and the valid occurrences of the level
+    (:func:`dpgpu.ops.keys.index_dtype`), and the valid occurrences of the level
     being counted are a mask, not an array of start positions.
 
     Attributes

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import InvalidParameter
-from ...ops.keys import sorted_unique
+from ...ops.keys import distinct_sorted, sorted_unique
 from ...privacy import DiscreteGaussian, NoiseKey
 from .calibration import unit_weights
 
@@ -149,7 +149,7 @@ class _Pairs:
     def kept(self, block: slice, max_items: int, key: NoiseKey, tag: int, bound: bool
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:func:`bounded_pairs` of the pairs in ``block`` (whole users)."""
-        packed = _distinct(self.packed[block])
+        packed = distinct_sorted(self.packed[block])
         u, g = packed // self.span, packed % self.span
         if self.values is not None:
             g = self.values[g]
@@ -173,14 +173,6 @@ class _Pairs:
         elif not bound:
             keep[:] = True
         return u[keep], g[keep], t[keep]
-
-
-def _distinct(values: np.ndarray) -> np.ndarray:
-    """The distinct values of a sorted, non-empty array."""
-    first = np.empty(values.size, dtype=bool)
-    first[0] = True
-    np.not_equal(values[1:], values[:-1], out=first[1:])
-    return values[first]
 
 
 def merge_histograms(parts: list[tuple[np.ndarray, np.ndarray]]

@@ -26,6 +26,7 @@ from typing import Iterator
 import numpy as np
 
 from ...ops import keys as K
+from ...ops.keys import index_dtype
 
 #: Candidates per chunk when the implicit V_k is enumerated.
 CHUNK = 1 << 20
@@ -43,11 +44,6 @@ class Level:
     grams: np.ndarray
     pre: np.ndarray
     suf: np.ndarray
-
-
-def index_dtype(n: int) -> type:
-    """The narrowest of int32 and int64 holding every index ``-1 .. n - 1``."""
-    return np.int32 if n <= np.iinfo(np.int32).max else np.int64
 
 
 @dataclass

@@ -185,8 +185,3 @@ class SplitTest:
 def level_ids(n_nodes: int, first_id: int, xp: Any):
     """Noise identities of the ``n_nodes`` nodes of one depth: ``first_id`` plus their positions."""
     return xp.arange(n_nodes, dtype=xp.uint64) + np.uint64(first_id)
-
-
-def index_dtype(bound: int) -> type:
-    """``int32`` where indices below ``bound`` fit it (``bound <= 2**31``), else ``int64``."""
-    return np.int32 if bound <= 2 ** 31 else np.int64

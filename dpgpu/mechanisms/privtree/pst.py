@@ -72,7 +72,8 @@ from ...scale.partitions import LocalPartitions, Partitions, check_engine, engin
     partition
 from ...validation import check_positive_int, check_positive_real
 from . import sampling
-from .core import SplitTest, index_dtype, split_params
+from ...ops.keys import index_dtype
+from .core import SplitTest, split_params
 
 log = logging.getLogger("dpgpu")
 

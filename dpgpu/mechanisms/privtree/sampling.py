@@ -25,7 +25,7 @@ import numpy as np
 from ...backend import get_backend, to_numpy
 from ...ops.keys import array_module
 from ...ops.lookup import GramIndex
-from .core import index_dtype
+from ...ops.keys import index_dtype
 
 
 def child_table(levels: list[Any], n_symbols: int) -> tuple[np.ndarray, np.ndarray]:
@@ -209,7 +209,7 @@ class Model:
         if self._cum is None:
             self._cum = xp.cumsum(self.hist, axis=1).ravel()
         cum, size = self._cum, self.hist.shape[1]
-        dtype = index_dtype(cum.shape[0])
+        dtype = index_dtype(cum.shape[0] + 1)  # pos reaches cum.shape[0] past a row total
         first = node.astype(dtype) * dtype(size)
         pos = first.copy()  # entries before pos are <= r; the answer is at most pos + size
         while size > 1:
