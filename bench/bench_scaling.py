@@ -16,7 +16,7 @@ Spatial PrivTree works on points, not sequences; its time is in
 ``bench_privtree.py``.  Results: ``bench/results/scaling-<backend>.{json,md,png}``.
 
 Usage: ``python bench/bench_scaling.py [--max-tokens 1e8] [--release-max-tokens 3e7]
-[--mechanisms ngram,pst,pfs2,dpne] [--backend numpy|cupy]``
+[--mechanisms ngram,pst,pfs2,dpne] [--backend numpy|cupy] [--tag NAME]``
 """
 
 from __future__ import annotations
@@ -101,6 +101,9 @@ def main() -> None:
                     help="largest size for the mechanisms' releases")
     ap.add_argument("--mechanisms", default=",".join(RELEASES),
                     help=f"releases to time (default {','.join(RELEASES)})")
+    ap.add_argument("--tag", default="",
+                    help="suffix of the results' name (scaling-<backend>-<tag>), so that a run "
+                         "of some mechanisms or sizes keeps the recorded ones")
     args = ap.parse_args()
     be = get_backend(args.backend)
     mechanisms = [m for m in args.mechanisms.split(",") if m]
@@ -146,7 +149,7 @@ def main() -> None:
            "fitted_exponent": {"count": exponent("count_s"),
                                **{name: exponent(f"{name}_s") for name in mechanisms}}}
     RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"scaling-{be.name}.json"
+    path = RESULTS / f"scaling-{be.name}{'-' + args.tag if args.tag else ''}.json"
     path.write_text(json.dumps(out, indent=2) + "\n")
     fits = ", ".join(f"{NAMES[m]} release {out['fitted_exponent'][m]}" for m in mechanisms)
     lines = [f"# Scaling ({be.name}, {be.device_name()}, {out['processor']})\n",

@@ -485,7 +485,8 @@ def test_count_levels_run_on_the_warp_emulator(all_launches, monkeypatch, n_symb
     monkeypatch.setattr(grams, "_gpu_dense_space", lambda backend: dense_space)
     db = zipf_db(n_symbols, n_symbols)
     n_max = 3 if n_symbols > 2 ** 16 else 4  # keys of 3-grams over 2**20 symbols: 61 bits
-    want = GramEngine(db, 30, start=True, end=True, max_block_cells=900).count_levels(n_max)
+    want = GramEngine(db, 30, start=True, end=True, backend="numpy",
+                      max_block_cells=900).count_levels(n_max)
     emulated = GramEngine(db, 30, start=True, end=True, backend="numpy", max_block_cells=900)
     emulated.backend = Backend("cupy", np)
     got = emulated.count_levels(n_max)

@@ -52,7 +52,7 @@ def sequences(alphabet, max_len=12, max_seqs=30):
        cells=st.sampled_from([8, 64, 2 ** 20]), dense=st.booleans(), gpu_path=st.booleans())
 def test_every_level_equals_brute_force(seqs, n_max, l_max, start, end, cells, dense, gpu_path):
     db = SequenceDB.from_sequences(seqs, vocab=[str(i) for i in range(4)])
-    engine = GramEngine(db, l_max, start=start, end=end, max_block_cells=cells)
+    engine = GramEngine(db, l_max, start=start, end=end, max_block_cells=cells, backend="numpy")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(levels, "DENSE_MERGE_BINS", 2 ** 24 if dense else 0)
         if gpu_path:  # the GPU path's array code on NumPy: blocks, no counting kernels
@@ -93,7 +93,7 @@ def test_levels_past_every_row_survive_an_empty_bincount(monkeypatch):
     seqs = [["a", "b"], ["b"], []]
     db = SequenceDB.from_sequences(seqs, vocab=["a", "b"])
     monkeypatch.setattr(np, "bincount", strict)
-    got = GramEngine(db).count_levels(4)
+    got = GramEngine(db, backend="numpy").count_levels(4)
     for n, (grams, counts) in enumerate(got, start=1):
         assert labelled(db, grams, counts) == marked_windows(seqs, n, None, False, False), n
 
@@ -104,14 +104,14 @@ def test_levels_past_exact_keys_are_counted_one_by_one():
     vocab = [str(i) for i in range(2 ** 13)]
     seqs = [[str(x) for x in rng.integers(0, 6, size=k)] for k in rng.integers(0, 9, size=200)]
     db = SequenceDB.from_sequences(seqs, vocab=vocab)
-    got = GramEngine(db).count_levels(6)
+    got = GramEngine(db, backend="numpy").count_levels(6)
     for n, (grams, counts) in enumerate(got, start=1):
         assert labelled(db, grams, counts) == marked_windows(seqs, n, None, False, False), n
 
 
 def test_the_top_level_is_the_only_pass_over_the_windows(monkeypatch):
     db = SequenceDB.from_sequences([["0", "1", "0"], ["1"], []], vocab=["0", "1"])
-    engine = GramEngine(db)
+    engine = GramEngine(db, backend="numpy")
     counted = []
     real = engine._count_packed
     monkeypatch.setattr(engine, "_count_packed", lambda n: counted.append(n) or real(n))
@@ -121,7 +121,7 @@ def test_the_top_level_is_the_only_pass_over_the_windows(monkeypatch):
 
 def test_empty_database():
     db = SequenceDB.from_sequences([], vocab=["a"])
-    for grams, counts in GramEngine(db).count_levels(3):
+    for grams, counts in GramEngine(db, backend="numpy").count_levels(3):
         assert counts.size == 0 and grams.shape[0] == 0
 
 
