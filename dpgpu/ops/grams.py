@@ -145,7 +145,11 @@ class GramEngine:
         :meth:`count`; each shorter level follows from the one above it and
         the rows' last symbols (:func:`dpgpu.ops.levels.shorter_level`),
         with no further pass over the windows.  Longer levels, whose keys
-        are hashes, are counted one by one.
+        are hashes, are counted one by one.  This pays on the CPU (MSNBC,
+        n_max 5: 0.105 s against 0.148 s level by level, ``bench_grams.py``);
+        on an H100, counting 1e8 tokens, the per-level kernels win (0.017 s
+        against 0.042 s: deriving the shorter levels costs more than four
+        more passes over the windows; ``bench_floors.py``).
 
         Parameters
         ----------
