@@ -32,6 +32,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..backend.numba_threads import one_caller_when_unsafe
 from ..ops.keys import _GOLDEN, _MIX1, _MIX2
 
 #: :func:`prefix_end`'s answer when the prefix does not occur.
@@ -145,6 +146,7 @@ def sequence_hits(items, a, b, last, seen, s, pre_flat, pre_off, grp_off, ext_it
     return n
 
 
+@one_caller_when_unsafe
 @numba.njit(parallel=True, nogil=True, cache=True)
 def support_counts(items, offsets, weights, pre_flat, pre_off, grp_off, ext_item, n_sym,
                    n_chunks):
@@ -176,6 +178,7 @@ def _mix(h):
     return h ^ (h >> np.uint64(31))
 
 
+@one_caller_when_unsafe
 @numba.njit(parallel=True, nogil=True, cache=True)
 def sequence_hashes(items, offsets):
     """A 64-bit hash of each sequence ``items[offsets[s]:offsets[s + 1]]`` (order-dependent).
@@ -267,6 +270,7 @@ def group_rows(items, offsets, hashes, weights):
     return first[:n_groups], total[:n_groups]
 
 
+@one_caller_when_unsafe
 @numba.njit(parallel=True, nogil=True, cache=True)
 def gather_rows(items, offsets, rows):
     """The sequences ``rows`` of a flat batch, concatenated: ``(items, offsets)``."""

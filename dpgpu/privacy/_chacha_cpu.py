@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ..backend.numba_threads import one_caller_when_unsafe
 from .rng import _CONSTANTS
 
 _U = np.uint32
@@ -40,6 +41,7 @@ def _quarter(a, b, c, d):
     return a, b, c, d
 
 
+@one_caller_when_unsafe
 @njit(cache=True, parallel=True)
 def words_cpu(key, ids, tag, out):  # pragma: no cover - compiled; tested through NoiseKey
     """Fill ``out[k, i]`` with word ``k`` of identity ``ids[i]`` (see rng.py for the layout)."""

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ...backend.numba_threads import one_caller_when_unsafe
+
 
 @numba.njit(cache=True, nogil=True)
 def _charged(copies, rows, lo, hi, b0, size):
@@ -26,6 +28,7 @@ def _charged(copies, rows, lo, hi, b0, size):
     return total
 
 
+@one_caller_when_unsafe
 @numba.njit(cache=True, nogil=True, parallel=True)
 def publish_level(copies, rows, starts, levels, remaining, base):
     """Copies of each gram its sub-grams can pay for; charge them to ``remaining``.

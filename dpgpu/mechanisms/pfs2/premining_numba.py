@@ -24,6 +24,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ...backend.numba_threads import one_caller_when_unsafe
+
 
 def window_item_weights(rank_at, e, limit, w, n_items, n_chunks):
     """Per rank, the weight of the sequences holding it in their window ``(e, limit)``.
@@ -66,6 +68,7 @@ def _weights_run(rank_at, e, limit, w, lo, hi, row):
                 row[r] += w[j]
 
 
+@one_caller_when_unsafe
 @numba.njit(parallel=True, nogil=True, cache=True)
 def _weights_runs(rank_at, e, limit, w, partial):
     """:func:`_weights_run` of ``partial.shape[0]`` runs of sequences, in parallel."""
@@ -133,6 +136,7 @@ def _next_run(rank_at, keys, m, r, e, limit, max_scan, out):
         out[j] = _next_one(rank_at, keys, m, r, e[j] + 1, limit[j], max_scan)
 
 
+@one_caller_when_unsafe
 @numba.njit(parallel=True, nogil=True, cache=True)
 def _next_all(rank_at, keys, m, r, e, limit, max_scan, out):
     """:func:`next_in_window` into ``out``, in parallel over the sequences."""
@@ -334,6 +338,7 @@ def _pairs_run(rank_at, end, w, seqs, e, room, cuts, start, weight, count, pair_
         held[j] = o - o0
 
 
+@one_caller_when_unsafe
 @numba.njit(parallel=True, nogil=True, cache=True)
 def _pairs_runs(rank_at, end, w, seqs, e, room, cuts, start, weight, count, pair_rank, pair_pos,
                 held):
@@ -357,6 +362,7 @@ def _fill_run(seqs, cuts, start, held, pair_rank, pair_pos, keep, fill, child_se
         o += held[j]
 
 
+@one_caller_when_unsafe
 @numba.njit(parallel=True, nogil=True, cache=True)
 def _fill_runs(seqs, cuts, start, held, pair_rank, pair_pos, keep, fill, child_seq, child_end):
     """:func:`_fill_run` of every run, in parallel."""

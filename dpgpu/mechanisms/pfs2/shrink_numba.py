@@ -20,6 +20,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ...backend.numba_threads import one_caller_when_unsafe
 from ...eval.subseq_numba import groups_by_first_item, sequence_hits
 
 
@@ -56,6 +57,7 @@ def _compress_one(cur, nxt, n, k, max_pattern):
     return cur, n
 
 
+@one_caller_when_unsafe
 @numba.njit(parallel=True, nogil=True, cache=True)
 def compress_rows(items, offsets, k, max_pattern, out):
     """Consecutive-pattern compression of every sequence, into ``out[offsets[s]:]``."""
@@ -160,6 +162,7 @@ def _vote(m, cmatch, cl, cand, k, votes, voted):
     return x
 
 
+@one_caller_when_unsafe
 @numba.njit(parallel=True, nogil=True, cache=True)
 def reconstruct_rows(items, offsets, groups, cand, pre_id, gen_id, n_distinct, l_max, n_sym,
                      n_chunks, out):
