@@ -323,3 +323,12 @@ def test_files_written_on_a_public_vocabulary_read_back_on_it_as_locally(client,
     assert_same(got.collect(), dpgpu.load(seq, vocab=["x", "y", "z"]))
     with pytest.raises(InvalidParameter, match="whose header declares its categories"):
         load_distributed(seq, client, partitions=3, vocab=["y", "x", "z"])
+
+
+def test_a_wide_file_with_its_options_gives_the_local_database(client, tmp_path):
+    path = tmp_path / "wide.csv"
+    path.write_text("id,sex,t1,t2,t3\n" + "".join(
+        f"p{i},f,s{i % 3},{'' if i % 4 else 'NA'},s{i % 5}\n" for i in range(60)))
+    options = {"format": "wide", "states": "t1:t3", "case": "id"}
+    assert_same(load_distributed(path, client, partitions=3, **options).collect(),
+                dpgpu.load(path, **options))

@@ -31,7 +31,7 @@ log = logging.getLogger("dpgpu")
 
 #: Reader options the CLI passes on to :func:`dpgpu.load` when given.
 FORMAT_OPTIONS = ("tokens", "case", "activity", "timestamp", "user", "delimiter", "text",
-                  "lowercase")
+                  "lowercase", "states")
 
 #: The arguments that name files a command reads (an output may not be one, nor hold one).
 INPUT_ARGUMENTS = ("data", "points", "vocab", "config")
@@ -208,12 +208,15 @@ def add_data_arguments(parser: argparse.ArgumentParser, name: str = "data") -> N
     group.add_argument("--format", choices=FORMATS, help="input format (default: detect)")
     group.add_argument("--tokens", choices=("auto", "int", "str"),
                        help="lines format: token type")
-    group.add_argument("--case", help="csv/parquet: case (sequence) id column")
+    group.add_argument("--case", help="csv/parquet: case (sequence) id column; wide: row id "
+                       "column")
     group.add_argument("--activity", help="csv/parquet/xes: activity column or attribute")
     group.add_argument("--timestamp", help="csv/parquet/xes: timestamp column or attribute")
     group.add_argument("--user", help="csv/parquet/jsonl/text-*: user id column or field "
                        "(user-level data)")
-    group.add_argument("--delimiter", help="csv: field delimiter (default: detect)")
+    group.add_argument("--delimiter", help="csv/wide: field delimiter (default: detect)")
+    group.add_argument("--states", metavar="FIRST:LAST",
+                       help="wide: the state columns, in time order (FIRST:LAST, or a,b,c)")
     group.add_argument("--text", help="jsonl/text-csv/text-parquet: text column or field")
     group.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
                        help="jsonl/text-*: lower-case the words")

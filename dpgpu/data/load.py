@@ -5,8 +5,9 @@ separators or the stripped one-item-per-itemset variant), ``lines`` (one
 sequence per line, integer or string tokens), ``csv`` and ``parquet`` event
 logs (one row per event: case, activity, timestamp), ``xes`` event logs,
 user-level text (:mod:`~dpgpu.data.users`): ``jsonl``, ``text-csv``,
-``text-parquet`` (a user and a text per record, one sequence per sentence).
-Without ``format`` the content decides (file names are only a hint); gzip is
+``text-parquet`` (a user and a text per record, one sequence per sentence),
+``wide`` state sequences (:mod:`~dpgpu.data.wide`: a CSV row per sequence, a
+column per time point; never detected).  Without ``format`` the content decides (file names are only a hint); gzip is
 recognised by its magic number.  The file is read once, so a pipe or FIFO
 (``/dev/stdin``) works; ``text-parquet``, read by path, needs a regular file.
 """
@@ -28,7 +29,8 @@ from .sequencedb import SequenceDB
 
 log = logging.getLogger("dpgpu")
 
-FORMATS = ("seq", "spmf", "lines", "csv", "parquet", "xes", "jsonl", "text-csv", "text-parquet")
+FORMATS = ("seq", "spmf", "lines", "csv", "parquet", "xes", "jsonl", "text-csv", "text-parquet",
+           "wide")
 _OPTIONS = {
     "seq": (), "spmf": (), "lines": ("tokens",),
     "csv": ("case", "activity", "timestamp", "user", "delimiter"),
@@ -37,6 +39,7 @@ _OPTIONS = {
     "jsonl": ("user", "text", "lowercase"),
     "text-csv": ("user", "text", "lowercase", "delimiter"),
     "text-parquet": ("user", "text", "lowercase"),
+    "wide": ("states", "case", "delimiter"),
 }
 #: The formats file extensions name (a hint to detection; what ``convert`` writes).
 EXTENSIONS = {".seq": "seq", ".spmf": "spmf", ".csv": "csv", ".tsv": "csv",
@@ -59,7 +62,7 @@ def load(path: Any, format: str | None = None, *, vocab: Any = None,
         The file (optionally gzip-compressed).  It is only read.
     format : str, optional
         One of :data:`FORMATS`; detected from the content when omitted
-        (``text-csv`` and ``text-parquet`` are never detected).
+        (``text-csv``, ``text-parquet`` and ``wide`` are never detected).
     vocab : Vocabulary, path-like or sequence of str, optional
         The public item universe (:func:`dpgpu.data.public_vocab.public_vocabulary`:
         a file with one label per line, or the labels).  Every item of the
@@ -74,7 +77,9 @@ def load(path: Any, format: str | None = None, *, vocab: Any = None,
         ``case``, ``activity``, ``timestamp``, ``user``, ``delimiter``
         (csv/parquet column names); ``activity``, ``timestamp`` (xes
         attribute keys); ``user``, ``text``, ``lowercase`` (jsonl/text-csv/
-        text-parquet: field or column names, lower-casing).
+        text-parquet: field or column names, lower-casing); ``states``,
+        ``case``, ``delimiter`` (wide: the state columns, ``"FIRST:LAST"`` or
+        a list, and the row-id column).
 
     Returns
     -------
@@ -212,6 +217,10 @@ def read(fmt: str, p: Path, data: bytes, options: dict) -> SequenceDB:
         return users.read_text_csv(p, data, **options)
     if fmt == "text-parquet":
         return users.read_text_parquet(_regular_file(p), **options)
+    if fmt == "wide":
+        from .wide import read_wide  # noqa: PLC0415
+
+        return read_wide(p, data, **options)
     if fmt == "csv":
         return eventlog.read_csv_log(p, data, **options)
     if fmt == "parquet":

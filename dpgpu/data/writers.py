@@ -30,7 +30,7 @@ from .text import MAX_DIGITS, SEQ_DATA_VOCABULARY
 
 log = logging.getLogger("dpgpu")
 
-WRITE_FORMATS = ("seq", "spmf", "lines", "csv", "parquet", "xes")
+WRITE_FORMATS = ("seq", "spmf", "lines", "csv", "parquet", "xes", "wide")
 #: A token the integer readers parse as a number (ASCII digits, at most 18 of them).
 _INT_TOKEN = re.compile(rf"-?[0-9]{{1,{MAX_DIGITS}}}")
 #: An integer as the readers print it back: no leading zero, no "-0".
@@ -149,6 +149,10 @@ def open_sink(fmt: str, db: Any, stream: Any, path: Any) -> Any:
     if fmt == "csv":
         return eventlog.CsvLogSink(db, stream,
                                    delimiter=_CSV_DELIMITERS.get(extension_format(path)[0]))
+    if fmt == "wide":
+        from .wide import WideSink  # noqa: PLC0415
+
+        return WideSink(db, stream, delimiter=_CSV_DELIMITERS.get(extension_format(path)[0]))
     return {"parquet": eventlog.ParquetLogSink, "xes": xes.XesSink}[fmt](db, stream)
 
 
@@ -170,7 +174,9 @@ def check_writable(db: Any, fmt: str, path: Any) -> None:
     - ``csv``, ``parquet``, ``xes``: a blank label (their readers refuse an
       empty activity); ``xes`` also a character XML 1.0 forbids.  These
       formats also write each sequence's case name and user label, which
-      are held to the same rules on characters.
+      are held to the same rules on characters;
+    - ``wide``: a sequence longer than the state columns, a state that reads
+      back as missing, users (:func:`dpgpu.data.wide.wide_problem`).
 
     Parameters
     ----------
@@ -227,16 +233,20 @@ def _label_problem(db: Any, fmt: str, occurring: list[str]) -> tuple[str, str] |
         why = _text_problem(label, xml=fmt == "xes")
         if why:
             return f"item {label!r}", why
-    if fmt in ("csv", "parquet", "xes"):
+    if fmt in ("csv", "parquet", "xes", "wide"):
         from . import eventlog  # noqa: PLC0415 - event-log support loads on demand
 
         names = eventlog.case_names(db)
-        if eventlog.output_columns(db)[0]["user"] is not None:
+        if fmt != "wide" and eventlog.output_columns(db)[0]["user"] is not None:
             names = names + eventlog.user_names(db)
         for name in names:
             why = _text_problem(name, xml=fmt == "xes")
             if why:
                 return f"case or user name {name!r}", why
+    if fmt == "wide":
+        from .wide import wide_problem  # noqa: PLC0415
+
+        return wide_problem(db)
     problem = {"seq": _seq_problem, "spmf": _spmf_problem,
                "lines": _lines_problem}.get(fmt, _event_log_problem)(labels)
     return None if problem is None else (f"item {problem[0]!r}", problem[1])
