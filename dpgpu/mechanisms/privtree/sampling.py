@@ -23,9 +23,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ...backend import get_backend, to_numpy
-from ...ops.keys import array_module
+from ...ops.keys import array_module, index_dtype
 from ...ops.lookup import GramIndex
-from ...ops.keys import index_dtype
 
 
 def child_table(levels: list[Any], n_symbols: int) -> tuple[np.ndarray, np.ndarray]:
