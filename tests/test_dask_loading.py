@@ -332,3 +332,10 @@ def test_a_wide_file_with_its_options_gives_the_local_database(client, tmp_path)
     options = {"format": "wide", "states": "t1:t3", "case": "id"}
     assert_same(load_distributed(path, client, partitions=3, **options).collect(),
                 dpgpu.load(path, **options))
+
+
+def test_lines_read_a_character_at_a_time_give_the_local_database(client, tmp_path):
+    path = tmp_path / "dna.txt"
+    path.write_text("".join("ACGT"[i % 4] * (i % 7) + " T\n" for i in range(300)))
+    assert_same(load_distributed(path, client, partitions=3, format="lines", tokens="chars")
+                .collect(), dpgpu.load(path, "lines", tokens="chars"))

@@ -22,6 +22,7 @@ else:  # pragma: no cover - Python 3.10
 
 from ..backend import get_backend
 from ..data.load import FORMATS, load
+from ..data.text import LINE_TOKENS
 from ..errors import InvalidParameter
 from ..progress import Step
 from ..release import check_release_target, dump_json
@@ -206,8 +207,8 @@ def add_data_arguments(parser: argparse.ArgumentParser, name: str = "data") -> N
     parser.add_argument(name, help="dataset file (gzip allowed); format detected from content")
     group = parser.add_argument_group("input format")
     group.add_argument("--format", choices=FORMATS, help="input format (default: detect)")
-    group.add_argument("--tokens", choices=("auto", "int", "str"),
-                       help="lines format: token type")
+    group.add_argument("--tokens", choices=LINE_TOKENS,
+                       help="lines format: token type (chars: every character an item)")
     group.add_argument("--case", help="csv/parquet: case (sequence) id column; wide: row id "
                        "column")
     group.add_argument("--activity", help="csv/parquet/xes: activity column or attribute")

@@ -73,7 +73,8 @@ def load(path: Any, format: str | None = None, *, vocab: Any = None,
         that occur (then ``vocab.public`` is False and a release that shows
         the vocabulary is not private).
     **options
-        Format options: ``tokens`` (lines: ``"auto"``, ``"int"``, ``"str"``);
+        Format options: ``tokens`` (lines: ``"auto"``, ``"int"``, ``"str"``,
+        ``"chars"``: every character but white space an item);
         ``case``, ``activity``, ``timestamp``, ``user``, ``delimiter``
         (csv/parquet column names); ``activity``, ``timestamp`` (xes
         attribute keys); ``user``, ``text``, ``lowercase`` (jsonl/text-csv/

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, InvalidParameter
 from ..ops.keys import sorted_unique
 from .io import decode_text, line_number
 from .reading import encode_values, numbering
@@ -497,17 +497,31 @@ def spmf_without_metadata(data: bytes) -> bytes:
 
 
 # ----------------------------------------------------------------- lines
+#: What ``read_lines`` takes as items (its ``tokens`` option).
+LINE_TOKENS = ("auto", "int", "str", "chars")
+
+
 def read_lines(path: Any, data: bytes, *, tokens: str = "auto") -> SequenceDB:
     """Read one sequence per line, items separated by white space.
 
     Parameters
     ----------
-    tokens : {"auto", "int", "str"}
+    tokens : {"auto", "int", "str", "chars"}
         ``"int"`` requires integer items, ``"str"`` takes any non-blank
-        strings, ``"auto"`` uses ``"int"`` when every token is an integer.
+        strings, ``"auto"`` uses ``"int"`` when every token is an integer;
+        ``"chars"`` makes every character but white space an item (strings
+        of one-letter symbols: DNA, proteins).
 
     A blank line is an empty sequence.
+
+    Raises
+    ------
+    InvalidParameter
+        ``tokens`` not one of :data:`LINE_TOKENS`.
     """
+    if tokens not in LINE_TOKENS:
+        raise InvalidParameter(f"tokens: expected one of {', '.join(LINE_TOKENS)}, got "
+                               f"{tokens!r}")
     source = {"path": str(path), "format": "lines"}
     if tokens in ("auto", "int"):
         values, counts = [], []
@@ -522,11 +536,13 @@ def read_lines(path: Any, data: bytes, *, tokens: str = "auto") -> SequenceDB:
             source["tokens"] = "int"
             labels, ids = _ids(values)
             return _sequence_db(ids, counts, labels.tolist(), source)
-    source["tokens"] = "str"
+    source["tokens"] = "chars" if tokens == "chars" else "str"
+    split = (lambda line: [c for c in line if not c.isspace()]) if tokens == "chars" \
+        else str.split
     table = numbering()  # word -> code, in order of first appearance
     codes, counts = [], []
     for lines in _text_line_blocks(decode_text(path, data)):
-        rows = [line.split() for line in lines]
+        rows = [split(line) for line in lines]
         counts.append(np.fromiter(map(len, rows), dtype=np.int64, count=len(rows)))
         codes.append(encode_values(list(chain.from_iterable(rows)), table))
     labels = sort_labels(table)

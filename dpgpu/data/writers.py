@@ -170,7 +170,8 @@ def check_writable(db: Any, fmt: str, path: Any) -> None:
       trailing white space;
     - ``lines``: an empty label, white space (it separates the items), and
       an integer with a leading zero (or ``-0``) when every item is an
-      integer, since such a file is read as numbers;
+      integer, since such a file is read as numbers; for a database read a
+      character at a time, a label that is not one character;
     - ``csv``, ``parquet``, ``xes``: a blank label (their readers refuse an
       empty activity); ``xes`` also a character XML 1.0 forbids.  These
       formats also write each sequence's case name and user label, which
@@ -247,8 +248,9 @@ def _label_problem(db: Any, fmt: str, occurring: list[str]) -> tuple[str, str] |
         from .wide import wide_problem  # noqa: PLC0415
 
         return wide_problem(db)
+    lines = _chars_problem if _chars(db) else _lines_problem
     problem = {"seq": _seq_problem, "spmf": _spmf_problem,
-               "lines": _lines_problem}.get(fmt, _event_log_problem)(labels)
+               "lines": lines}.get(fmt, _event_log_problem)(labels)
     return None if problem is None else (f"item {problem[0]!r}", problem[1])
 
 
@@ -296,6 +298,14 @@ def _lines_problem(labels: list[str]) -> tuple[str, str] | None:
             if not _CANONICAL_INT.fullmatch(label):
                 return label, (f"would read back as {int(label)}: a lines file whose items "
                                "are all integers is read as numbers")
+    return None
+
+
+def _chars_problem(labels: list[str]) -> tuple[str, str] | None:
+    for label in labels:
+        if len(label) != 1 or label.isspace():
+            return label, ("is not one character other than white space, and the input's "
+                           "lines were read a character at a time (tokens chars)")
     return None
 
 
@@ -439,12 +449,18 @@ def spmf_sink(db: Any, stream: TextIO) -> TextSink:
 
 
 def lines_sink(db: Any, stream: TextIO) -> TextSink:
-    """One sequence per line, labels separated by single spaces.
+    """One sequence per line, labels separated by single spaces (or, for a database
+    read a character at a time, ``tokens="chars"``, not separated).
 
     Labels are written as they are; :func:`write` refuses labels this format
     cannot hold (see :func:`check_writable`).
     """
-    return TextSink(stream, "", list(db.vocab.labels), sep=" ")
+    return TextSink(stream, "", list(db.vocab.labels), sep="" if _chars(db) else " ")
+
+
+def _chars(db: Any) -> bool:
+    """Whether ``db`` was read from a lines file a character at a time."""
+    return db.source.get("format") == "lines" and db.source.get("tokens") == "chars"
 
 
 def write_seq(db: Any, stream: TextIO) -> None:

@@ -355,8 +355,8 @@ def _merged_source(meta: list[dict], fmt: str) -> dict:
         if names:
             source["names"] = names
     if fmt == "lines":
-        source["tokens"] = "str" if any(m["source"].get("tokens") == "str" for m in meta) \
-            else "int"
+        kinds = {m["source"].get("tokens") for m in meta}
+        source["tokens"] = "chars" if "chars" in kinds else "str" if "str" in kinds else "int"
     return source
 
 
