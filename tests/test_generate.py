@@ -11,7 +11,7 @@ from dpgpu.cli import main
 from dpgpu.commands import generate as generate_command
 from dpgpu.data import writers
 from dpgpu.data.generate import markov_chunks, markov_sequences
-from dpgpu.data.writers import WRITE_FORMATS
+from dpgpu.data.writers import PART_FORMATS
 
 
 def test_size_seed_and_shape():
@@ -80,7 +80,7 @@ def test_chunk_parameters_are_checked_when_called(kwargs):
         markov_chunks(**args)  # no iteration needed
 
 
-@pytest.mark.parametrize("fmt", WRITE_FORMATS)
+@pytest.mark.parametrize("fmt", PART_FORMATS)
 def test_written_in_parts_as_written_whole(tmp_path, fmt, monkeypatch):
     if fmt == "parquet":
         pq = pytest.importorskip("pyarrow.parquet")
@@ -97,6 +97,12 @@ def test_written_in_parts_as_written_whole(tmp_path, fmt, monkeypatch):
     else:
         assert a.read_bytes() == b.read_bytes()
     assert list(dpgpu.load(a, format=fmt)) == list(whole)
+
+
+def test_write_parts_refuses_the_wide_format(tmp_path):
+    with pytest.raises(InvalidParameter, match="wide is not written a part at a time"):
+        writers.write_parts(markov_chunks(100, seed=1), tmp_path / "w.csv", "wide")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_write_parts_refuses_parts_it_cannot_name(tmp_path):

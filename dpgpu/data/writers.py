@@ -31,6 +31,8 @@ from .text import MAX_DIGITS, SEQ_DATA_VOCABULARY
 log = logging.getLogger("dpgpu")
 
 WRITE_FORMATS = ("seq", "spmf", "lines", "csv", "parquet", "xes", "wide")
+#: What :func:`write_parts` writes: not ``wide``, whose columns follow the longest sequence.
+PART_FORMATS = WRITE_FORMATS[:-1]
 #: A token the integer readers parse as a number (ASCII digits, at most 18 of them).
 _INT_TOKEN = re.compile(rf"-?[0-9]{{1,{MAX_DIGITS}}}")
 #: An integer as the readers print it back: no leading zero, no "-0".
@@ -80,7 +82,7 @@ def write_parts(db_parts: Iterable[Any], path: Any, format: str, *,
     path : path-like
         The file to write (``.gz`` to compress).
     format : str
-        One of :data:`WRITE_FORMATS`.
+        One of :data:`PART_FORMATS`.
     force : bool
         Replace an existing file.
 
@@ -96,6 +98,10 @@ def write_parts(db_parts: Iterable[Any], path: Any, format: str, *,
         part in another vocabulary or with users or case names.
     """
     fmt = _write_format(format)
+    if fmt not in PART_FORMATS:
+        raise InvalidParameter(f"format: {fmt} is not written a part at a time (its columns "
+                               "follow the longest sequence of the whole database); choose one "
+                               f"of {', '.join(PART_FORMATS)}")
     db_parts = iter(db_parts)
     head = next(db_parts, None)
     if head is None:
