@@ -267,9 +267,28 @@ class _ChunkedTimes:
         ----------
         strings : list of str
         """
-        if not strings or self.redo or self.error is not None:
+        if strings and not self.stopped:
+            self.add_distinct(*distinct_values(strings))
+
+    @property
+    def stopped(self) -> bool:
+        """Whether further chunks are ignored (after an error or :attr:`redo`)."""
+        return self.redo or self.error is not None
+
+    def add_distinct(self, distinct: list[str], inverse: np.ndarray) -> None:
+        """Parse the next chunk given as its distinct strings and each value's index among them.
+
+        Ignored after an error or :attr:`redo`, as :meth:`add`.
+
+        Parameters
+        ----------
+        distinct : list of str
+            In order of first appearance in the chunk.
+        inverse : numpy.ndarray of int
+            Value ``i`` of the chunk is ``distinct[inverse[i]]``.
+        """
+        if not inverse.size or self.stopped:
             return
-        distinct, inverse = distinct_values(strings)
         values = np.array(distinct, dtype=str)
         if self.kind is None:
             self.kind = "iso" if _LOOKS_LIKE_DATE.match(distinct[0]) else "numeric"
@@ -289,7 +308,7 @@ class _ChunkedTimes:
             self.error = BadValue(self.count + first, str(bad))
             return
         self.parts.append(keys[inverse])
-        self.count += len(strings)
+        self.count += inverse.size
 
     def result(self) -> tuple[np.ndarray, str]:
         """The keys of all chunks and their kind, as :func:`parse_times` returns them.
@@ -507,6 +526,11 @@ def read_csv_log(path: Any, data: bytes, *, case: str | None = None,
     -----
     The rows are parsed a block at a time; only the columns used are kept,
     cases, activities and users as integer codes, timestamps as sort keys.
+    Where pyarrow is installed, a log of 4 MiB or more is parsed by Arrow,
+    several times faster; wherever Arrow might read otherwise than the csv
+    module, or an error is due, the csv module reads the log instead, so
+    the database and every error are the csv module's (see
+    :func:`_arrow_columns`).
     Of several errors, the one reported is the first of: a malformed line
     anywhere, a missing column, a row with the wrong number of fields, a bad
     timestamp, an empty value, a case with two users.  Long reads log their
@@ -523,6 +547,41 @@ def read_csv_log(path: Any, data: bytes, *, case: str | None = None,
         raise InputError(f"{path}: line 1: no header row (an event log starts with its "
                          "column names)")
     delimiter = delimiter or _sniff_delimiter(header_line)
+
+    def where(i: int) -> str:
+        return f"line {_csv_line(data, start, delimiter, i)}"
+
+    found = _arrow_columns(path, where, data, start, delimiter, options)
+    if found is None:
+        found = _csv_columns(path, where, data, start, delimiter, options)
+    columns, values, (keys, kind) = found
+    db, extra = group_events(path, where, columns, values["case"], values["activity"], keys,
+                             values.get("user"))
+    db.source = {"path": str(path), "format": "csv", "columns": columns,
+                 "timestamp_kind": kind, "delimiter": delimiter, **extra}
+    return db
+
+
+def _csv_columns(path: Any, where: Callable[[int], str], data: bytes, start: int,
+                 delimiter: str, options: dict[str, str | None]) -> tuple:
+    """The columns of a CSV log (from ``data[start:]``) read with the csv module.
+
+    Returns
+    -------
+    columns : dict
+        The column of each role (:func:`_pick_columns`).
+    values : dict
+        ``(labels, codes)`` (see :func:`group_events`) of each role but
+        ``timestamp`` that has a column.
+    times : tuple
+        Timestamp sort keys and their kind; ``(None, None)`` without a
+        timestamp column.
+
+    Raises
+    ------
+    InputError
+        As :func:`read_csv_log` (but for empty values and a case with two users).
+    """
     blocks = _csv_blocks(path, data, start, delimiter)
     header = [h.strip() for h in next(blocks)[0]]
     try:
@@ -534,24 +593,20 @@ def read_csv_log(path: Any, data: bytes, *, case: str | None = None,
         for _ in blocks:  # a malformed line anywhere is reported first
             pass
         raise
-
-    def where(i: int) -> str:
-        return f"line {_csv_line(data, start, delimiter, i)}"
-
     get = {role: itemgetter(header.index(name)) for role, name in columns.items()
            if name is not None}
     values, times = _read_columns(path, where, blocks, len(header), get)
     if times is not None and times.redo:
-        log.info("%s: NumPy cannot read every timestamp; reading them all again", path)
+        _log_redo(path)
         times = _ChunkedTimes(numpy_iso=False)
         for rows in islice(_csv_blocks(path, data, start, delimiter), 1, None):
             times.add(list(map(get["timestamp"], rows)))
-    keys, kind = _time_keys(path, where, columns, times)
-    db, extra = group_events(path, where, columns, values["case"], values["activity"], keys,
-                             values.get("user"))
-    db.source = {"path": str(path), "format": "csv", "columns": columns,
-                 "timestamp_kind": kind, "delimiter": delimiter, **extra}
-    return db
+    return columns, values, _time_keys(path, where, columns, times)
+
+
+def _log_redo(path: Any) -> None:
+    """Log that the timestamps are read again, all by datetime (:class:`_ChunkedTimes`)."""
+    log.info("%s: NumPy cannot read every timestamp; reading them all again", path)
 
 
 def _pick_columns(path: Any, header: list[str],
@@ -599,10 +654,15 @@ def _read_columns(path: Any, where: Callable[[int], str], blocks: Iterator[list[
     if ragged is not None:
         raise InputError(f"{path}: {where(ragged[0])}: {ragged[1]} fields, but the header "
                          f"has {width}")
-    values = {role: (np.array(list(table), dtype=str),
-                     np.concatenate(codes) if codes else np.zeros(0, dtype=np.int64))
-              for role, (table, codes) in coded.items()}
-    return values, times
+    return _labels_and_codes(coded), times
+
+
+def _labels_and_codes(coded: dict[str, tuple[dict, list[np.ndarray]]],
+                      ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``(labels, codes)`` of each role from its :func:`numbering` and its blocks' codes."""
+    return {role: (np.array(list(table), dtype=str),
+                   np.concatenate(codes) if codes else np.zeros(0, dtype=np.int64))
+            for role, (table, codes) in coded.items()}
 
 
 def _time_keys(path: Any, where: Callable[[int], str], columns: dict,
@@ -667,6 +727,211 @@ def _csv_line(data: bytes, start: int, delimiter: str, index: int) -> int:
             seen += 1
             if seen == index:
                 return line
+
+
+#: Smallest CSV log (bytes) read with Arrow where pyarrow is installed: importing
+#: pyarrow (about 0.1 s) takes about as long as the csv module takes to read 3-4 MB.
+_ARROW_MIN_BYTES = 1 << 22
+#: Bytes Arrow parses at a time (also the longest row it reads).
+_ARROW_BLOCK_BYTES = 1 << 20
+
+
+class _NotSame(Exception):
+    """Internal: the csv module might read a CSV log otherwise than Arrow did."""
+
+
+def _arrow_csv() -> Any:
+    """pyarrow with its ``csv`` module, or None when it is not installed."""
+    try:
+        import pyarrow  # noqa: PLC0415 - optional dependency
+        import pyarrow.csv  # noqa: PLC0415, F401
+    except ImportError:
+        return None
+    return pyarrow
+
+
+def _arrow_columns(path: Any, where: Callable[[int], str], data: bytes, start: int,
+                   delimiter: str, options: dict[str, str | None]) -> tuple | None:
+    """What :func:`_csv_columns` returns, read with Arrow; None where the csv module must read.
+
+    Arrow parses the rows with the csv module's rules (``"`` quotes, doubled
+    within quotes; a line break ends a row unless quoted; empty lines are
+    skipped) many times faster, and each block's columns become dictionary
+    codes.  None is returned for the csv module to read the log (so that the
+    result or the error is exactly its own) where pyarrow is not installed,
+    the log is under :data:`_ARROW_MIN_BYTES`, the delimiter is not ASCII or
+    is a quote or line break, the text after the BOM starts with another
+    BOM, and wherever Arrow's reading might differ or an error is due: the
+    csv module reads the header row otherwise, a field is longer than
+    ``csv.field_size_limit()`` bytes, Arrow cannot parse a row (one of
+    another width among them), a column is missing, or a timestamp is bad.
+    """
+    if len(data) - start < _ARROW_MIN_BYTES or not delimiter.isascii() \
+            or delimiter in '"\r\n' or data.startswith(codecs.BOM_UTF8, start):
+        return None
+    pa = _arrow_csv()
+    if pa is None:
+        return None
+    try:
+        header = next(csv_reader(data, start, delimiter)[0])
+        names = [h.strip() for h in header]
+        if len(names) < 2:
+            return None
+        columns = _pick_columns(path, names, options)
+    except (csv.Error, InputError):
+        return None
+    picked = {role: names.index(name) for role, name in columns.items() if name is not None}
+    try:
+        values, times = _arrow_values(pa, path, data, start, delimiter, header, picked)
+        if times is not None and times.redo:
+            _log_redo(path)
+            times = _ChunkedTimes(numpy_iso=False)
+            for batch in _arrow_batches(pa, path, data, start, delimiter, header):
+                _add_times(times, batch.column(picked["timestamp"]))
+    except (pa.ArrowException, _NotSame):
+        return None
+    if times is not None and times.error is not None:
+        return None
+    return columns, values, _time_keys(path, where, columns, times)
+
+
+def _arrow_values(pa: Any, path: Any, data: bytes, start: int, delimiter: str,
+                  header: list[str], picked: dict[str, int]) -> tuple:
+    """``(values, times)`` as :func:`_read_columns` returns them, of the columns at ``picked``.
+
+    Raises
+    ------
+    _NotSame
+        Where :func:`_arrow_batches` does, or at a bad timestamp.
+    pyarrow.ArrowException
+        Arrow cannot parse the log.
+    """
+    coded: dict[str, tuple[dict, list[np.ndarray]]] = {
+        role: (numbering(), []) for role in picked if role != "timestamp"}
+    times = _ChunkedTimes() if "timestamp" in picked else None
+    for batch in _arrow_batches(pa, path, data, start, delimiter, header):
+        for role, (table, codes) in coded.items():
+            # the block's distinct values in order of first appearance, numbered on from
+            # the earlier blocks' as the csv module's rows are: only they become str
+            encoded = batch.column(picked[role]).dictionary_encode()
+            number = encode_values(encoded.dictionary.to_pylist(), table)
+            codes.append(number[_integers(encoded.indices)])
+        if times is not None:
+            _add_times(times, batch.column(picked["timestamp"]))
+            if times.error is not None:
+                raise _NotSame
+    return _labels_and_codes(coded), times
+
+
+def _add_times(times: _ChunkedTimes, column: Any) -> None:
+    """Give ``times`` a block's timestamps (an Arrow string array), each distinct one once."""
+    if not times.stopped:
+        encoded = column.dictionary_encode()
+        times.add_distinct(encoded.dictionary.to_pylist(), _integers(encoded.indices))
+
+
+def _integers(array: Any) -> np.ndarray:
+    """An Arrow integer array without nulls as a NumPy array, without a copy.
+
+    Not ``to_numpy``: that imports pandas where it is installed (a quarter
+    of a second).
+    """
+    values = np.frombuffer(array.buffers()[1], dtype=f"int{array.type.bit_width}")
+    return values[array.offset:array.offset + len(array)]
+
+
+def _string_lengths(array: Any) -> np.ndarray:
+    """Bytes of each string of an Arrow string array (its offsets told apart)."""
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int32)
+    return np.diff(offsets[array.offset:array.offset + len(array) + 1])
+
+
+def _arrow_batches(pa: Any, path: Any, data: bytes, start: int, delimiter: str,
+                   header: list[str]) -> Iterator[Any]:
+    """The data rows of the CSV log ``data[start:]`` parsed by Arrow, a block at a time.
+
+    Every column is read as strings (none is null).  Logs the progress of a
+    long read.
+
+    Parameters
+    ----------
+    header : list of str
+        The header row as the csv module reads it (not stripped).
+
+    Yields
+    ------
+    pyarrow.RecordBatch
+        The rows of a block, blank lines left out.
+
+    Raises
+    ------
+    _NotSame
+        Arrow reads the header row otherwise, or a field longer than
+        ``csv.field_size_limit()`` bytes (which the csv module might refuse).
+    pyarrow.ArrowException
+        Arrow cannot parse the log (a row of another width, for one).
+    """
+    csv_arrow = pa.csv
+    width, limit = len(header), csv.field_size_limit()
+    names = [f"f{i}" for i in range(width)]
+    stream = _UnsplitCrLf(data, start)
+    reader = csv_arrow.open_csv(
+        pa.PythonFile(stream, mode="r"),
+        read_options=csv_arrow.ReadOptions(use_threads=False, block_size=_ARROW_BLOCK_BYTES,
+                                           autogenerate_column_names=True),  # header as a row
+        parse_options=csv_arrow.ParseOptions(delimiter=delimiter, quote_char='"',
+                                             double_quote=True, escape_char=False,
+                                             newlines_in_values=True, ignore_empty_lines=True),
+        convert_options=csv_arrow.ConvertOptions(column_types=dict.fromkeys(names, pa.string()),
+                                                 strings_can_be_null=False,
+                                                 check_utf8=False))  # checked already
+    progress = ReadProgress(path, "row")
+    seen_header, rows = False, 0
+    for batch in reader:
+        if batch.num_columns != width:
+            raise _NotSame
+        if not batch.num_rows:
+            continue
+        if max(_string_lengths(column).max() for column in batch.columns) > limit:
+            raise _NotSame
+        if not seen_header:
+            if [column[0].as_py() for column in batch.columns] != header:
+                raise _NotSame
+            seen_header, batch = True, batch.slice(1)
+        yield batch
+        rows += batch.num_rows
+        progress(stream.position, len(data), rows)  # Arrow reads a few blocks ahead
+    if not seen_header:
+        raise _NotSame
+
+
+class _UnsplitCrLf:
+    """``data[start:]`` as a binary stream (for ``pyarrow.PythonFile``) whose reads never
+    end between a CR and an LF.
+
+    Arrow skips an LF that starts a read after one that ended in CR, taking
+    the two for a line break that the reads split, though they may be
+    inside a quoted value.  The reads are views of ``data``, not copies.
+    """
+
+    def __init__(self, data: bytes, start: int) -> None:
+        self.view, self.position = memoryview(data), start
+        self.closed = False
+
+    def read(self, size: int = -1) -> memoryview:
+        """Up to ``size`` bytes (all that are left if negative), one less where the last
+        would be a CR followed by an LF."""
+        end = len(self.view) if size < 0 else min(self.position + size, len(self.view))
+        if end - self.position > 1 and end < len(self.view) \
+                and self.view[end - 1] == 0x0D and self.view[end] == 0x0A:
+            end -= 1
+        piece = self.view[self.position:end]
+        self.position = end
+        return piece
+
+    def close(self) -> None:
+        """Mark the stream closed (the data stay)."""
+        self.closed = True
 
 
 def looks_like_csv_log(head: bytes) -> bool:
