@@ -179,3 +179,12 @@ def test_cli_reads_wide_files_and_reports_errors_without_a_traceback(tmp_path):
                           "--states", "t1:t9"], capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert f"{path}: no column 't9' for --states" in bad.stderr
+
+
+def test_a_wide_file_read_as_an_event_log_points_to_the_wide_format(tmp_path):
+    path = tmp_path / "w.csv"
+    path.write_text("pid,t1,t2\n1,a,b\n")
+    with pytest.raises(InputError, match="no case column found; choose one with --case "
+                       r"\(columns: pid, t1, t2\); a file with a row per sequence and a column "
+                       "per time point reads with --format wide --states FIRST:LAST"):
+        dpgpu.load(path, "csv")

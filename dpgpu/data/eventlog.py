@@ -130,7 +130,7 @@ def check_delimiter(value: Any) -> str | None:
 
 
 def pick_column(path: Any, header: list[str], role: str, chosen: str | None, *,
-                required: bool = True) -> str | None:
+                required: bool = True, hint: str = "") -> str | None:
     """The column playing ``role`` (``case``, ``activity``, ``timestamp``, ``user``).
 
     Parameters
@@ -145,6 +145,8 @@ def pick_column(path: Any, header: list[str], role: str, chosen: str | None, *,
         The column the user asked for; None picks one from :data:`CANDIDATES`.
     required : bool
         Whether a log without such a column is an error (else None is returned).
+    hint : str
+        Added to the message when no column was chosen or found.
 
     Raises
     ------
@@ -163,7 +165,7 @@ def pick_column(path: Any, header: list[str], role: str, chosen: str | None, *,
             return normal[name]
     if required:
         raise InputError(f"{path}: no {role} column found; choose one with --{role} "
-                         f"(columns: {listing})")
+                         f"(columns: {listing}){hint}")
     return None
 
 
@@ -609,10 +611,17 @@ def _log_redo(path: Any) -> None:
     log.info("%s: NumPy cannot read every timestamp; reading them all again", path)
 
 
-def _pick_columns(path: Any, header: list[str],
-                  options: dict[str, str | None]) -> dict[str, str | None]:
-    """The case, activity, timestamp and user columns (see :func:`pick_column`)."""
-    return {"case": pick_column(path, header, "case", options["case"]),
+#: Where a CSV file has no case column, it may hold a sequence per row.
+_WIDE_HINT = ("; a file with a row per sequence and a column per time point reads with "
+              "--format wide --states FIRST:LAST")
+
+
+def _pick_columns(path: Any, header: list[str], options: dict[str, str | None], *,
+                  csv_file: bool = True) -> dict[str, str | None]:
+    """The case, activity, timestamp and user columns (see :func:`pick_column`); a CSV
+    file without a case column is pointed to the wide format."""
+    hint = _WIDE_HINT if csv_file else ""
+    return {"case": pick_column(path, header, "case", options["case"], hint=hint),
             "activity": pick_column(path, header, "activity", options["activity"]),
             "timestamp": pick_column(path, header, "timestamp", options["timestamp"],
                                      required=False),
@@ -992,7 +1001,7 @@ def read_parquet_log(path: Any, data: bytes | None = None, *, case: str | None =
         table = pq.read_table(pa.BufferReader(data))
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
-    columns = _pick_columns(path, table.column_names, options)
+    columns = _pick_columns(path, table.column_names, options, csv_file=False)
 
     def where(i: int) -> str:
         return f"row {i + 1}"
