@@ -3,8 +3,8 @@
 The release keeps few bytes per text position (int32 indices, a one-byte
 remaining length, a mask of valid occurrences) and bounds its histograms in
 blocks of whole users.  These tests force tiny blocks (module constants) so
-that users, lookups and histogram merges cross block boundaries, and check
-every result against a direct computation.
+that users cross block boundaries and one table of sums takes many blocks,
+and check every result against a direct computation.
 """
 
 from __future__ import annotations
@@ -57,16 +57,18 @@ def test_positions_against_a_loop(users):
         assert pos.windows(k).tolist() == [p for p, n in enumerate(left) if n >= k]
 
 
-@pytest.mark.parametrize("block", [1, 3, 1000])
-def test_index_of_in_blocks(monkeypatch, block):
-    monkeypatch.setattr(L, "BLOCK", block)
-    rng = np.random.default_rng(block)
-    released = np.unique(rng.integers(0, 50, 20))
-    values = rng.integers(-5, 60, 101)
+@pytest.mark.parametrize("size", [0, 1, 20, 3000])
+def test_index_of_against_a_dictionary(size):
+    rng = np.random.default_rng(size)
+    released = np.unique(rng.integers(0, 5 * size + 50, size))
+    values = rng.integers(-5, 5 * size + 60, 4001)
     where = {v: i for i, v in enumerate(released.tolist())}
-    got = L.index_of(values, released, np.int32)
-    assert got.dtype == np.int32
-    assert got.tolist() == [where.get(v, -1) for v in values.tolist()]
+    for dtype in (np.int32, np.int64):
+        got = L.index_of(values, released, dtype)
+        assert got.dtype == dtype
+        assert got.tolist() == [where.get(v, -1) for v in values.tolist()]
+    items = values.astype(np.int32)[values >= 0]                   # int32 values, as items are
+    assert L.index_of(items, released).tolist() == [where.get(v, -1) for v in items.tolist()]
 
 
 def _windows(db, k):
@@ -76,9 +78,8 @@ def _windows(db, k):
 
 
 @pytest.mark.parametrize("both", [True, False])
-def test_occurrences_against_a_loop(monkeypatch, both):
+def test_occurrences_against_a_loop(both):
     """Levels 2 and 3: valid occurrences, candidate keys and released indices."""
-    monkeypatch.setattr(L, "BLOCK", 5)
     rng = np.random.default_rng(7)
     db = _db(rng, users=True, long=30)
     s1 = np.array([0, 2, 3, 5])
@@ -138,7 +139,7 @@ def _kept_by_loop(users, grams, cap, key, tag):
 @pytest.mark.parametrize("wide", [False, True])
 def test_bounded_histogram_in_blocks_against_a_loop(monkeypatch, block, wide):
     """Blocks of whole users (one user larger than a block included), over-cap users
-    choosing by keyed words, and gram ids compressed when the packed key is too wide."""
+    choosing by keyed words, and grams of 60 bits and more."""
     monkeypatch.setattr(H, "PAIR_BLOCK", block)
     rng = np.random.default_rng(block)
     users = np.r_[rng.integers(0, 40, 600), np.full(120, 17)]     # user 17 holds many grams

@@ -134,16 +134,16 @@ def test_next_symbol_histogram_on_every_row_layout(seqs, m, start, end, l_max, n
 
 
 def test_context_table_probes_past_collisions_and_keeps_first_index():
-    from dpgpu.ops.grams_numba import _find, key_table
+    from dpgpu.ops.grams_numba import find_index, key_table
 
     keys = np.array([7, 2 ** 40 + 3, 0, 7, 99, 12345678901], dtype=np.int64)
     for bits in (3, 4, 8):  # 3: six keys in eight slots, probing all the way
         slot_keys, slot_index = key_table(keys, bits)
         assert sorted(slot_keys[slot_keys >= 0].tolist()) == sorted(set(keys.tolist()))
         for i, key in enumerate(keys.tolist()):
-            assert _find(slot_keys, slot_index, bits, key) == keys.tolist().index(key), (bits, i)
+            assert find_index(slot_keys, slot_index, bits, key) == keys.tolist().index(key), (bits, i)
         for absent in (1, 8, 2 ** 40, 98):
-            assert _find(slot_keys, slot_index, bits, absent) == -1
+            assert find_index(slot_keys, slot_index, bits, absent) == -1
 
 
 def test_hash_collisions_are_detected_and_counted_exactly(monkeypatch, caplog):

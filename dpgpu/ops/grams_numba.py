@@ -75,7 +75,7 @@ def suffix_keys(items, offsets, l_max, start_id, end_id, end_all, m, radix, out)
 
 
 @numba.njit(cache=True, nogil=True)
-def _home(key, bits):
+def home_slot(key, bits):
     """Home slot of a non-negative ``key`` in a table of ``2**bits`` slots (Fibonacci hashing)."""
     # as int64: Numba makes a float of uint64 mixed with int64
     return np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(64 - bits))
@@ -93,7 +93,7 @@ def key_table(keys, bits):
     slot_keys = np.full(1 << bits, -1, dtype=np.int64)
     slot_index = np.zeros(1 << bits, dtype=np.int64)
     for i in range(keys.shape[0]):
-        h = _home(keys[i], bits)
+        h = home_slot(keys[i], bits)
         while slot_keys[h] != -1 and slot_keys[h] != keys[i]:
             h = (h + 1) & mask
         if slot_keys[h] == -1:
@@ -103,10 +103,10 @@ def key_table(keys, bits):
 
 
 @numba.njit(cache=True, nogil=True)
-def _find(slot_keys, slot_index, bits, key):
+def find_index(slot_keys, slot_index, bits, key):
     """Index of ``key`` in a :func:`key_table`, or -1."""
     mask = (1 << bits) - 1
-    h = _home(key, bits)
+    h = home_slot(key, bits)
     while slot_keys[h] != -1:
         if slot_keys[h] == key:
             return slot_index[h]
@@ -134,6 +134,6 @@ def add_level_histogram(items, offsets, l_max, start_id, end_id, end_all, m, rad
         for j in range(size - m):  # the window digits[j .. j + m]
             if j > 0 and m > 0:  # slide the context: drop digit j - 1, append digit j + m - 1
                 key = (key - digits[j - 1] * top) * radix + digits[j + m - 1]
-            f = _find(slot_keys, slot_index, bits, key)
+            f = find_index(slot_keys, slot_index, bits, key)
             if f >= 0:
                 out[f * n_symbols + digits[j + m] - 1] += 1

@@ -502,15 +502,14 @@ class Occurrences:
         shift``: the suffix in ``idx_prev`` (``shift = 1``) or the last item
         in ``idx1`` (``shift = k - 1``).  The positions whose right part
         would lie past the end are never valid, since their window does not fit.
+        One pass marks them and one writes their keys
+        (:func:`~.counting_numba.candidate_keys`).
         """
+        from .counting_numba import candidate_keys  # noqa: PLC0415 - Numba loads on first use
+
         right, shift = (self.idx_prev, 1) if both else (self.idx1, k - 1)
         valid = self.pos.fits(k)
-        valid &= self.idx_prev >= 0
-        inside = max(valid.size - shift, 0)
-        valid[:inside] &= right[shift:] >= 0
-        cand = self.idx_prev[valid].astype(np.int64)
-        cand *= n_right
-        cand += right[shift:][valid[:inside]]
+        cand = candidate_keys(valid, self.idx_prev, right, shift, n_right)
         return replace(self, idx1=None if both else self.idx1, valid=valid, cand=cand)
 
     def level_histogram(self, cap: int, key: Any, tag: int) -> tuple[np.ndarray, np.ndarray]:
@@ -535,18 +534,16 @@ def _spurious(space: Space, supported: np.ndarray, p: float, key: Any, tag: int)
     eight keys to a ChaCha block (:meth:`~dpgpu.privacy.Bernoulli.sample_packed`: the
     candidates of one ``a`` come in ascending runs of ``b``).  Every candidate draws its
     bit and only the few hits are looked up among the supported ones (whose bits go
-    unused): the same set as drawing the unsupported ones alone, without a search per
-    candidate.
+    unused), once for the level: the same set as drawing the unsupported ones alone,
+    without a search per candidate.
     """
     if p <= 0:
         return np.zeros(0, dtype=np.int64)
     bern = Bernoulli(p)
-    out = []
-    for a, b in space.chunks():
-        cand = space.keys(a, b)
-        hits = cand[bern.sample_packed(key, cand, tag=tag, backend="numpy")]
-        out.append(hits[index_of(hits, supported) < 0])
-    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+    hits = [cand[bern.sample_packed(key, cand, tag=tag, backend="numpy")]
+            for cand in (space.keys(a, b) for a, b in space.chunks())]
+    hits = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
+    return hits[index_of(hits, supported) < 0]
 
 
 def _baseline(db: SequenceDB, epsilon: float, delta: float, method: str, policy: str,

@@ -176,13 +176,24 @@ class GramOccurrences:
         starts = self.pos.windows(k)
         if k == 1:
             return replace(self, code=self.pos.items[starts].astype(np.int64))  # int32 items
-        prev = np.full(self.pos.items.size, -1, dtype=np.int64)
-        prev[self.starts[-1]] = self.ids[-1]
-        return replace(self, code=prev[starts] * self.n_items + self.pos.items[starts + k - 1])
+        from .counting_numba import window_codes  # noqa: PLC0415 - Numba loads on first use
+
+        return replace(self, code=window_codes(self.starts[-1], self.ids[-1], starts,
+                                               self.pos.items, k, self.n_items))
 
     def distinct_codes(self) -> np.ndarray:
-        """Sorted distinct codes of :meth:`next_codes`."""
-        return sorted_unique(self.code)
+        """Sorted distinct codes of :meth:`next_codes`.
+
+        Codes are below ``(distinct prefixes) * n_items``: where that span is
+        at most eight codes per window, a mask over it (no larger than the
+        copy a sort takes) gives them in order, else they are sorted.
+        """
+        span = int(self.code.max()) + 1 if self.code.size else 0
+        if span > 8 * self.code.size:
+            return sorted_unique(self.code)
+        present = np.zeros(span, dtype=bool)
+        present[self.code] = True
+        return np.flatnonzero(present).astype(np.int64, copy=False)
 
     def assign(self, values: np.ndarray) -> "GramOccurrences":
         """Record the global ids of the next length.
@@ -197,9 +208,11 @@ class GramOccurrences:
         -------
         GramOccurrences
         """
+        from .counting_numba import code_ranks  # noqa: PLC0415 - Numba loads on first use
+
         k = len(self.ids) + 1
         return replace(self, starts=self.starts + (self.pos.windows(k),),
-                       ids=self.ids + (np.searchsorted(values, self.code).astype(np.int64),),
+                       ids=self.ids + (code_ranks(self.code, values, self.n_items),),
                        code=None)
 
     def occurrences(self, ks: list[int], offsets: np.ndarray

@@ -11,12 +11,14 @@ user's choice depends on its own grams only (``user * G ^ gram``, hashed,
 was used before: not injective across users, so two users' choices could
 share a word), and it adds the
 integer weight ``floor(GRID / sqrt(t))`` to each of its ``t`` kept grams,
-so one user moves the histogram by at most ``GRID`` in L2.  Pairs, and
-grams with their weights, are sorted as one packed int64 key each (a value
-sort, many times faster than an ``argsort``; the pairs in place); the
-kept pairs are bounded and reduced in blocks of whole users whose
-histograms are added, and keyed words are drawn only for the users
-holding more than ``max_items`` grams.
+so one user moves the histogram by at most ``GRID`` in L2.
+
+The rows are grouped by user without sorting them (already in user order,
+or a counting sort on the user ids), each user's few grams are sorted on
+their own, and the weights are added in a table of sums keyed by gram, so
+only the distinct grams are sorted, once (:mod:`.counting_numba`).  Users
+are bounded in blocks of whole users, and keyed words are drawn only for
+the users holding more than ``max_items`` grams.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import InvalidParameter
-from ...ops.keys import distinct_sorted, sorted_unique
+from ...ops.keys import sorted_unique
 from ...privacy import DiscreteGaussian, NoiseKey
 from .calibration import unit_weights
 
@@ -33,6 +35,8 @@ TAG_SUBSET, TAG_NOISE, TAG_SPURIOUS = 0, 1, 2
 #: Occurrence rows per block of :func:`bounded_histogram` (a block holds whole users,
 #: so one user with more rows makes a larger block).
 PAIR_BLOCK = 1 << 18
+#: Slots of the table of sums a bounded histogram starts with (doubled as it fills).
+TABLE_START = 1 << 10
 
 
 def bounded_pairs(users: np.ndarray, grams: np.ndarray, max_items: int, key: NoiseKey,
@@ -42,8 +46,7 @@ def bounded_pairs(users: np.ndarray, grams: np.ndarray, max_items: int, key: Noi
     A user holding at most ``max_items`` distinct grams keeps them all; one
     holding more keeps the ``max_items`` whose keyed words (module doc:
     identity ``user * 2**32 + rank of the gram among the user's``) are
-    smallest -- a uniformly random subset.  Pairs
-    are packed into one int64 key ``user * G + gram`` for the sort.
+    smallest -- a uniformly random subset.
 
     Parameters
     ----------
@@ -68,7 +71,9 @@ def bounded_pairs(users: np.ndarray, grams: np.ndarray, max_items: int, key: Noi
     if users.size == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
-    return _Pairs.of(users, grams).kept(slice(None), max_items, key, tag, bound)
+    runs = _Runs.of(users, grams)
+    ids, g, t, keep = runs.kept(0, runs.ids.size, max_items, key, tag, bound)
+    return np.repeat(ids, t)[keep], g[keep].astype(np.int64), np.repeat(t, t)[keep]
 
 
 def bounded_histogram(users: np.ndarray, grams: np.ndarray, max_items: int, key: NoiseKey,
@@ -78,11 +83,11 @@ def bounded_histogram(users: np.ndarray, grams: np.ndarray, max_items: int, key:
     Each kept pair of :func:`bounded_pairs` adds ``floor(GRID / sqrt(t))``
     with ``t = min(held, max_items)`` (with ``bound=False`` the L2 norm
     exceeds ``GRID``: a deliberately broken variant for the audit test,
-    never used by a release).  The pairs are bounded and summed in blocks of
-    whole users (about :data:`PAIR_BLOCK` rows each) whose histograms are
-    then added: each user's choice and weights depend on its own pairs only,
-    so the sum is the same as in one piece, and only one block's
-    temporaries are alive at a time.
+    never used by a release).  The users are bounded in blocks of whole
+    users (about :data:`PAIR_BLOCK` rows each) whose weights are added to
+    one table of sums keyed by gram: each user's choice and weights depend
+    on its own pairs only, so the sums are those of one piece, and only one
+    block's temporaries are alive at a time.
 
     Returns
     -------
@@ -92,87 +97,111 @@ def bounded_histogram(users: np.ndarray, grams: np.ndarray, max_items: int, key:
     if users.size == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty.copy()
-    pairs = _Pairs.of(users, grams)
+    from .counting_numba import add_runs  # noqa: PLC0415 - Numba loads on first use
+
+    runs = _Runs.of(users, grams)
     table = np.asarray(unit_weights(max_items), dtype=np.int64)
-    # Block histograms are added like a binary counter: a part is merged into the
-    # last one kept while that is no larger, so each gram is re-sorted about
-    # log2(blocks) times at most and the parts held add up to about twice the
-    # sum's size, even when nearly every pair is a distinct gram.
-    stack: list[tuple[np.ndarray, np.ndarray]] = []
-    for block in pairs.user_blocks():
-        _, g, t = pairs.kept(block, max_items, key, tag, bound)
-        part = gram_sums(g, table[np.minimum(t, max_items)])
-        while stack and stack[-1][0].size <= part[0].size:
-            part = merge_histograms([stack.pop(), part])
-        stack.append(part)
-    del pairs  # the sorted rows can go before the last parts are added
-    return merge_histograms(stack)
+    slots = np.zeros((TABLE_START, 2), dtype=np.int64)  # (gram, sum); gram -1: empty
+    slots[:, 0] = -1
+    count = 0
+    for lo, hi in runs.blocks():
+        _, g, t, keep = runs.kept(lo, hi, max_items, key, tag, bound)
+        slots, count = add_runs(slots, count, g, t, keep, table[np.minimum(t, max_items)])
+    del runs  # the grouped rows can go before the sums are sorted, and the table too
+    used = slots[:, 0] >= 0
+    grams, sums = slots[used, 0], slots[used, 1]
+    del slots, used
+    return gram_sums(grams, sums)
 
 
-class _Pairs:
-    """``(user, gram)`` pairs, sorted, packed as ``user * span + g``.
+class _Runs:
+    """Occurrence rows grouped by user: the grams of each user contiguous, users ascending.
 
-    ``g`` is the gram itself, or its rank in ``values`` when the packed key
-    would not fit 62 bits with the gram.
+    Attributes
+    ----------
+    values : numpy.ndarray
+        The grams, grouped (read only).
+    starts : (S + 1,) numpy.ndarray of int64
+        Run ``j`` (one user) is ``values[starts[j]:starts[j + 1]]``.
+    ids : (S,) numpy.ndarray of int64
+        The user of each run, ascending.
     """
 
-    def __init__(self, packed: np.ndarray, span: int, values: np.ndarray | None):
-        self.packed, self.span, self.values = packed, span, values
+    def __init__(self, values: np.ndarray, starts: np.ndarray, ids: np.ndarray):
+        self.values, self.starts, self.ids = values, starts, ids
 
     @classmethod
-    def of(cls, users: np.ndarray, grams: np.ndarray) -> "_Pairs":
-        """The pairs of ``(users, grams)`` (non-empty), sorted, duplicates kept.
+    def of(cls, users: np.ndarray, grams: np.ndarray) -> "_Runs":
+        """The rows ``(users, grams)`` (non-empty) grouped by user.
 
-        Duplicates of a pair are adjacent, so they never straddle two user
-        blocks; each block drops its own, and the whole distinct set is never
-        held next to the sorted rows.
+        Rows already in user order (a database without a user column, or
+        sorted by user) are kept as they are, not copied; otherwise a
+        counting sort groups them when the ids span no more values than
+        there are rows, and a stable argsort when they are sparser.
         """
-        span = int(grams.max()) + 1
-        if (int(users.max()) + 1) * span >= 2 ** 62:        # compress the gram ids first
-            values = sorted_unique(grams).astype(np.int64, copy=False)
-            grams, span = np.searchsorted(values, grams), values.size
-        else:
-            values = None
-        packed = users.astype(np.int64)  # a new array: packed and sorted in place
-        packed *= span
-        packed += grams
-        packed.sort()
-        return cls(packed, span, values)
+        from .counting_numba import group_by_user, user_runs  # noqa: PLC0415 - Numba on use
 
-    def user_blocks(self) -> list[slice]:
-        """Slices of whole users, about :data:`PAIR_BLOCK` rows each, covering every row."""
-        # each mark moves back to the first pair of its user; marks in one user coincide
-        marks = self.packed[PAIR_BLOCK::PAIR_BLOCK] // self.span * self.span
-        cuts = sorted_unique(np.r_[0, np.searchsorted(self.packed, marks), self.packed.size])
-        return [slice(lo, hi) for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist())]
+        starts, ids = user_runs(users)
+        if starts.size:
+            return cls(grams, starts, ids)
+        low, high = int(users.min()), int(users.max())
+        if high - low < users.size:
+            return cls(*group_by_user(users, grams, low, high - low + 1))
+        order = np.argsort(users, kind="stable")
+        values = grams[order]
+        starts, ids = user_runs(users[order])
+        return cls(values, starts, ids)
 
-    def kept(self, block: slice, max_items: int, key: NoiseKey, tag: int, bound: bool
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:func:`bounded_pairs` of the pairs in ``block`` (whole users)."""
-        packed = distinct_sorted(self.packed[block])
-        u, g = packed // self.span, packed % self.span
-        if self.values is not None:
-            g = self.values[g]
-        first = np.r_[True, u[1:] != u[:-1]]
-        held = np.diff(np.r_[np.flatnonzero(first), u.size])
-        t = np.repeat(held, held)
-        keep = t <= max_items
-        if bound and not keep.all():
-            over = np.flatnonzero(~keep)
-            if int(u[-1]) >= 2 ** 32 or int(held.max()) > 2 ** 32:
+    def blocks(self) -> list[tuple[int, int]]:
+        """Ranges ``(lo, hi)`` of runs, about :data:`PAIR_BLOCK` rows each, covering every run."""
+        marks = np.arange(PAIR_BLOCK, int(self.starts[-1]), PAIR_BLOCK)
+        # the run holding each mark starts a block; marks in one run coincide
+        cuts = sorted_unique(np.r_[0, np.searchsorted(self.starts, marks, side="right") - 1,
+                                   self.ids.size])
+        return list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
+
+    def kept(self, lo: int, hi: int, max_items: int, key: NoiseKey, tag: int, bound: bool
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`bounded_pairs` of runs ``lo .. hi - 1``, by run.
+
+        Each user's distinct grams are sorted into a buffer of the block's size
+        (:func:`~.counting_numba.distinct_in_runs`).
+
+        Returns
+        -------
+        ids : (S,) int64
+            The runs' users.
+        grams : (P,) numpy.ndarray
+            Their distinct grams, run after run, ascending in each.
+        t : (S,) int64
+            Distinct grams per run (held before bounding).
+        keep : (P,) bool
+            The grams kept.
+        """
+        from .counting_numba import distinct_in_runs  # noqa: PLC0415 - Numba on use
+        from .subset_numba import smallest_per_user  # noqa: PLC0415 - Numba on use
+
+        starts = self.starts[lo:hi + 1]
+        grams = np.empty(int(starts[-1] - starts[0]), dtype=self.values.dtype)
+        t = distinct_in_runs(self.values, starts, grams)
+        ids = self.ids[lo:hi]
+        grams = grams[:int(t.sum())]
+        keep = np.ones(grams.size, dtype=bool)
+        over = t > max_items
+        if bound and over.any():
+            if int(ids[-1]) >= 2 ** 32 or int(t.max()) > 2 ** 32:
                 raise InvalidParameter("contribution bounding: more than 2**32 users, or a user "
                                        "with more than 2**32 distinct grams")
-            start = np.repeat(np.flatnonzero(first), held)  # each entry's user's first entry
-            rank = (np.arange(u.size) - start)[over]  # of the gram in its user's sorted set
-            words = key.packed_words((u[over].astype(np.uint64) << np.uint64(32))
+            held = t[over]
+            user = np.repeat(ids[over], held)
+            rank = np.arange(user.size) - np.repeat(np.cumsum(held) - held, held)  # in its user
+            words = key.packed_words((user.astype(np.uint64) << np.uint64(32))
                                      | rank.astype(np.uint64), tag + TAG_SUBSET,
                                      backend="numpy")
-            from .subset_numba import smallest_per_user  # noqa: PLC0415 - Numba loads on first use
-
-            keep[over[smallest_per_user(u[over], words, max_items)]] = True
-        elif not bound:
-            keep[:] = True
-        return u[keep], g[keep], t[keep]
+            rows = np.flatnonzero(np.repeat(over, t))
+            keep[rows] = False
+            keep[rows[smallest_per_user(user, words, max_items)]] = True
+        return ids, grams, t, keep
 
 
 def merge_histograms(parts: list[tuple[np.ndarray, np.ndarray]]

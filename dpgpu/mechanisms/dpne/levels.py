@@ -30,8 +30,6 @@ from ...ops.keys import index_dtype
 
 #: Candidates per chunk when the implicit V_k is enumerated.
 CHUNK = 1 << 20
-#: Values per block of :func:`index_of` (bounds its int64 temporaries).
-BLOCK = 1 << 20
 #: Remaining lengths :class:`Positions` records exactly (it keeps one byte per position);
 #: longer windows are checked against the sequence ends.
 MAX_REMAIN = 255
@@ -77,10 +75,12 @@ class Positions:
     def of(cls, db) -> "Positions":
         """From a :class:`~dpgpu.data.sequencedb.SequenceDB` (each sequence its own user
         when the data has no user column)."""
+        from .counting_numba import remaining_lengths  # noqa: PLC0415 - Numba on first use
+
         n_seq = db.lengths.size
         owner = db.users if db.users is not None else np.arange(n_seq, dtype=index_dtype(n_seq))
-        return cls(db.items, np.repeat(owner, db.lengths), _remaining(db.offsets, db.lengths),
-                   db.offsets)
+        return cls(db.items, np.repeat(owner, db.lengths),
+                   remaining_lengths(db.offsets, MAX_REMAIN), db.offsets)
 
     def fits(self, k: int) -> np.ndarray:
         """Mask of the positions where a length-``k`` window starts."""
@@ -100,38 +100,33 @@ class Positions:
         return self.items[starts[:, None] + np.arange(k)[None, :]].astype(np.int32)
 
 
-def _remaining(offsets: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """``min(items left in the sequence, MAX_REMAIN)`` at each position, as uint8.
-
-    The ``j``-th position from the end of every sequence holding at least ``j``
-    items is set in one step, ``j = 1 .. MAX_REMAIN - 1``: no per-position
-    temporaries, and the sequences still taking part shrink at each step.
-    """
-    remain = np.full(int(offsets[-1]), MAX_REMAIN, dtype=np.uint8)
-    ends = offsets[1:]
-    live = np.flatnonzero(lengths)
-    for j in range(1, MAX_REMAIN):
-        if live.size == 0:
-            break
-        remain[ends[live] - j] = j
-        live = live[lengths[live] > j]
-    return remain
-
-
 def index_of(values: np.ndarray, released: np.ndarray, dtype: type = np.int64) -> np.ndarray:
     """Index of each value in the sorted ``released``, -1 where absent.
 
-    Looked up :data:`BLOCK` values at a time into an array of
-    ``dtype``, so a lookup of every text position holds no int64 temporaries
-    of that size.
+    ``released`` (distinct, ``>= 0``) goes into an open-addressing table
+    (:func:`dpgpu.ops.grams_numba.key_table`, at most half full) and every value
+    is looked up there, straight into the array of ``dtype``: time linear in
+    both sizes, and no temporaries the size of ``values``.
+
+    Parameters
+    ----------
+    values : (M,) integer array
+    released : (R,) integer array
+        Sorted, distinct, non-negative.
+    dtype : type
+        Of the result (indices below ``R`` and -1 must fit it).
+
+    Returns
+    -------
+    (M,) numpy.ndarray of ``dtype``
     """
+    from ...ops.grams_numba import key_table  # noqa: PLC0415 - Numba loads on first use
+    from .counting_numba import find_all  # noqa: PLC0415 - Numba loads on first use
+
+    bits = (2 * released.size + 1).bit_length()  # 2**bits > 2 R + 1: at least 2 slots
+    slot_keys, slot_index = key_table(np.asarray(released, dtype=np.int64), bits)
     out = np.empty(values.size, dtype=dtype)
-    for lo in range(0, values.size, BLOCK):
-        part = values[lo:lo + BLOCK]
-        where = np.searchsorted(released, part)
-        hit = where < released.size
-        hit[hit] = released[where[hit]] == part[hit]
-        out[lo:lo + BLOCK] = np.where(hit, where, -1)
+    find_all(slot_keys, slot_index, bits, values, out)
     return out
 
 

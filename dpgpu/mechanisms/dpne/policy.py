@@ -42,8 +42,6 @@ from functools import lru_cache
 
 import numpy as np
 
-from ...ops.keys import sorted_unique
-
 
 def policy_histogram(users: np.ndarray, grams: np.ndarray, n_grams: int, budget: int,
                      cutoff: int) -> tuple[np.ndarray, np.ndarray]:
@@ -65,7 +63,9 @@ def policy_histogram(users: np.ndarray, grams: np.ndarray, n_grams: int, budget:
     head = np.flatnonzero(np.r_[True, users[1:] != users[:-1]]) if users.size else \
         np.zeros(0, np.int64)
     hist = water_fill(np.r_[head, users.size], grams, n_grams, budget, cutoff)
-    keys = sorted_unique(grams)
+    kept = np.zeros(n_grams, dtype=bool)  # the ids are dense: a mask sorts them
+    kept[grams] = True
+    keys = np.flatnonzero(kept).astype(np.int64, copy=False)
     return keys, hist[keys]
 
 
