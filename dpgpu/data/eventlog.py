@@ -541,14 +541,7 @@ def read_csv_log(path: Any, data: bytes, *, case: str | None = None,
     options = {role: check_option(value, role) for role, value in
                (("case", case), ("activity", activity), ("timestamp", timestamp),
                 ("user", user))}
-    delimiter = check_delimiter(delimiter)
-    check_text(path, data)
-    start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
-    header_line = _first_line(data, start)
-    if not header_line.strip():
-        raise InputError(f"{path}: line 1: no header row (an event log starts with its "
-                         "column names)")
-    delimiter = delimiter or _sniff_delimiter(header_line)
+    start, delimiter = csv_layout(path, data, check_delimiter(delimiter), "an event log")
 
     def where(i: int) -> str:
         return f"line {_csv_line(data, start, delimiter, i)}"
@@ -684,6 +677,34 @@ def _time_keys(path: Any, where: Callable[[int], str], columns: dict,
     except BadValue as bad:
         raise InputError(f"{path}: {where(bad.index)}: column {columns['timestamp']!r}: "
                          f"{bad}") from None
+
+
+def csv_layout(path: Any, data: bytes, delimiter: str | None, what: str) -> tuple[int, str]:
+    """Where the CSV text of ``data`` starts (past a byte-order mark), and its delimiter.
+
+    Parameters
+    ----------
+    path : path-like
+        For messages.
+    data : bytes
+        The file's contents.
+    delimiter : str or None
+        As checked by :func:`check_delimiter`; None sniffs it from the header row.
+    what : str
+        What the file is, for the message (``"an event log"``).
+
+    Raises
+    ------
+    InputError
+        Not UTF-8 text, or no header row.
+    """
+    check_text(path, data)
+    start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    header_line = _first_line(data, start)
+    if not header_line.strip():
+        raise InputError(f"{path}: line 1: no header row ({what} starts with its column "
+                         "names)")
+    return start, delimiter or _sniff_delimiter(header_line)
 
 
 def _sniff_delimiter(header_line: str) -> str:

@@ -27,15 +27,14 @@ columns, or a state that would not read back as itself, cannot be written
 
 from __future__ import annotations
 
-import codecs
 import csv
 from typing import Any, Sequence, TextIO
 
 import numpy as np
 
 from ..errors import InputError, InvalidParameter
-from .eventlog import _first_line, _sniff_delimiter, case_names, check_delimiter, check_option
-from .reading import ReadProgress, check_text, csv_reader, encode_values, gc_paused, numbering
+from .eventlog import case_names, check_delimiter, check_option, csv_layout
+from .reading import ReadProgress, csv_reader, encode_values, gc_paused, numbering
 from .sequencedb import SequenceDB, sort_labels
 from .vocabulary import Vocabulary
 
@@ -87,13 +86,7 @@ def read_wide(path: Any, data: bytes, *, states: Any = None, case: str | None = 
     if states is None:
         raise InvalidParameter("states: the wide format needs the state columns, e.g. "
                                "states='15:30' (--states 15:30): the first and last, or a list")
-    check_text(path, data)
-    start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
-    header_line = _first_line(data, start)
-    if not header_line.strip():
-        raise InputError(f"{path}: line 1: no header row (a wide file starts with its column "
-                         "names)")
-    delimiter = delimiter or _sniff_delimiter(header_line)
+    start, delimiter = csv_layout(path, data, delimiter, "a wide file")
     reader, stream = csv_reader(data, start, delimiter)
     try:
         header = next(reader)
