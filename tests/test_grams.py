@@ -219,3 +219,13 @@ def test_sorted_unique_equals_numpy_unique(values):
     a = np.array(values, dtype=np.int64).reshape(-1, 1)
     got = sorted_unique(a)
     assert got.dtype == np.int64 and got.tolist() == np.unique(a).tolist()
+
+
+@pytest.mark.parametrize("span,size", [(1, 0), (5, 40), (100, 13), (10 ** 9, 50)])
+def test_sorted_unique_ints_by_mask_or_by_sort(span, size):
+    """Dense values go through a mask, sparse ones through a sort: both give numpy.unique."""
+    from dpgpu.ops.keys import sorted_unique_ints  # noqa: PLC0415
+
+    values = np.random.default_rng(size).integers(0, span, size).astype(np.int32)
+    got = sorted_unique_ints(values)
+    assert got.dtype == np.int64 and got.tolist() == np.unique(values).tolist()

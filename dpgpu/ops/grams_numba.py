@@ -115,6 +115,24 @@ def find_index(slot_keys, slot_index, bits, key):
 
 
 @numba.njit(cache=True, nogil=True)
+def find_indices(slot_keys, slot_index, bits, values, out):
+    """``out[i]``: :func:`find_index` of ``values[i]`` (-1 where absent or negative).
+
+    Parameters
+    ----------
+    slot_keys, slot_index : int64 arrays
+        A :func:`key_table` of ``2**bits`` slots.
+    bits : int
+    values : (M,) integer array
+    out : (M,) integer array
+        Written.
+    """
+    for i in range(values.shape[0]):
+        v = values[i]
+        out[i] = find_index(slot_keys, slot_index, bits, v) if v >= 0 else -1
+
+
+@numba.njit(cache=True, nogil=True)
 def add_level_histogram(items, offsets, l_max, start_id, end_id, end_all, m, radix,
                         slot_keys, slot_index, bits, n_symbols, out):
     """``out[f * n_symbols + x] += 1`` for every length-``m + 1`` window of every row

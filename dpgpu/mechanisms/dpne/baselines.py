@@ -105,7 +105,7 @@ from typing import Any
 
 import numpy as np
 
-from ...ops.keys import sorted_unique
+from ...ops.keys import sorted_unique, sorted_unique_ints
 from ...privacy import DiscreteGaussian, DiscreteLaplace, laplace_scale, sampling_delta
 from ...scale.partitions import Partitions, partition
 from .calibration import GRID, dpsu_integer_threshold
@@ -182,18 +182,8 @@ class GramOccurrences:
                                                self.pos.items, k, self.n_items))
 
     def distinct_codes(self) -> np.ndarray:
-        """Sorted distinct codes of :meth:`next_codes`.
-
-        Codes are below ``(distinct prefixes) * n_items``: where that span is
-        at most eight codes per window, a mask over it (no larger than the
-        copy a sort takes) gives them in order, else they are sorted.
-        """
-        span = int(self.code.max()) + 1 if self.code.size else 0
-        if span > 8 * self.code.size:
-            return sorted_unique(self.code)
-        present = np.zeros(span, dtype=bool)
-        present[self.code] = True
-        return np.flatnonzero(present).astype(np.int64, copy=False)
+        """Sorted distinct codes of :meth:`next_codes`."""
+        return sorted_unique_ints(self.code)
 
     def assign(self, values: np.ndarray) -> "GramOccurrences":
         """Record the global ids of the next length.

@@ -11,8 +11,6 @@ searches over whole occurrence arrays by linear passes:
 * weights are added per gram in an open-addressing table keyed by the gram
   (:func:`add_runs`; the home slot of :func:`dpgpu.ops.grams_numba.key_table`),
   so only the distinct grams are sorted, once, at the end,
-* values are looked up in a :func:`~dpgpu.ops.grams_numba.key_table` of the
-  released keys (:func:`find_all`),
 * the valid occurrences of a level and their candidate keys take one pass
   each (:func:`candidate_keys`),
 * the DPSU baselines' gram codes are built by a merge walk
@@ -28,7 +26,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ...ops.grams_numba import find_index, home_slot
+from ...ops.grams_numba import home_slot
 
 #: Runs up to this long are sorted by insertion (most users hold a handful of grams).
 INSERTION_MAX = 16
@@ -298,25 +296,6 @@ def _doubled(slots, bits):
         if slots[h, 0] != -1:
             _insert(out, bits + 1, slots[h, 0], slots[h, 1])
     return out
-
-
-@numba.njit(cache=True, nogil=True)
-def find_all(slot_keys, slot_index, bits, values, out):
-    """``out[i]``: the index :func:`~dpgpu.ops.grams_numba.key_table` maps ``values[i]`` to, or -1.
-
-    Parameters
-    ----------
-    slot_keys, slot_index : int64 arrays
-        A :func:`~dpgpu.ops.grams_numba.key_table` of ``2**bits`` slots.
-    bits : int
-    values : (M,) integer array
-        Negative values are never found.
-    out : (M,) integer array
-        Written.
-    """
-    for i in range(values.shape[0]):
-        v = values[i]
-        out[i] = find_index(slot_keys, slot_index, bits, v) if v >= 0 else -1
 
 
 @numba.njit(cache=True, nogil=True)

@@ -120,13 +120,12 @@ def index_of(values: np.ndarray, released: np.ndarray, dtype: type = np.int64) -
     -------
     (M,) numpy.ndarray of ``dtype``
     """
-    from ...ops.grams_numba import key_table  # noqa: PLC0415 - Numba loads on first use
-    from .counting_numba import find_all  # noqa: PLC0415 - Numba loads on first use
+    from ...ops.grams_numba import find_indices, key_table  # noqa: PLC0415 - Numba on use
 
     bits = (2 * released.size + 1).bit_length()  # 2**bits > 2 R + 1: at least 2 slots
     slot_keys, slot_index = key_table(np.asarray(released, dtype=np.int64), bits)
     out = np.empty(values.size, dtype=dtype)
-    find_all(slot_keys, slot_index, bits, values, out)
+    find_indices(slot_keys, slot_index, bits, values, out)
     return out
 
 

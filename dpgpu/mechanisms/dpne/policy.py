@@ -42,6 +42,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from ...ops.keys import sorted_unique_ints
+
 
 def policy_histogram(users: np.ndarray, grams: np.ndarray, n_grams: int, budget: int,
                      cutoff: int) -> tuple[np.ndarray, np.ndarray]:
@@ -63,9 +65,7 @@ def policy_histogram(users: np.ndarray, grams: np.ndarray, n_grams: int, budget:
     head = np.flatnonzero(np.r_[True, users[1:] != users[:-1]]) if users.size else \
         np.zeros(0, np.int64)
     hist = water_fill(np.r_[head, users.size], grams, n_grams, budget, cutoff)
-    kept = np.zeros(n_grams, dtype=bool)  # the ids are dense: a mask sorts them
-    kept[grams] = True
-    keys = np.flatnonzero(kept).astype(np.int64, copy=False)
+    keys = sorted_unique_ints(grams)
     return keys, hist[keys]
 
 
