@@ -14,7 +14,8 @@ import dpgpu
 from dpgpu import SequenceDB
 from dpgpu.errors import InvalidParameter
 
-LINE = st.text(alphabet=st.sampled_from(list("ACGT xyé名\t\r,-1")), max_size=15)
+LINE = st.text(alphabet=st.sampled_from(list("ACGT xyé名\t\r,-1\x1c\u2028\u3000\xa0")),
+               max_size=15)
 
 
 def as_labels(db):

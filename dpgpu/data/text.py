@@ -497,6 +497,8 @@ def spmf_without_metadata(data: bytes) -> bytes:
 
 
 # ----------------------------------------------------------------- lines
+#: White space, as ``str.isspace`` has it (``tokens="chars"`` leaves it out).
+_SPACE = re.compile(r"\s+")
 #: What ``read_lines`` takes as items (its ``tokens`` option).
 LINE_TOKENS = ("auto", "int", "str", "chars")
 
@@ -537,8 +539,7 @@ def read_lines(path: Any, data: bytes, *, tokens: str = "auto") -> SequenceDB:
             labels, ids = _ids(values)
             return _sequence_db(ids, counts, labels.tolist(), source)
     source["tokens"] = "chars" if tokens == "chars" else "str"
-    split = (lambda line: [c for c in line if not c.isspace()]) if tokens == "chars" \
-        else str.split
+    split = (lambda line: list(_SPACE.sub("", line))) if tokens == "chars" else str.split
     table = numbering()  # word -> code, in order of first appearance
     codes, counts = [], []
     for lines in _text_line_blocks(decode_text(path, data)):
