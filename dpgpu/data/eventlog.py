@@ -44,7 +44,7 @@ import warnings
 from datetime import datetime, timedelta, timezone
 from itertools import islice
 from operator import itemgetter
-from typing import Any, Callable, Iterator, TextIO
+from typing import Any, Callable, Iterable, Iterator, TextIO
 
 import numpy as np
 
@@ -130,8 +130,9 @@ def check_delimiter(value: Any) -> str | None:
 
 
 def pick_column(path: Any, header: list[str], role: str, chosen: str | None, *,
-                required: bool = True, hint: str = "") -> str | None:
-    """The column playing ``role`` (``case``, ``activity``, ``timestamp``, ``user``).
+                required: bool = True, hint: str = "",
+                candidates: tuple[str, ...] | None = None) -> str | None:
+    """The column playing ``role`` (``case``, ``activity``, ``timestamp``, ``user``, ...).
 
     Parameters
     ----------
@@ -147,6 +148,8 @@ def pick_column(path: Any, header: list[str], role: str, chosen: str | None, *,
         Whether a log without such a column is an error (else None is returned).
     hint : str
         Added to the message when no column was chosen or found.
+    candidates : tuple of str, optional
+        Normalised names tried in order (default: ``CANDIDATES[role]``).
 
     Raises
     ------
@@ -160,7 +163,7 @@ def pick_column(path: Any, header: list[str], role: str, chosen: str | None, *,
                              f"(columns: {listing})")
         return chosen
     normal = {_normal(h): h for h in reversed(header)}
-    for name in CANDIDATES.get(role, ()):
+    for name in CANDIDATES.get(role, ()) if candidates is None else candidates:
         if name in normal:
             return normal[name]
     if required:
@@ -396,7 +399,8 @@ def _iso_micros(text: str) -> int:
 def group_events(path: Any, where: Callable[[int], str], columns: dict[str, str | None],
                  cases: tuple[np.ndarray, np.ndarray], activities: tuple[np.ndarray, np.ndarray],
                  keys: np.ndarray | None,
-                 users: tuple[np.ndarray, np.ndarray] | None) -> tuple[SequenceDB, dict]:
+                 users: tuple[np.ndarray, np.ndarray] | None, *,
+                 vocab: Vocabulary | None = None) -> tuple[SequenceDB, dict]:
     """Group events given as codes (one entry per event, in file order) into sequences.
 
     Columns are given encoded as ``(labels, codes)``: the distinct values
@@ -417,6 +421,10 @@ def group_events(path: Any, where: Callable[[int], str], columns: dict[str, str 
         Timestamp sort keys; None keeps file order.
     users : tuple of arrays or None
         ``(labels, codes)`` of the user column.
+    vocab : Vocabulary, optional
+        The items' vocabulary when the activity codes are already its ids
+        (the activity labels are then not used); by default the activities
+        that occur, sorted (:func:`encode_labels`).
 
     Returns
     -------
@@ -431,7 +439,8 @@ def group_events(path: Any, where: Callable[[int], str], columns: dict[str, str 
         An empty or blank case, activity or user, or a case with two users,
         naming the first event concerned.
     """
-    for role, coded in (("case", cases), ("activity", activities), ("user", users)):
+    for role, coded in (("case", cases), ("activity", activities if vocab is None else None),
+                        ("user", users)):
         if coded is not None:
             labels, codes = coded
             check_nonempty(path, lambda k, codes=codes: where(int(np.argmax(codes == k))),
@@ -439,8 +448,11 @@ def group_events(path: Any, where: Callable[[int], str], columns: dict[str, str 
     case_names, seq = cases
     n = case_names.size
     order = np.argsort(seq, kind="stable") if keys is None else np.lexsort((keys, seq))
-    ids, vocab = encode_labels(activities[0])
-    items = ids[activities[1][order]]
+    if vocab is None:
+        ids, vocab = encode_labels(activities[0])
+        items = ids[activities[1][order]]
+    else:
+        items = activities[1][order].astype(np.int32)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(seq, minlength=n), out=offsets[1:])
     extra: dict[str, Any] = {"cases": case_names.tolist()}
@@ -544,12 +556,10 @@ def read_csv_log(path: Any, data: bytes, *, case: str | None = None,
     start, delimiter = csv_layout(path, data, check_delimiter(delimiter), "an event log")
 
     def where(i: int) -> str:
-        return f"line {_csv_line(data, start, delimiter, i)}"
+        return f"line {csv_line(data, start, delimiter, i)}"
 
-    found = _arrow_columns(path, where, data, start, delimiter, options)
-    if found is None:
-        found = _csv_columns(path, where, data, start, delimiter, options)
-    columns, values, (keys, kind) = found
+    columns, values, (keys, kind) = csv_columns(
+        path, where, data, start, delimiter, lambda header: _pick_columns(path, header, options))
     db, extra = group_events(path, where, columns, values["case"], values["activity"], keys,
                              values.get("user"))
     db.source = {"path": str(path), "format": "csv", "columns": columns,
@@ -557,14 +567,35 @@ def read_csv_log(path: Any, data: bytes, *, case: str | None = None,
     return db
 
 
-def _csv_columns(path: Any, where: Callable[[int], str], data: bytes, start: int,
-                 delimiter: str, options: dict[str, str | None]) -> tuple:
-    """The columns of a CSV log (from ``data[start:]``) read with the csv module.
+def csv_columns(path: Any, where: Callable[[int], str], data: bytes, start: int,
+                delimiter: str, pick: Callable[[list[str]], dict[str, str | None]]) -> tuple:
+    """The columns of a CSV table (from ``data[start:]``) that ``pick`` chooses.
+
+    Read by Arrow where it can (:func:`_arrow_columns`), else by the csv
+    module (:func:`_csv_columns`), with the same result.
+
+    Parameters
+    ----------
+    path : path-like
+        For messages.
+    where : callable
+        ``where(i)`` locates data row ``i`` for messages (``"line 12"``).
+    data : bytes
+        The file's contents.
+    start : int
+        Where the CSV text starts (past a byte-order mark).
+    delimiter : str
+        One character.
+    pick : callable
+        ``pick(header)``, given the stripped column names, returns the
+        column of each role (None for an absent optional one), or raises
+        InputError.  The ``timestamp`` role is parsed as timestamps; every
+        other role is read as strings.
 
     Returns
     -------
     columns : dict
-        The column of each role (:func:`_pick_columns`).
+        ``pick``'s choice.
     values : dict
         ``(labels, codes)`` (see :func:`group_events`) of each role but
         ``timestamp`` that has a column.
@@ -575,15 +606,22 @@ def _csv_columns(path: Any, where: Callable[[int], str], data: bytes, start: int
     Raises
     ------
     InputError
-        As :func:`read_csv_log` (but for empty values and a case with two users).
+        A malformed line anywhere, ``pick``'s error, a row with another
+        number of fields than the header, a bad timestamp (messages name
+        the line).
     """
+    found = _arrow_columns(path, where, data, start, delimiter, pick)
+    return found if found is not None else _csv_columns(path, where, data, start, delimiter,
+                                                        pick)
+
+
+def _csv_columns(path: Any, where: Callable[[int], str], data: bytes, start: int,
+                 delimiter: str, pick: Callable[[list[str]], dict[str, str | None]]) -> tuple:
+    """What :func:`csv_columns` returns, read with the csv module (the same errors too)."""
     blocks = _csv_blocks(path, data, start, delimiter)
     header = [h.strip() for h in next(blocks)[0]]
     try:
-        if len(header) < 2:
-            raise InputError(f"{path}: line 1: the header has one column; an event log needs "
-                             "case and activity columns (wrong --delimiter?)")
-        columns = _pick_columns(path, header, options)
+        columns = pick(header)
     except InputError:
         for _ in blocks:  # a malformed line anywhere is reported first
             pass
@@ -613,6 +651,9 @@ def _pick_columns(path: Any, header: list[str], options: dict[str, str | None], 
                   csv_file: bool = True) -> dict[str, str | None]:
     """The case, activity, timestamp and user columns (see :func:`pick_column`); a CSV
     file without a case column is pointed to the wide format."""
+    if csv_file and len(header) < 2:
+        raise InputError(f"{path}: line 1: the header has one column; an event log needs "
+                         "case and activity columns (wrong --delimiter?)")
     hint = _WIDE_HINT if csv_file else ""
     return {"case": pick_column(path, header, "case", options["case"], hint=hint),
             "activity": pick_column(path, header, "activity", options["activity"]),
@@ -746,7 +787,7 @@ def _csv_blocks(path: Any, data: bytes, start: int,
         raise InputError(f"{path}: line {reader.line_num}: malformed CSV ({exc})") from None
 
 
-def _csv_line(data: bytes, start: int, delimiter: str, index: int) -> int:
+def csv_line(data: bytes, start: int, delimiter: str, index: int) -> int:
     """Line on which data row ``index`` (from 0, blank lines skipped) starts."""
     reader, _ = csv_reader(data, start, delimiter)
     next(reader)
@@ -781,8 +822,9 @@ def _arrow_csv() -> Any:
 
 
 def _arrow_columns(path: Any, where: Callable[[int], str], data: bytes, start: int,
-                   delimiter: str, options: dict[str, str | None]) -> tuple | None:
-    """What :func:`_csv_columns` returns, read with Arrow; None where the csv module must read.
+                   delimiter: str, pick: Callable[[list[str]], dict[str, str | None]],
+                   ) -> tuple | None:
+    """What :func:`csv_columns` returns, read with Arrow; None where the csv module must read.
 
     Arrow parses the rows with the csv module's rules (``"`` quotes, doubled
     within quotes; a line break ends a row unless quoted; empty lines are
@@ -794,7 +836,7 @@ def _arrow_columns(path: Any, where: Callable[[int], str], data: bytes, start: i
     BOM, and wherever Arrow's reading might differ or an error is due: the
     csv module reads the header row otherwise, a field is longer than
     ``csv.field_size_limit()`` bytes, Arrow cannot parse a row (one of
-    another width among them), a column is missing, or a timestamp is bad.
+    another width among them), ``pick`` refuses the header, or a timestamp is bad.
     """
     if len(data) - start < _ARROW_MIN_BYTES or not delimiter.isascii() \
             or delimiter in '"\r\n' or data.startswith(codecs.BOM_UTF8, start):
@@ -805,9 +847,7 @@ def _arrow_columns(path: Any, where: Callable[[int], str], data: bytes, start: i
     try:
         header = next(csv_reader(data, start, delimiter)[0])
         names = [h.strip() for h in header]
-        if len(names) < 2:
-            return None
-        columns = _pick_columns(path, names, options)
+        columns = pick(names)
     except (csv.Error, InputError):
         return None
     picked = {role: names.index(name) for role, name in columns.items() if name is not None}
@@ -1245,17 +1285,9 @@ class CsvLogSink(_TableSink):
 
     def __init__(self, db: SequenceDB, stream: TextIO, *, delimiter: str | None = None) -> None:
         super().__init__(db)
-        if delimiter is None:
-            delimiter = db.source.get("delimiter", ",") if db.source.get("format") == "csv" \
-                else ","
-        # csv leaves a field with a carriage return unquoted when lines end in "\n" alone,
-        # and a reader takes that "\r" for the end of the row
         names = (self.names.cases(db, 0) if self.names.input_cases else (), db.vocab.labels,
                  self.names.users(db) if "user" in self.roles else ())
-        quoting = csv.QUOTE_ALL if any("\r" in x for group in names for x in group) \
-            else csv.QUOTE_MINIMAL
-        self.writer = csv.writer(stream, delimiter=delimiter, lineterminator="\n",
-                                 quoting=quoting)
+        self.writer = table_writer(stream, db, delimiter, "csv", names)
         self.writer.writerow([self.columns[r] for r in self.roles])
 
     def write(self, part: SequenceDB, first: int) -> None:
@@ -1268,6 +1300,34 @@ class CsvLogSink(_TableSink):
         columns = [np.asarray(texts, dtype=object)[codes].tolist()  # labels: no copy
                    for codes, texts in (values[role] for role in self.roles)]
         self.writer.writerows(zip(*columns))
+
+
+def table_writer(stream: TextIO, db: SequenceDB, delimiter: str | None, own: str,
+                 texts: Iterable[Iterable[str]]) -> Any:
+    """A ``csv.writer`` of a table holding ``db``, lines ending in ``\\n``.
+
+    Parameters
+    ----------
+    stream : text stream
+    db : SequenceDB
+        Whose input's delimiter is the default when it was a CSV log or a
+        file of the format ``own``.
+    delimiter : str or None
+        The field delimiter; default as above, else ``,``.
+    own : str
+        The format being written.
+    texts : iterable of iterables of str
+        What the table's fields hold: when any holds a carriage return,
+        every field is quoted (the csv module leaves such a field unquoted
+        when lines end in ``\\n`` alone, and a reader takes that ``\\r`` for
+        the end of the row).
+    """
+    if delimiter is None:
+        delimiter = db.source.get("delimiter", ",") \
+            if db.source.get("format") in ("csv", own) else ","
+    quoting = csv.QUOTE_ALL if any("\r" in x for group in texts for x in group) \
+        else csv.QUOTE_MINIMAL
+    return csv.writer(stream, delimiter=delimiter, lineterminator="\n", quoting=quoting)
 
 
 def write_csv_log(db: SequenceDB, stream: TextIO, *, delimiter: str | None = None) -> None:

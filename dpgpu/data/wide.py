@@ -33,7 +33,7 @@ from typing import Any, Sequence, TextIO
 import numpy as np
 
 from ..errors import InputError, InvalidParameter
-from .eventlog import case_names, check_delimiter, check_option, csv_layout
+from .eventlog import case_names, check_delimiter, check_option, csv_layout, table_writer
 from .reading import ReadProgress, csv_reader, encode_values, gc_paused, numbering
 from .sequencedb import SequenceDB, sort_labels
 from .vocabulary import Vocabulary
@@ -240,18 +240,11 @@ class WideSink:
     """
 
     def __init__(self, db: SequenceDB, stream: TextIO, *, delimiter: str | None = None) -> None:
-        if delimiter is None:
-            delimiter = db.source.get("delimiter", ",") \
-                if db.source.get("format") in ("wide", "csv") else ","
         id_column, self.states = output_columns(db)
         self.input_ids = "cases" in db.source
         self.labels = np.array(db.vocab.labels, dtype=object)
-        texts = (case_names(db) if self.input_ids else [], db.vocab.labels)
-        # csv leaves a field with a carriage return unquoted when lines end in "\n" alone
-        quoting = csv.QUOTE_ALL if any("\r" in x for group in texts for x in group) \
-            else csv.QUOTE_MINIMAL
-        self.writer = csv.writer(stream, delimiter=delimiter, lineterminator="\n",
-                                 quoting=quoting)
+        self.writer = table_writer(stream, db, delimiter, "wide",
+                                   (case_names(db) if self.input_ids else [], db.vocab.labels))
         self.writer.writerow([id_column] + self.states)
 
     def write(self, part: SequenceDB, first: int) -> None:
