@@ -334,6 +334,15 @@ def test_a_wide_file_with_its_options_gives_the_local_database(client, tmp_path)
                 dpgpu.load(path, **options))
 
 
+def test_a_trajectory_file_with_its_options_gives_the_local_database(client, tmp_path):
+    path = tmp_path / "points.csv"
+    path.write_text("trip,lon,lat\n" + "".join(f"t{i % 7},{i % 11},{i % 5}\n" for i in range(90)))
+    options = {"format": "trajectory", "grid": "3x2", "bounds": "0,10,0,4"}
+    got = load_distributed(path, client, partitions=3, **options).collect()
+    assert got.vocab.public and got.source["grid"] == [3, 2]
+    assert_same(got, dpgpu.load(path, **options))
+
+
 def test_lines_read_a_character_at_a_time_give_the_local_database(client, tmp_path):
     path = tmp_path / "dna.txt"
     path.write_text("".join("ACGT"[i % 4] * (i % 7) + " T\n" for i in range(300)))

@@ -11,7 +11,7 @@ from dpgpu.cli import main
 from dpgpu.commands import generate as generate_command
 from dpgpu.data import writers
 from dpgpu.data.generate import markov_chunks, markov_sequences
-from dpgpu.data.writers import PART_FORMATS
+from dpgpu.commands.generate import GENERATED_FORMATS
 
 
 def test_size_seed_and_shape():
@@ -80,7 +80,7 @@ def test_chunk_parameters_are_checked_when_called(kwargs):
         markov_chunks(**args)  # no iteration needed
 
 
-@pytest.mark.parametrize("fmt", PART_FORMATS)
+@pytest.mark.parametrize("fmt", GENERATED_FORMATS)
 def test_written_in_parts_as_written_whole(tmp_path, fmt, monkeypatch):
     if fmt == "parquet":
         pq = pytest.importorskip("pyarrow.parquet")

@@ -32,7 +32,7 @@ log = logging.getLogger("dpgpu")
 
 #: Reader options the CLI passes on to :func:`dpgpu.load` when given.
 FORMAT_OPTIONS = ("tokens", "case", "activity", "timestamp", "user", "delimiter", "text",
-                  "lowercase", "states")
+                  "lowercase", "states", "grid", "bounds", "x", "y", "outside", "repeats")
 
 #: The arguments that name files a command reads (an output may not be one, nor hold one).
 INPUT_ARGUMENTS = ("data", "points", "vocab", "config")
@@ -210,14 +210,28 @@ def add_data_arguments(parser: argparse.ArgumentParser, name: str = "data") -> N
     group.add_argument("--tokens", choices=LINE_TOKENS,
                        help="lines format: token type (chars: every character an item)")
     group.add_argument("--case", help="csv/parquet: case (sequence) id column; wide: row id "
-                       "column")
+                       "column; trajectory: trajectory id column")
     group.add_argument("--activity", help="csv/parquet/xes: activity column or attribute")
-    group.add_argument("--timestamp", help="csv/parquet/xes: timestamp column or attribute")
-    group.add_argument("--user", help="csv/parquet/jsonl/text-*: user id column or field "
-                       "(user-level data)")
-    group.add_argument("--delimiter", help="csv/wide: field delimiter (default: detect)")
+    group.add_argument("--timestamp", help="csv/parquet/xes/trajectory: timestamp column or "
+                       "attribute")
+    group.add_argument("--user", help="csv/parquet/jsonl/text-*/trajectory: user id column or "
+                       "field (user-level data)")
+    group.add_argument("--delimiter", help="csv/wide/trajectory: field delimiter (default: "
+                       "detect)")
     group.add_argument("--states", metavar="FIRST:LAST",
                        help="wide: the state columns, in time order (FIRST:LAST, or a,b,c)")
+    group.add_argument("--grid", metavar="NXxNY",
+                       help="trajectory: cells of the grid laid over --bounds (e.g. 32x32)")
+    group.add_argument("--bounds", nargs=4, metavar=("XMIN", "XMAX", "YMIN", "YMAX"),
+                       help="trajectory: the grid's extent, chosen without looking at the data")
+    group.add_argument("--x", help="trajectory: x (longitude) column (default: detect)")
+    group.add_argument("--y", help="trajectory: y (latitude) column (default: detect)")
+    group.add_argument("--outside", choices=("error", "drop"),
+                       help="trajectory: a point outside --bounds is an error (default) or is "
+                            "left out")
+    group.add_argument("--repeats", choices=("collapse", "keep"),
+                       help="trajectory: one item per run of points in a cell (default) or "
+                            "one per point")
     group.add_argument("--text", help="jsonl/text-csv/text-parquet: text column or field")
     group.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
                        help="jsonl/text-*: lower-case the words")

@@ -11,6 +11,9 @@ from typing import Any, Iterator
 from ..data.generate import CHUNK_TOKENS, markov_chunks
 from ..data.io import check_output
 from ..data.writers import PART_FORMATS, write_parts
+
+#: What ``generate`` writes: its items are no cells of a grid, so not ``trajectory``.
+GENERATED_FORMATS = tuple(f for f in PART_FORMATS if f != "trajectory")
 from ..errors import InvalidParameter
 from ..progress import Step
 from ..validation import check_positive_int, check_positive_real
@@ -49,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tokens", required=True,
                    help="items wanted in all, an integer such as 100000000 or 1e8")
     p.add_argument("--seed", default="0", help="seed of the whole dataset (default 0)")
-    p.add_argument("--to", choices=PART_FORMATS,
+    p.add_argument("--to", choices=GENERATED_FORMATS,
                    help="output format (default: the one the output's extension names, "
                         "else lines)")
     p.add_argument("--n-items", type=int, default=100, help="alphabet size (default 100)")

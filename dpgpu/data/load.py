@@ -7,8 +7,10 @@ logs (one row per event: case, activity, timestamp), ``xes`` event logs,
 user-level text (:mod:`~dpgpu.data.users`): ``jsonl``, ``text-csv``,
 ``text-parquet`` (a user and a text per record, one sequence per sentence),
 ``wide`` state sequences (:mod:`~dpgpu.data.wide`: a CSV row per sequence, a
-column per time point; never detected).  Without ``format`` the content decides (file names are only a hint); gzip is
-recognised by its magic number.  The file is read once, so a pipe or FIFO
+column per time point; never detected), ``trajectory`` points
+(:mod:`~dpgpu.data.trajectory`: a CSV row per point, read as the cells of a
+public grid; never detected).  Without ``format`` the content decides (file
+names are only a hint); gzip is recognised by its magic number.  The file is read once, so a pipe or FIFO
 (``/dev/stdin``) works; ``text-parquet``, read by path, needs a regular file.
 """
 
@@ -30,7 +32,7 @@ from .sequencedb import SequenceDB
 log = logging.getLogger("dpgpu")
 
 FORMATS = ("seq", "spmf", "lines", "csv", "parquet", "xes", "jsonl", "text-csv", "text-parquet",
-           "wide")
+           "wide", "trajectory")
 _OPTIONS = {
     "seq": (), "spmf": (), "lines": ("tokens",),
     "csv": ("case", "activity", "timestamp", "user", "delimiter"),
@@ -40,6 +42,8 @@ _OPTIONS = {
     "text-csv": ("user", "text", "lowercase", "delimiter"),
     "text-parquet": ("user", "text", "lowercase"),
     "wide": ("states", "case", "delimiter"),
+    "trajectory": ("grid", "bounds", "case", "x", "y", "timestamp", "user", "outside", "repeats",
+                   "delimiter"),
 }
 #: The formats file extensions name (a hint to detection; what ``convert`` writes).
 EXTENSIONS = {".seq": "seq", ".spmf": "spmf", ".csv": "csv", ".tsv": "csv",
@@ -62,7 +66,8 @@ def load(path: Any, format: str | None = None, *, vocab: Any = None,
         The file (optionally gzip-compressed).  It is only read.
     format : str, optional
         One of :data:`FORMATS`; detected from the content when omitted
-        (``text-csv``, ``text-parquet`` and ``wide`` are never detected).
+        (``text-csv``, ``text-parquet``, ``wide`` and ``trajectory`` are never
+        detected).
     vocab : Vocabulary, path-like or sequence of str, optional
         The public item universe (:func:`dpgpu.data.public_vocab.public_vocabulary`:
         a file with one label per line, or the labels).  Every item of the
@@ -80,7 +85,12 @@ def load(path: Any, format: str | None = None, *, vocab: Any = None,
         attribute keys); ``user``, ``text``, ``lowercase`` (jsonl/text-csv/
         text-parquet: field or column names, lower-casing); ``states``,
         ``case``, ``delimiter`` (wide: the state columns, ``"FIRST:LAST"`` or
-        a list, and the row-id column).
+        a list, and the row-id column); ``grid``, ``bounds``, ``case``,
+        ``x``, ``y``, ``timestamp``, ``user``, ``outside``, ``repeats``,
+        ``delimiter`` (trajectory: ``"NXxNY"`` cells over
+        ``"xmin,xmax,ymin,ymax"``, the columns, ``"error"`` or ``"drop"``
+        for a point outside the bounds, ``"collapse"`` or ``"keep"`` for
+        runs of points in one cell).
 
     Returns
     -------
@@ -222,6 +232,10 @@ def read(fmt: str, p: Path, data: bytes, options: dict) -> SequenceDB:
         from .wide import read_wide  # noqa: PLC0415
 
         return read_wide(p, data, **options)
+    if fmt == "trajectory":
+        from .trajectory import read_trajectory  # noqa: PLC0415
+
+        return read_trajectory(p, data, **options)
     if fmt == "csv":
         return eventlog.read_csv_log(p, data, **options)
     if fmt == "parquet":

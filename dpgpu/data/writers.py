@@ -30,9 +30,9 @@ from .text import MAX_DIGITS, SEQ_DATA_VOCABULARY
 
 log = logging.getLogger("dpgpu")
 
-WRITE_FORMATS = ("seq", "spmf", "lines", "csv", "parquet", "xes", "wide")
+WRITE_FORMATS = ("seq", "spmf", "lines", "csv", "parquet", "xes", "wide", "trajectory")
 #: What :func:`write_parts` writes: not ``wide``, whose columns follow the longest sequence.
-PART_FORMATS = WRITE_FORMATS[:-1]
+PART_FORMATS = tuple(f for f in WRITE_FORMATS if f != "wide")
 #: A token the integer readers parse as a number (ASCII digits, at most 18 of them).
 _INT_TOKEN = re.compile(rf"-?[0-9]{{1,{MAX_DIGITS}}}")
 #: An integer as the readers print it back: no leading zero, no "-0".
@@ -159,6 +159,11 @@ def open_sink(fmt: str, db: Any, stream: Any, path: Any) -> Any:
         from .wide import WideSink  # noqa: PLC0415
 
         return WideSink(db, stream, delimiter=_CSV_DELIMITERS.get(extension_format(path)[0]))
+    if fmt == "trajectory":
+        from .trajectory import TrajectorySink  # noqa: PLC0415
+
+        return TrajectorySink(db, stream,
+                              delimiter=_CSV_DELIMITERS.get(extension_format(path)[0]))
     return {"parquet": eventlog.ParquetLogSink, "xes": xes.XesSink}[fmt](db, stream)
 
 
@@ -183,7 +188,9 @@ def check_writable(db: Any, fmt: str, path: Any) -> None:
       formats also write each sequence's case name and user label, which
       are held to the same rules on characters;
     - ``wide``: a sequence longer than the state columns, a state that reads
-      back as missing, users (:func:`dpgpu.data.wide.wide_problem`).
+      back as missing, users (:func:`dpgpu.data.wide.wide_problem`);
+    - ``trajectory``: a database without a grid, an item that names no cell
+      of it, users (:func:`dpgpu.data.trajectory.trajectory_problem`).
 
     Parameters
     ----------
@@ -240,11 +247,11 @@ def _label_problem(db: Any, fmt: str, occurring: list[str]) -> tuple[str, str] |
         why = _text_problem(label, xml=fmt == "xes")
         if why:
             return f"item {label!r}", why
-    if fmt in ("csv", "parquet", "xes", "wide"):
+    if fmt in ("csv", "parquet", "xes", "wide", "trajectory"):
         from . import eventlog  # noqa: PLC0415 - event-log support loads on demand
 
         names = eventlog.case_names(db)
-        if fmt != "wide" and eventlog.output_columns(db)[0]["user"] is not None:
+        if fmt in ("csv", "parquet", "xes") and eventlog.output_columns(db)[0]["user"] is not None:
             names = names + eventlog.user_names(db)
         for name in names:
             why = _text_problem(name, xml=fmt == "xes")
@@ -254,6 +261,10 @@ def _label_problem(db: Any, fmt: str, occurring: list[str]) -> tuple[str, str] |
         from .wide import wide_problem  # noqa: PLC0415
 
         return wide_problem(db)
+    if fmt == "trajectory":
+        from .trajectory import trajectory_problem  # noqa: PLC0415
+
+        return trajectory_problem(db)
     lines = _chars_problem if _chars(db) else _lines_problem
     problem = {"seq": _seq_problem, "spmf": _spmf_problem,
                "lines": lines}.get(fmt, _event_log_problem)(labels)
