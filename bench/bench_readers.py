@@ -2,8 +2,11 @@
 
 One generated corpus (:func:`dpgpu.data.generate.markov_sequences`) is
 written in every format dpgpu reads: ``seq``, ``spmf``, ``lines``, a CSV and a
-Parquet event log, XES, and user-level JSON lines (each sequence one
-sentence of words ``w1 .. wK``, a few sentences per user).  Each file is then
+Parquet event log, XES, user-level JSON lines (each sequence one
+sentence of words ``w1 .. wK``, a few sentences per user) and trajectory
+points (item ``k`` a point at a random place in cell ``(k % 10, k // 10)`` of
+a 10 x 10 grid over the unit square, rows shuffled, a time column giving
+the order).  Each file is then
 read in a fresh process, once by ``dpgpu.load`` and once by a plain Python
 reader (line splits, the ``csv`` and ``json`` modules, ElementTree, Arrow's
 ``to_pylist``), and the wall time and the process's peak resident memory
@@ -38,7 +41,10 @@ HERE = Path(__file__).resolve().parent
 #: File name of each format's corpus.
 FILES = {"seq": "corpus.seq", "spmf": "corpus.spmf", "lines": "corpus.txt",
          "csv": "corpus.csv", "parquet": "corpus.parquet", "xes": "corpus.xes",
-         "jsonl": "corpus.jsonl"}
+         "jsonl": "corpus.jsonl", "trajectory": "points.csv"}
+#: What ``dpgpu.load`` is told besides the path (formats that are never detected).
+LOAD_OPTIONS = {"trajectory": {"format": "trajectory", "grid": "10x10", "bounds": "0,1,0,1",
+                               "repeats": "keep"}}
 #: Sentences per user in the JSON lines corpus.
 SENTENCES_PER_USER = 4
 
@@ -51,6 +57,8 @@ def write_corpus(db, folder: Path, formats: list[str]) -> None:
     for fmt in formats:
         if fmt == "jsonl":
             write_jsonl(db, folder / FILES[fmt])
+        elif fmt == "trajectory":
+            write_points(db, folder / FILES[fmt])
         else:
             write(db, folder / FILES[fmt], fmt)
 
@@ -63,6 +71,27 @@ def write_jsonl(db, path: Path) -> None:
                          for i in range(first, min(first + SENTENCES_PER_USER, len(db)))]
             out.write(json.dumps({"author": f"user{first // SENTENCES_PER_USER}",
                                   "content": ". ".join(sentences) + "."}) + "\n")
+
+
+def write_points(db, path: Path) -> None:
+    """A point per event: trip, time (its position), lon, lat in the item's cell; rows shuffled."""
+    rng = np.random.default_rng(0)
+    lengths = np.diff(db.offsets)
+    trip = np.repeat(np.arange(len(db)), lengths)
+    time = np.arange(db.items.size) - np.repeat(db.offsets[:-1], lengths)
+    lon = (db.items % 10 + rng.uniform(0.01, 0.99, db.items.size)) / 10
+    lat = (db.items // 10 + rng.uniform(0.01, 0.99, db.items.size)) / 10
+    order = rng.permutation(db.items.size)
+    with open(path, "w", encoding="utf-8") as out:
+        out.write("trip,time,lon,lat\n")
+        out.writelines(f"t{a},{b},{c:.6f},{d:.6f}\n" for a, b, c, d in
+                       zip(trip[order].tolist(), time[order].tolist(), lon[order].tolist(),
+                           lat[order].tolist()))
+
+
+def cell_label(item: int) -> str:
+    """The cell of the trajectory corpus holding the points of item id ``item``."""
+    return f"{item % 10}_{item // 10}"
 
 
 # ------------------------------------------------------------------ naive readers
@@ -146,8 +175,18 @@ def naive_jsonl(path: str) -> list[tuple]:
     return out
 
 
+def naive_trajectory(path: str) -> list[tuple]:
+    """Trajectory points with the csv module: each point's cell, each trip's points by time."""
+    with open(path, newline="") as f:
+        reader = csv.reader(f)
+        next(reader)
+        return _grouped((trip, f"{min(int(float(x) * 10), 9)}_{min(int(float(y) * 10), 9)}",
+                         int(t)) for trip, t, x, y in reader)
+
+
 NAIVE = {"seq": naive_seq, "spmf": naive_spmf, "lines": naive_lines, "csv": naive_csv,
-         "parquet": naive_parquet, "xes": naive_xes, "jsonl": naive_jsonl}
+         "parquet": naive_parquet, "xes": naive_xes, "jsonl": naive_jsonl,
+         "trajectory": naive_trajectory}
 
 
 # ------------------------------------------------------------------ child processes
@@ -158,14 +197,15 @@ def child(mode: str, fmt: str, path: str) -> None:
     import dpgpu  # noqa: PLC0415
 
     t0 = time.perf_counter()
+    options = LOAD_OPTIONS.get(fmt, {})
     if mode == "dpgpu":
-        db = dpgpu.load(path)
+        db = dpgpu.load(path, **options)
         result = {"sequences": len(db), "events": int(db.n_events)}
     elif mode == "naive":
         rows = NAIVE[fmt](path)
         result = {"sequences": len(rows), "events": sum(map(len, rows))}
     elif mode == "check":
-        db = dpgpu.load(path)
+        db = dpgpu.load(path, **options)
         mine = [tuple(seq) for seq in db]
         result = {"same": mine == NAIVE[fmt](path)}
     else:  # "import": the baseline
@@ -257,7 +297,8 @@ def write_results(rows: list[dict], tokens: int, base: dict) -> None:
              f"{meta['numpy']}. Each read runs in a fresh process; peak = the process's "
              f"peak resident memory less that of a process that only imported dpgpu "
              f"({meta['import_peak_mib']} MiB). Naive = plain Python (line splits, csv, json, "
-             "ElementTree, Arrow to_pylist); both readers' sequences are checked equal.", "",
+             "ElementTree, Arrow to_pylist); both readers' sequences are checked equal. "
+             "Trajectory: the points of every event, 10 x 10 grid, repeats kept.", "",
              "| format | file MB | dpgpu s | MB/s | peak MiB | B/event | naive s | naive peak MiB "
              "| speedup | same |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
