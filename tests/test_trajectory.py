@@ -245,3 +245,13 @@ def test_a_trajectory_name_with_a_carriage_return_is_quoted_and_read_back(tmp_pa
     assert text.startswith('"trip","lon","lat"\n"a\rb",')  # a .csv file: commas; all quoted
     back = dpgpu.load(tmp_path / "out.csv", "trajectory", grid=2, bounds=BOUNDS)
     assert back.source["cases"] == ["a\rb", "c"] and labelled(back) == labelled(db)
+
+
+def test_a_bad_coordinate_in_a_large_file_names_its_line(tmp_path):
+    lines = random_points(8, 120_000, 500).splitlines(keepends=True)
+    lines[90_001] = lines[90_001].rsplit(",", 1)[0] + ",north\n"
+    path = tmp_path / "points.csv"
+    path.write_text("".join(lines))
+    assert path.stat().st_size > 4 << 20  # read by Arrow where pyarrow is installed
+    with pytest.raises(InputError, match=r"line 90002: column 'lat': 'north' is not a finite"):
+        dpgpu.load(path, "trajectory", grid=4, bounds=BOUNDS, outside="drop")

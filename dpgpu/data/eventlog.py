@@ -568,7 +568,8 @@ def read_csv_log(path: Any, data: bytes, *, case: str | None = None,
 
 
 def csv_columns(path: Any, where: Callable[[int], str], data: bytes, start: int,
-                delimiter: str, pick: Callable[[list[str]], dict[str, str | None]]) -> tuple:
+                delimiter: str, pick: Callable[[list[str]], dict[str, str | None]],
+                numbers: tuple[str, ...] = ()) -> tuple:
     """The columns of a CSV table (from ``data[start:]``) that ``pick`` chooses.
 
     Read by Arrow where it can (:func:`_arrow_columns`), else by the csv
@@ -589,8 +590,10 @@ def csv_columns(path: Any, where: Callable[[int], str], data: bytes, start: int,
     pick : callable
         ``pick(header)``, given the stripped column names, returns the
         column of each role (None for an absent optional one), or raises
-        InputError.  The ``timestamp`` role is parsed as timestamps; every
-        other role is read as strings.
+        InputError.  The ``timestamp`` role is parsed as timestamps, the
+        roles in ``numbers`` as numbers; every other role is read as strings.
+    numbers : tuple of str
+        Roles whose values are numbers (:func:`parse_numbers`).
 
     Returns
     -------
@@ -598,7 +601,7 @@ def csv_columns(path: Any, where: Callable[[int], str], data: bytes, start: int,
         ``pick``'s choice.
     values : dict
         ``(labels, codes)`` (see :func:`group_events`) of each role but
-        ``timestamp`` that has a column.
+        ``timestamp`` that has a column; float64 values for ``numbers``.
     times : tuple
         Timestamp sort keys and their kind; ``(None, None)`` without a
         timestamp column.
@@ -610,13 +613,14 @@ def csv_columns(path: Any, where: Callable[[int], str], data: bytes, start: int,
         number of fields than the header, a bad timestamp (messages name
         the line).
     """
-    found = _arrow_columns(path, where, data, start, delimiter, pick)
+    found = _arrow_columns(path, where, data, start, delimiter, pick, numbers)
     return found if found is not None else _csv_columns(path, where, data, start, delimiter,
-                                                        pick)
+                                                        pick, numbers)
 
 
 def _csv_columns(path: Any, where: Callable[[int], str], data: bytes, start: int,
-                 delimiter: str, pick: Callable[[list[str]], dict[str, str | None]]) -> tuple:
+                 delimiter: str, pick: Callable[[list[str]], dict[str, str | None]],
+                 numbers: tuple[str, ...]) -> tuple:
     """What :func:`csv_columns` returns, read with the csv module (the same errors too)."""
     blocks = _csv_blocks(path, data, start, delimiter)
     header = [h.strip() for h in next(blocks)[0]]
@@ -628,7 +632,7 @@ def _csv_columns(path: Any, where: Callable[[int], str], data: bytes, start: int
         raise
     get = {role: itemgetter(header.index(name)) for role, name in columns.items()
            if name is not None}
-    values, times = _read_columns(path, where, blocks, len(header), get)
+    values, times = _read_columns(path, where, blocks, len(header), get, numbers)
     if times is not None and times.redo:
         _log_redo(path)
         times = _ChunkedTimes(numpy_iso=False)
@@ -664,13 +668,14 @@ def _pick_columns(path: Any, header: list[str], options: dict[str, str | None], 
 
 def _read_columns(path: Any, where: Callable[[int], str], blocks: Iterator[list[list[str]]],
                   width: int, get: dict[str, Callable[[list[str]], str]],
-                  ) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], _ChunkedTimes | None]:
+                  numbers: tuple[str, ...]) -> tuple[dict[str, Any], _ChunkedTimes | None]:
     """The columns ``get`` picks from the rows of ``blocks`` (``width`` fields each).
 
     Returns
     -------
     values : dict
-        ``(labels, codes)`` (see :func:`group_events`) of each role but ``timestamp``.
+        ``(labels, codes)`` (see :func:`group_events`) of each role but ``timestamp``,
+        float64 values of the roles in ``numbers``.
     times : _ChunkedTimes or None
         The timestamps, parsed.
 
@@ -680,7 +685,8 @@ def _read_columns(path: Any, where: Callable[[int], str], blocks: Iterator[list[
         A malformed line (anywhere), else the first row of another width.
     """
     coded: dict[str, tuple[dict, list[np.ndarray]]] = {
-        role: (numbering(), []) for role in get if role != "timestamp"}
+        role: (numbering(), []) for role in get if role != "timestamp" and role not in numbers}
+    parsed: dict[str, list[np.ndarray]] = {role: [] for role in numbers if role in get}
     times = _ChunkedTimes() if "timestamp" in get else None
     n_rows, ragged = 0, None
     with gc_paused():  # the rows are many short-lived lists
@@ -691,13 +697,34 @@ def _read_columns(path: Any, where: Callable[[int], str], blocks: Iterator[list[
             if ragged is None:  # else keep reading only to report a malformed line first
                 for role, (table, codes) in coded.items():
                     codes.append(encode_values(list(map(get[role], rows)), table))
+                for role, parts in parsed.items():
+                    parts.append(parse_numbers(list(map(get[role], rows))))
                 if times is not None:
                     times.add(list(map(get["timestamp"], rows)))
             n_rows += len(rows)
     if ragged is not None:
         raise InputError(f"{path}: {where(ragged[0])}: {ragged[1]} fields, but the header "
                          f"has {width}")
-    return _labels_and_codes(coded), times
+    return {**_labels_and_codes(coded), **_joined_numbers(parsed)}, times
+
+
+def parse_numbers(strings: list[str]) -> np.ndarray:
+    """``strings`` as float64, as Python's ``float`` reads them; NaN where it cannot."""
+    try:
+        return np.array(strings, dtype=np.float64)
+    except ValueError:  # find the values that are not numbers, one at a time
+        out = np.full(len(strings), np.nan)
+        for k, text in enumerate(strings):
+            try:
+                out[k] = float(text)
+            except ValueError:
+                pass
+        return out
+
+
+def _joined_numbers(parsed: dict[str, list[np.ndarray]]) -> dict[str, np.ndarray]:
+    """Each role's blocks of numbers as one array."""
+    return {role: np.concatenate(parts) if parts else np.zeros(0) for role, parts in parsed.items()}
 
 
 def _labels_and_codes(coded: dict[str, tuple[dict, list[np.ndarray]]],
@@ -789,15 +816,21 @@ def _csv_blocks(path: Any, data: bytes, start: int,
 
 def csv_line(data: bytes, start: int, delimiter: str, index: int) -> int:
     """Line on which data row ``index`` (from 0, blank lines skipped) starts."""
+    return csv_row(data, start, delimiter, index)[0]
+
+
+def csv_row(data: bytes, start: int, delimiter: str, index: int) -> tuple[int, list[str]]:
+    """The line on which data row ``index`` (from 0, blank lines skipped) starts, and its fields."""
     reader, _ = csv_reader(data, start, delimiter)
     next(reader)
     seen = -1
     while True:
         line = reader.line_num + 1
-        if next(reader):
+        row = next(reader)
+        if row:
             seen += 1
             if seen == index:
-                return line
+                return line, row
 
 
 #: Smallest CSV log (bytes) read with Arrow where pyarrow is installed: importing
@@ -823,7 +856,7 @@ def _arrow_csv() -> Any:
 
 def _arrow_columns(path: Any, where: Callable[[int], str], data: bytes, start: int,
                    delimiter: str, pick: Callable[[list[str]], dict[str, str | None]],
-                   ) -> tuple | None:
+                   numbers: tuple[str, ...]) -> tuple | None:
     """What :func:`csv_columns` returns, read with Arrow; None where the csv module must read.
 
     Arrow parses the rows with the csv module's rules (``"`` quotes, doubled
@@ -852,7 +885,7 @@ def _arrow_columns(path: Any, where: Callable[[int], str], data: bytes, start: i
         return None
     picked = {role: names.index(name) for role, name in columns.items() if name is not None}
     try:
-        values, times = _arrow_values(pa, path, data, start, delimiter, header, picked)
+        values, times = _arrow_values(pa, path, data, start, delimiter, header, picked, numbers)
         if times is not None and times.redo:
             _log_redo(path)
             times = _ChunkedTimes(numpy_iso=False)
@@ -866,7 +899,7 @@ def _arrow_columns(path: Any, where: Callable[[int], str], data: bytes, start: i
 
 
 def _arrow_values(pa: Any, path: Any, data: bytes, start: int, delimiter: str,
-                  header: list[str], picked: dict[str, int]) -> tuple:
+                  header: list[str], picked: dict[str, int], numbers: tuple[str, ...]) -> tuple:
     """``(values, times)`` as :func:`_read_columns` returns them, of the columns at ``picked``.
 
     Raises
@@ -877,9 +910,12 @@ def _arrow_values(pa: Any, path: Any, data: bytes, start: int, delimiter: str,
         Arrow cannot parse the log.
     """
     coded: dict[str, tuple[dict, list[np.ndarray]]] = {
-        role: (numbering(), []) for role in picked if role != "timestamp"}
+        role: (numbering(), []) for role in picked if role != "timestamp" and role not in numbers}
+    parsed: dict[str, list[np.ndarray]] = {role: [] for role in numbers if role in picked}
     times = _ChunkedTimes() if "timestamp" in picked else None
     for batch in _arrow_batches(pa, path, data, start, delimiter, header):
+        for role, parts in parsed.items():
+            parts.append(parse_numbers(batch.column(picked[role]).to_pylist()))
         for role, (table, codes) in coded.items():
             # the block's distinct values in order of first appearance, numbered on from
             # the earlier blocks' as the csv module's rows are: only they become str
@@ -890,7 +926,7 @@ def _arrow_values(pa: Any, path: Any, data: bytes, start: int, delimiter: str,
             _add_times(times, batch.column(picked["timestamp"]))
             if times.error is not None:
                 raise _NotSame
-    return _labels_and_codes(coded), times
+    return {**_labels_and_codes(coded), **_joined_numbers(parsed)}, times
 
 
 def _add_times(times: _ChunkedTimes, column: Any) -> None:

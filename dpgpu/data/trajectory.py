@@ -40,14 +40,15 @@ import logging
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 import numpy as np
 
 from ..errors import InputError, InvalidParameter
 from ..validation import check_choice, check_positive_int
 from .eventlog import (CANDIDATES, EventNames, check_delimiter, check_option, csv_columns,
-                       csv_layout, csv_line, group_events, pick_column, table_writer)
+                       csv_layout, csv_line, csv_row, group_events, pick_column, table_writer)
+from .reading import csv_reader
 from .sequencedb import SequenceDB
 from .vocabulary import Vocabulary
 
@@ -250,8 +251,11 @@ def read_trajectory(path: Any, data: bytes, *, grid: Any = None, bounds: Any = N
         return f"line {csv_line(data, start, delimiter, i)}"
 
     columns, values, (keys, kind) = csv_columns(path, where, data, start, delimiter,
-                                                lambda header: _pick(path, header, options))
-    xs, ys = (_coordinates(path, where, columns[axis], *values[axis]) for axis in ("x", "y"))
+                                                lambda header: _pick(path, header, options),
+                                                numbers=("x", "y"))
+    for axis in ("x", "y"):
+        _check_finite(path, data, start, delimiter, columns[axis], values[axis])
+    xs, ys = values["x"], values["y"]
     ids, inside = cells.cells(xs, ys)
     kept = np.arange(ids.size)
     if not inside.all():
@@ -285,30 +289,15 @@ def _pick(path: Any, header: list[str], options: dict[str, str | None]) -> dict[
             for role in ("case", "x", "y", "timestamp", "user")}
 
 
-def _coordinates(path: Any, where: Callable[[int], str], column: str, labels: np.ndarray,
-                 codes: np.ndarray) -> np.ndarray:
-    """Each row's value of a coordinate column given as ``(labels, codes)``, as float64.
-
-    Raises
-    ------
-    InputError
-        Locating the first row whose value is not a finite number.
-    """
-    values = np.full(labels.size, np.nan)
-    try:
-        values = labels.astype(np.float64)
-    except ValueError:  # find the values that are not numbers, one at a time
-        for k, text in enumerate(labels.tolist()):
-            try:
-                values[k] = float(text)
-            except ValueError:
-                pass
-    bad = ~np.isfinite(values)
-    if bad.any():
-        row = int(np.argmax(bad[codes]))
-        raise InputError(f"{path}: {where(row)}: column {column!r}: {str(labels[codes[row]])!r} "
-                         "is not a finite number")
-    return values[codes]
+def _check_finite(path: Any, data: bytes, start: int, delimiter: str, column: str,
+                  values: np.ndarray) -> None:
+    """InputError quoting the first value of a coordinate column that is not a finite number."""
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        header = [h.strip() for h in next(csv_reader(data, start, delimiter)[0])]
+        line, row = csv_row(data, start, delimiter, int(bad[0]))
+        raise InputError(f"{path}: line {line}: column {column!r}: "
+                         f"{row[header.index(column)]!r} is not a finite number")
 
 
 def _renumbered(labels: np.ndarray, codes: np.ndarray,
