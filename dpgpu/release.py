@@ -329,8 +329,8 @@ class ReleaseWriter:
                     line = line + "\t" + column[start:start + _CHUNK_ROWS]
                 f.write("\n".join(line.tolist()) + "\n")
 
-    def write_synthetic(self, db: Any) -> str:
-        """Write a synthetic database as ``synthetic.<ext>``; return the name.
+    def write_synthetic(self, db: Any) -> tuple[str, str]:
+        """Write a synthetic database as ``synthetic.<ext>``; return the name and the format.
 
         The format is the input's own (sentences of a user-level text input:
         ``lines``), unless it cannot hold a generated label (a label of a
@@ -342,8 +342,7 @@ class ReleaseWriter:
         """
         from .data.writers import WRITE_FORMATS, label_problem  # noqa: PLC0415
 
-        fmt = db.source.get("format", "lines")
-        fmt = _SYNTHETIC_FORMATS.get(fmt, fmt)
+        fmt = synthetic_format(db.source.get("format", "lines"))
         problem = label_problem(db, fmt) if fmt in WRITE_FORMATS else "dpgpu does not write it"
         if problem is not None:
             fallback = next((f for f in _FALLBACK_FORMATS if label_problem(db, f) is None), None)
@@ -354,7 +353,7 @@ class ReleaseWriter:
         name = f"synthetic.{_EXTENSIONS.get(fmt, fmt)}"
         self.progress(f"writing {name}: {len(db)} sequences")
         db.save(self.path(name), format=fmt, force=True)
-        return name
+        return name, fmt
 
     def write_json(self, name: str, obj: Any) -> None:
         """Write ``obj`` as indented JSON."""
@@ -402,6 +401,12 @@ class ReleaseWriter:
                                  f"to {old}, could not be removed ({exc.strerror or exc}); "
                                  "remove it by hand") from None
         return Path(self.out_dir)
+
+
+def synthetic_format(input_format: Any) -> Any:
+    """The format synthetic data of an input in ``input_format`` is written in, unless the
+    labels send it elsewhere (:meth:`ReleaseWriter.write_synthetic`)."""
+    return _SYNTHETIC_FORMATS.get(input_format, input_format)
 
 
 def read_report(release_dir: Any) -> dict:

@@ -362,3 +362,25 @@ def test_the_table_shows_epsilon_for_people(epsilon, shown):
     result = {"release": {"path": "rel", "mechanism": "pfs2", "epsilon": epsilon},
               "original": {"path": "d.txt", "sequences": 3}, "tasks": {}}
     assert shown in format_table(result).splitlines()[0]
+
+
+@pytest.mark.parametrize("written", [None, "lines", "spmf"])
+def test_synthetic_data_is_read_in_the_format_it_was_written_in(tmp_path, capsys, written):
+    """A text input's synthetic sentences are lines, not JSON; a fallback format is recorded."""
+    original = tmp_path / "orig.jsonl"
+    original.write_text('{"author": "u1", "content": "a b c a b. a c b."}\n'
+                        '{"author": "u2", "content": "b a. c."}\n')
+    db = dpgpu.load(original)
+    assert [list(s) for s in db] == [s.split() for s in ORIGINAL.splitlines()]
+    name = "synthetic.txt"
+    rel = make_release(tmp_path, original, {})
+    (rel / name).write_text(ORIGINAL)
+    if written == "spmf":
+        db.save(rel / name, format="spmf", force=True)
+    report = json.loads((rel / "report.json").read_text())
+    report["input"]["format"] = "jsonl"
+    if written is not None:
+        report["synthetic_format"] = written
+    (rel / "report.json").write_text(json.dumps(report))
+    r = evaluate(capsys, original, rel, "--queries", "100")
+    assert r["tasks"]["lengths"]["total_variation_distance"] == 0.0

@@ -142,13 +142,13 @@ def test_the_synthetic_format_check_stops_at_the_wanted_format(tmp_path, monkeyp
     db = SequenceDB.from_sequences([["a", "b"], ["b"]], vocab=Vocabulary(["a", "b"]))
     db.source["format"] = "lines"
     with ReleaseWriter(tmp_path / "rel") as rel:
-        assert rel.write_synthetic(db) == "synthetic.txt"
+        assert rel.write_synthetic(db) == ("synthetic.txt", "lines")
     assert set(asked) == {"lines"}
     asked.clear()
     spaced = SequenceDB.from_sequences([["Send Fine"]], vocab=Vocabulary(["Send Fine"]))
     spaced.source["format"] = "lines"
     with ReleaseWriter(tmp_path / "rel2") as rel:
-        assert rel.write_synthetic(spaced) == "synthetic.txt"  # as spmf, which holds it
+        assert rel.write_synthetic(spaced) == ("synthetic.txt", "spmf")  # spmf holds it
     assert "csv" not in asked and "xes" not in asked and "spmf" in asked
 
 

@@ -227,15 +227,15 @@ def test_synthetic_data_the_input_format_cannot_hold_is_written_in_another(tmp_p
     synthetic.source["format"] = "lines"
     with caplog.at_level(logging.WARNING, logger="dpgpu"), \
             ReleaseWriter(tmp_path / "rel") as rel:
-        name = rel.write_synthetic(synthetic)
+        name, fmt = rel.write_synthetic(synthetic)
         rel.finish({"mechanism": "test"})
-    assert name == "synthetic.txt" and "written as spmf" in caplog.text
+    assert (name, fmt) == ("synthetic.txt", "spmf") and "written as spmf" in caplog.text
     back = dpgpu.load(tmp_path / "rel" / name, vocab=vocab)
     assert list(back) == [("Send Fine", "Payment"), ("Payment",)]
     plain = SequenceDB.from_sequences([["a", "b"]], vocab=Vocabulary(["a", "b"]))
     plain.source["format"] = "lines"
     with ReleaseWriter(tmp_path / "rel2") as rel:
-        assert rel.write_synthetic(plain) == "synthetic.txt"
+        assert rel.write_synthetic(plain) == ("synthetic.txt", "lines")
         rel.finish({"mechanism": "test"})
     assert dpgpu.load(tmp_path / "rel2" / "synthetic.txt").source["format"] == "lines"
 

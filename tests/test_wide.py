@@ -138,7 +138,7 @@ def test_synthetic_data_is_written_wide_unless_a_sequence_is_too_long(tmp_path, 
     assert (tmp_path / "r1" / "synthetic.csv").read_text().splitlines()[0] == "id,t1,t2"
     too_long = synthetic_like(db, np.array([0, 1, 0], dtype=np.int32), [3])
     with ReleaseWriter(tmp_path / "r2") as rel:
-        assert rel.write_synthetic(too_long) == "synthetic.txt"
+        assert rel.write_synthetic(too_long) == ("synthetic.txt", "spmf")
         assert as_labels(dpgpu.load(rel.path("synthetic.txt"), vocab=["a", "b"])) == \
             [["a", "b", "a"]]
     assert "wide cannot hold it (a sequence of 3 items is longer than the 2 state columns" \

@@ -120,9 +120,7 @@ def _sequences(args: argparse.Namespace) -> dict:
     if args.columns is not None:
         raise InvalidParameter("--columns: applies to spatial releases (leaves.csv) only")
     original = load_from_args(args, "original")
-    options = {k: getattr(args, k) for k in ("tokens", "case", "activity", "timestamp", "user",
-                                             "delimiter", "states")
-               if getattr(args, k, None) is not None}
+    options = {k: getattr(args, k) for k in FORMAT_OPTIONS if getattr(args, k, None) is not None}
     return evaluate_release(original, args.release, tasks=args.task, seed=args.seed,
                             n_queries=args.queries, query_sizes=args.query_sizes,
                             k_values=args.k_values, min_length=args.min_length,

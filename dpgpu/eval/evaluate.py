@@ -463,9 +463,13 @@ class _Context:
 
 
 def _load_synthetic(path: Path, report: dict, original: Any, options: dict) -> Any:
+    """The release's synthetic data, in the format it was written in (the original's
+    reader options apply when that is the original's format)."""
     from ..data.load import FORMATS, load
+    from ..release import synthetic_format
 
-    fmt = (report.get("input") or {}).get("format")
+    fmt = report.get("synthetic_format") or synthetic_format((report.get("input") or {})
+                                                             .get("format"))
     fmt = fmt if fmt in FORMATS else None
     opts = options if fmt is not None and fmt == original.source.get("format") else {}
     db = load(path, format=fmt, **opts)

@@ -499,7 +499,8 @@ class PSTRelease(Displayed):
                                         "nodes": self.nodes()})
             report = dict(self.report)
             if self.synthetic is not None:
-                report["synthetic_file"] = rel.write_synthetic(self.synthetic)
+                report["synthetic_file"], report["synthetic_format"] = \
+                    rel.write_synthetic(self.synthetic)
             return rel.finish(report)
 
 
