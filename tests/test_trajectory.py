@@ -147,7 +147,12 @@ def test_synthetic_data_of_a_trajectory_input_is_a_trajectory_file(tmp_path):
     synthetic = tmp_path / "rel" / "synthetic.csv"
     assert synthetic.read_text().startswith("trip,lon,lat\n")
     back = dpgpu.load(synthetic, "trajectory", grid="4x4", bounds=list(BOUNDS), repeats="keep")
-    assert back.n_events > 0
+    assert back.n_events > 0 and report["synthetic_format"] == "trajectory"
+    done = subprocess.run([sys.executable, "-m", "dpgpu", "evaluate", "--original", str(path),
+                           "--release", str(tmp_path / "rel"), *options, "--json"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["tasks"]["lengths"]["total_variation_distance"] < 1
 
 
 def test_only_a_database_with_a_grid_is_written_as_trajectories(tmp_path):

@@ -145,9 +145,9 @@ class Grid:
     def centers(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Coordinates ``(x, y)`` of the centre of each cell ``ids``."""
         xmin, xmax, ymin, ymax = self.bounds
-        i, j = ids % self.nx, ids // self.nx
-        return (xmin + (i + 0.5) * ((xmax - xmin) / self.nx),
-                ymin + (j + 0.5) * ((ymax - ymin) / self.ny))
+        i, j = ids % self.nx, ids // self.nx  # (2i + 1) / 2n last: 0.15, not 0.15000000000000002
+        return (xmin + (xmax - xmin) * (2 * i + 1) / (2 * self.nx),
+                ymin + (ymax - ymin) * (2 * j + 1) / (2 * self.ny))
 
     def ids_of(self, labels: list[str]) -> np.ndarray:
         """Cell id of each label (``"i_j"``), -1 for a label that names no cell of the grid."""
