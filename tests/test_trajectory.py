@@ -260,3 +260,31 @@ def test_a_bad_coordinate_in_a_large_file_names_its_line(tmp_path):
     assert path.stat().st_size > 4 << 20  # read by Arrow where pyarrow is installed
     with pytest.raises(InputError, match=r"line 90002: column 'lat': 'north' is not a finite"):
         dpgpu.load(path, "trajectory", grid=4, bounds=BOUNDS, outside="drop")
+
+
+def test_a_parquet_table_gives_what_its_csv_gives(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    text = random_points(12, 5000, 60, spread=0.2)
+    (tmp_path / "p.csv").write_text(text)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    table = pa.table({"trip": [r["trip"] for r in rows],
+                      "time": pa.array([int(r["time"]) for r in rows]).cast(pa.timestamp("s")),
+                      "lon": [float(r["lon"]) for r in rows], "lat": [r["lat"] for r in rows]})
+    pq.write_table(table, tmp_path / "p.parquet")
+    options = {"grid": "9x7", "bounds": list(BOUNDS), "outside": "drop"}
+    got = dpgpu.load(tmp_path / "p.parquet", "trajectory", **options)
+    want = dpgpu.load(tmp_path / "p.csv", "trajectory", **options)
+    assert got.source["cases"] == want.source["cases"] and labelled(got) == labelled(want)
+    assert got.source["timestamp_kind"] == "datetime" and "delimiter" not in got.source
+    got.save(tmp_path / "out.csv", format="trajectory")  # written as CSV
+    assert (tmp_path / "out.csv").read_text().startswith("trip,lon,lat\n")
+    table = table.set_column(3, "lat", pa.array([r["lat"] for r in rows[:40]] + ["north"]
+                                                + [r["lat"] for r in rows[41:]]))
+    pq.write_table(table, tmp_path / "bad.parquet")
+    with pytest.raises(InputError, match=r"row 41: column 'lat': 'north' is not a finite"):
+        dpgpu.load(tmp_path / "bad.parquet", "trajectory", **options)
+    pq.write_table(table.set_column(2, "lon", pa.array([None] + [0.0] * (len(rows) - 1))),
+                   tmp_path / "null.parquet")
+    with pytest.raises(InputError, match=r"row 1: empty x \(column 'lon'\)"):
+        dpgpu.load(tmp_path / "null.parquet", "trajectory", **options)

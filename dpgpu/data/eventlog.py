@@ -1090,6 +1090,37 @@ def read_parquet_log(path: Any, data: bytes | None = None, *, case: str | None =
     options = {role: check_option(value, role) for role, value in
                (("case", case), ("activity", activity), ("timestamp", timestamp),
                 ("user", user))}
+    columns, values, (keys, kind) = parquet_columns(
+        path, data, lambda header: _pick_columns(path, header, options, csv_file=False))
+    db, extra = group_events(path, parquet_row, columns, values["case"], values["activity"],
+                             keys, values.get("user"))
+    db.source = {"path": str(path), "format": "parquet", "columns": columns,
+                 "timestamp_kind": kind, **extra}
+    return db
+
+
+def parquet_row(i: int) -> str:
+    """Where row ``i`` (from 0) of a Parquet table is, for messages."""
+    return f"row {i + 1}"
+
+
+def parquet_columns(path: Any, data: bytes | None,
+                    pick: Callable[[list[str]], dict[str, str | None]],
+                    numbers: tuple[str, ...] = ()) -> tuple:
+    """The columns of a Parquet table that ``pick`` chooses, as :func:`csv_columns` gives them.
+
+    Typed timestamp and date columns, numeric columns and ISO-8601 string
+    columns are timestamps; numeric and string columns are numbers for the
+    roles in ``numbers`` (strings read as Python's ``float`` reads them,
+    NaN where it cannot); every other role is read as strings.
+
+    Raises
+    ------
+    InputError
+        pyarrow is missing, the file is not Parquet, ``pick``'s error, a
+        null value, a bad timestamp, a number column of another type
+        (messages name the row).
+    """
     pa, pq = optional_pyarrow()
     if pa is None:
         raise InputError(f"{path}: reading Parquet needs pyarrow: {PARQUET_HINT}")
@@ -1098,29 +1129,34 @@ def read_parquet_log(path: Any, data: bytes | None = None, *, case: str | None =
         table = pq.read_table(pa.BufferReader(data))
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
-    columns = _pick_columns(path, table.column_names, options, csv_file=False)
-
-    def where(i: int) -> str:
-        return f"row {i + 1}"
-
+    columns = pick(table.column_names)
     values: dict[str, Any] = {}
     for role, name in columns.items():
         if name is None:
-            values[role] = None
             continue
         col = table.column(name)
         if col.null_count:
             i = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-            raise InputError(f"{path}: {where(i)}: empty {role} (column {name!r})")
-        values[role] = col if role == "timestamp" else _coded(pa, col)
+            raise InputError(f"{path}: {parquet_row(i)}: empty {role} (column {name!r})")
+        if role in numbers:
+            values[role] = _parquet_numbers(pa, path, name, col)
+        elif role != "timestamp":
+            values[role] = _coded(pa, col)
     keys, kind = None, None
-    if values["timestamp"] is not None:
-        keys, kind = _parquet_keys(pa, path, where, columns, values["timestamp"])
-    db, extra = group_events(path, where, columns, values["case"], values["activity"], keys,
-                             values["user"])
-    db.source = {"path": str(path), "format": "parquet", "columns": columns,
-                 "timestamp_kind": kind, **extra}
-    return db
+    if columns.get("timestamp") is not None:
+        keys, kind = _parquet_keys(pa, path, parquet_row, columns,
+                                   table.column(columns["timestamp"]))
+    return columns, values, (keys, kind)
+
+
+def _parquet_numbers(pa: Any, path: Any, name: str, col: Any) -> np.ndarray:
+    """A numeric or string Parquet column as float64 (see :func:`parquet_columns`)."""
+    kind = col.type
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind):
+        return col.cast(pa.float64()).to_numpy()
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return parse_numbers(col.to_pylist())
+    raise InputError(f"{path}: column {name!r} has type {kind}; it must hold numbers")
 
 
 def _coded(pa: Any, col: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -1,9 +1,10 @@
 """Trajectories: the points of moving objects, read as sequences of grid cells.
 
-A trajectory file is a CSV table with a header and a row per point: the
-trajectory (trip, track, vehicle) the point belongs to, its coordinates
-``x`` and ``y`` (longitude and latitude, or metres) and, optionally, its
-time and a user column (user-level data: several trajectories per person).
+A trajectory file is a CSV table with a header and a row per point (or the
+same table as Parquet, which needs pyarrow): the trajectory (trip, track,
+vehicle) the point belongs to, its coordinates ``x`` and ``y`` (longitude
+and latitude, or metres) and, optionally, its time and a user column
+(user-level data: several trajectories per person).
 
 Reading (``format="trajectory"``, never detected) lays a grid of ``nx`` by
 ``ny`` equal cells over the rectangle ``bounds = (xmin, xmax, ymin, ymax)``
@@ -40,14 +41,15 @@ import logging
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 import numpy as np
 
 from ..errors import InputError, InvalidParameter
 from ..validation import check_choice, check_positive_int
 from .eventlog import (CANDIDATES, EventNames, check_delimiter, check_option, csv_columns,
-                       csv_layout, csv_line, csv_row, group_events, pick_column, table_writer)
+                       csv_layout, csv_line, csv_row, group_events, parquet_columns, parquet_row,
+                       pick_column, table_writer)
 from .reading import csv_reader
 from .sequencedb import SequenceDB
 from .vocabulary import Vocabulary
@@ -193,14 +195,16 @@ def read_trajectory(path: Any, data: bytes, *, grid: Any = None, bounds: Any = N
                     timestamp: str | None = None, user: str | None = None,
                     outside: str = "error", repeats: str = "collapse",
                     delimiter: str | None = None) -> SequenceDB:
-    """Read a CSV table of trajectory points as sequences of grid cells (module docstring).
+    """Read a table of trajectory points as sequences of grid cells (module docstring).
 
     Parameters
     ----------
     path : path-like
         The file (for messages and ``source``).
     data : bytes
-        Its contents (decompressed).
+        Its contents (decompressed): CSV text, or a Parquet file (with
+        numeric or string coordinate columns; typed, numeric or ISO-8601
+        times).
     grid, bounds
         The grid (:meth:`Grid.of`): ``"NXxNY"`` cells over
         ``"xmin,xmax,ymin,ymax"``.  Both required.
@@ -216,14 +220,14 @@ def read_trajectory(path: Any, data: bytes, *, grid: Any = None, bounds: Any = N
     repeats : {"collapse", "keep"}
         One item per run of points in a cell, or one per point.
     delimiter : str, optional
-        One character; by default the most frequent of ``, TAB ; |`` in
-        the header row.
+        CSV: one character; by default the most frequent of ``, TAB ; |``
+        in the header row.
 
     Returns
     -------
     SequenceDB
         One sequence per trajectory, over the grid's cells (a public
-        vocabulary).  ``source`` has the format, the columns, the
+        vocabulary).  ``source`` has the format, the columns, the (CSV)
         delimiter, the timestamp kind, the grid and bounds, the
         trajectories' names (``cases``) and, with ``user``, the user labels.
 
@@ -235,7 +239,8 @@ def read_trajectory(path: Any, data: bytes, *, grid: Any = None, bounds: Any = N
     InputError
         A missing column (the message lists the columns and names the
         option), a malformed line, a row with another number of fields than
-        the header, a coordinate that is not a finite number, a point
+        the header, an empty (null) Parquet value, a coordinate that is not
+        a finite number, a point
         outside the bounds (unless dropped), a bad timestamp, an empty
         trajectory or user id, a trajectory of two users.  Messages name
         the file and line.
@@ -245,16 +250,27 @@ def read_trajectory(path: Any, data: bytes, *, grid: Any = None, bounds: Any = N
     repeats = check_choice(repeats, "repeats", REPEATS)
     options = {role: check_option(value, role) for role, value in
                (("case", case), ("x", x), ("y", y), ("timestamp", timestamp), ("user", user))}
-    start, delimiter = csv_layout(path, data, check_delimiter(delimiter), "a trajectory file")
+    delimiter = check_delimiter(delimiter)
 
-    def where(i: int) -> str:
-        return f"line {csv_line(data, start, delimiter, i)}"
+    def pick(header: list[str]) -> dict[str, str | None]:
+        return {role: pick_column(path, header, role, options[role],
+                                  required=role in ("case", "x", "y"),
+                                  candidates=TRAJECTORY_CANDIDATES.get(role, ()))
+                for role in ("case", "x", "y", "timestamp", "user")}
 
-    columns, values, (keys, kind) = csv_columns(path, where, data, start, delimiter,
-                                                lambda header: _pick(path, header, options),
-                                                numbers=("x", "y"))
+    if data.startswith(b"PAR1"):
+        where, text = parquet_row, _parquet_text(path, data)
+        columns, values, (keys, kind) = parquet_columns(path, data, pick, numbers=("x", "y"))
+    else:
+        start, delimiter = csv_layout(path, data, delimiter, "a trajectory file")
+        where, text = _csv_where(data, start, delimiter), _csv_text(data, start, delimiter)
+        columns, values, (keys, kind) = csv_columns(path, where, data, start, delimiter, pick,
+                                                    numbers=("x", "y"))
     for axis in ("x", "y"):
-        _check_finite(path, data, start, delimiter, columns[axis], values[axis])
+        bad = np.flatnonzero(~np.isfinite(values[axis]))
+        if bad.size:
+            raise InputError(f"{path}: {where(int(bad[0]))}: column {columns[axis]!r}: "
+                             f"{text(int(bad[0]), columns[axis])!r} is not a finite number")
     xs, ys = values["x"], values["y"]
     ids, inside = cells.cells(xs, ys)
     kept = np.arange(ids.size)
@@ -277,27 +293,31 @@ def read_trajectory(path: Any, data: bytes, *, grid: Any = None, bounds: Any = N
     if repeats == "collapse":
         db = _collapsed(db)
     db.source = {"path": str(path), "format": "trajectory", "columns": columns,
-                 "timestamp_kind": kind, "delimiter": delimiter, **cells.as_source(), **extra}
+                 "timestamp_kind": kind, **cells.as_source(), **extra}
+    if delimiter is not None:
+        db.source["delimiter"] = delimiter
     return db
 
 
-def _pick(path: Any, header: list[str], options: dict[str, str | None]) -> dict[str, str | None]:
-    """The trajectory, x, y, time and user columns (see :func:`read_trajectory`)."""
-    return {role: pick_column(path, header, role, options[role],
-                              required=role in ("case", "x", "y"),
-                              candidates=TRAJECTORY_CANDIDATES.get(role, ()))
-            for role in ("case", "x", "y", "timestamp", "user")}
+def _csv_where(data: bytes, start: int, delimiter: str) -> Callable[[int], str]:
+    """Where data row ``i`` of a CSV table is, for messages."""
+    return lambda i: f"line {csv_line(data, start, delimiter, i)}"
 
 
-def _check_finite(path: Any, data: bytes, start: int, delimiter: str, column: str,
-                  values: np.ndarray) -> None:
-    """InputError quoting the first value of a coordinate column that is not a finite number."""
-    bad = np.flatnonzero(~np.isfinite(values))
-    if bad.size:
+def _csv_text(data: bytes, start: int, delimiter: str) -> Callable[[int, str], str]:
+    """The text of row ``i`` of a CSV table in a column, read again (for messages)."""
+    def text(i: int, column: str) -> str:
         header = [h.strip() for h in next(csv_reader(data, start, delimiter)[0])]
-        line, row = csv_row(data, start, delimiter, int(bad[0]))
-        raise InputError(f"{path}: line {line}: column {column!r}: "
-                         f"{row[header.index(column)]!r} is not a finite number")
+        return csv_row(data, start, delimiter, i)[1][header.index(column)]
+    return text
+
+
+def _parquet_text(path: Any, data: bytes) -> Callable[[int, str], str]:
+    """The value of row ``i`` of a Parquet table in a column, as text, read again (for messages)."""
+    def text(i: int, column: str) -> str:
+        labels, codes = parquet_columns(path, data, lambda header: {"value": column})[1]["value"]
+        return str(labels[codes[i]])
+    return text
 
 
 def _renumbered(labels: np.ndarray, codes: np.ndarray,
