@@ -45,7 +45,7 @@ fi
 
 if [[ $stage == bench || $stage == all ]]; then
   {
-    timeout 100 "$py" bench/bench_floors.py --backend cupy; echo "bench_floors exit $?"
+    timeout 160 "$py" bench/bench_floors.py --backend cupy; echo "bench_floors exit $?"
     for b in cupy numpy; do
       timeout 70 "$py" bench/bench_grams.py --backend "$b"; echo "bench_grams $b exit $?"
     done

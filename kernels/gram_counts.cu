@@ -2,12 +2,22 @@
 //
 // Work item t = row * n_windows + pos is the length-n window at (row, pos);
 // it counts when it lies inside its sequence, under its packed key
-// (grams.cuh).  Dense kernels index counts[0 .. radix**n) by the key, with
+// (grams.cuh).  Dense kernels index counts[0 .. radix**n >> shift) by the
+// key shifted right by `shift` bits (0: by the key itself), with
 // 32-bit counters (suffix _u32) where the caller knows fewer than 2**32
 // windows, else 64-bit ones (_u64); the hash kernels add to an
 // open-addressing table for key spaces too large to hold.  Keys of windows
 // inside a sequence have no zero digit: no padding key is ever counted, and
 // no key is 0.
+//
+// Radix-partitioned counting (dpgpu_partition_*) sorts nothing and hashes
+// nothing: partition p holds the keys k with k >> shift == p.  A dense
+// histogram with that shift sizes the partitions; dpgpu_partition_scatter
+// writes every window's low `shift` key bits into its partition's stretch
+// of a buffer; dpgpu_partition_counts counts one partition at a time in a
+// shared-memory histogram of 2**shift bins and writes its nonzero bins in
+// key order; dpgpu_partition_gather closes the gaps.  Partitions come in key
+// order, so the result is sorted.
 //
 // Hot keys are common (Zipf-like alphabets), so the kernels that add to
 // global memory first merge the lanes of a warp holding the same key
@@ -53,32 +63,35 @@ __device__ __forceinline__ void dpgpu_for_each_key(const int* tokens, long long 
   }
 }
 
-// The same merged within the warp: visit(key, lanes) runs on the lowest lane
-// of each group of lanes holding the same valid key, with the group's size.
-// Keys are matched as Key (int where the key space is below 2**31).
+// The same merged within the warp: visit(key >> shift, lanes) runs on the
+// lowest lane of each group of lanes holding the same valid key >> shift,
+// with the group's size.  Keys are matched as Key (int where the shifted key
+// space is below 2**31).
 template <typename Key, typename Visit>
 __device__ __forceinline__ void dpgpu_for_each_merged_key(const int* tokens, long long row_stride,
                                                           const int* lengths, long long n_rows,
                                                           long long n_windows, int n,
-                                                          long long radix, Visit visit) {
+                                                          long long radix, int shift,
+                                                          Visit visit) {
   dpgpu_for_each_key(tokens, row_stride, lengths, n_rows, n_windows, n, radix,
                      [&](long long key) {
-    const unsigned int peers = dpgpu_peers(static_cast<Key>(key));
-    if (key >= 0 && static_cast<int>(threadIdx.x & 31u) == __ffs(peers) - 1) {
-      visit(key, static_cast<unsigned int>(__popc(peers)));
+    const long long bin = key < 0 ? -1LL : key >> shift;
+    const unsigned int peers = dpgpu_peers(static_cast<Key>(bin));
+    if (bin >= 0 && static_cast<int>(threadIdx.x & 31u) == __ffs(peers) - 1) {
+      visit(bin, static_cast<unsigned int>(__popc(peers)));
     }
   });
 }
 
-// counts[k] += occurrences of key k, atomics straight to global memory.
+// counts[k >> shift] += occurrences of key k, atomics straight to global memory.
 template <typename Count>
 __device__ __forceinline__ void dpgpu_gram_counts(const int* tokens, long long row_stride,
                                                   const int* lengths, long long n_rows,
                                                   long long n_windows, int n, long long radix,
-                                                  Count* counts) {
+                                                  int shift, Count* counts) {
   dpgpu_for_each_merged_key<int>(tokens, row_stride, lengths, n_rows, n_windows, n, radix,
-                                 [&](long long key, unsigned int lanes) {
-    atomicAdd(counts + key, static_cast<Count>(lanes));
+                                 shift, [&](long long bin, unsigned int lanes) {
+    atomicAdd(counts + bin, static_cast<Count>(lanes));
   });
 }
 
@@ -91,7 +104,7 @@ template <typename Count>
 __device__ __forceinline__ void dpgpu_gram_counts_shared(const int* tokens, long long row_stride,
                                                          const int* lengths, long long n_rows,
                                                          long long n_windows, int n,
-                                                         long long radix, int space,
+                                                         long long radix, int shift, int space,
                                                          Count* counts) {
   extern __shared__ unsigned int local[];
   for (int i = static_cast<int>(threadIdx.x); i < space; i += static_cast<int>(blockDim.x)) {
@@ -99,7 +112,7 @@ __device__ __forceinline__ void dpgpu_gram_counts_shared(const int* tokens, long
   }
   __syncthreads();
   dpgpu_for_each_key(tokens, row_stride, lengths, n_rows, n_windows, n, radix, [&](long long key) {
-    if (key >= 0) atomicAdd(local + key, 1u);
+    if (key >= 0) atomicAdd(local + (key >> shift), 1u);
   });
   __syncthreads();
   for (int i = static_cast<int>(threadIdx.x); i < space; i += static_cast<int>(blockDim.x)) {
@@ -112,15 +125,17 @@ __device__ __forceinline__ void dpgpu_gram_counts_shared(const int* tokens, long
 #define DPGPU_DENSE_KERNELS(suffix, Count)                                                  \
   extern "C" __global__ void dpgpu_gram_counts_##suffix(                                   \
       const int* __restrict__ tokens, long long row_stride, const int* __restrict__ lengths, \
-      long long n_rows, long long n_windows, int n, long long radix, Count* counts) {      \
-    dpgpu_gram_counts(tokens, row_stride, lengths, n_rows, n_windows, n, radix, counts);   \
+      long long n_rows, long long n_windows, int n, long long radix, int shift,            \
+      Count* counts) {                                                                      \
+    dpgpu_gram_counts(tokens, row_stride, lengths, n_rows, n_windows, n, radix, shift,     \
+                      counts);                                                              \
   }                                                                                         \
   extern "C" __global__ void dpgpu_gram_counts_shared_##suffix(                            \
       const int* __restrict__ tokens, long long row_stride, const int* __restrict__ lengths, \
-      long long n_rows, long long n_windows, int n, long long radix, int space,            \
+      long long n_rows, long long n_windows, int n, long long radix, int shift, int space, \
       Count* counts) {                                                                      \
     dpgpu_gram_counts_shared(tokens, row_stride, lengths, n_rows, n_windows, n, radix,     \
-                             space, counts);                                               \
+                             shift, space, counts);                                        \
   }
 
 DPGPU_DENSE_KERNELS(u32, unsigned int)
@@ -141,7 +156,7 @@ extern "C" __global__ void dpgpu_gram_hash_packed(const int* __restrict__ tokens
                                                   int count_bits, unsigned long long* table) {
   const unsigned long long slots = static_cast<unsigned long long>(capacity);
   dpgpu_for_each_merged_key<long long>(tokens, row_stride, lengths, n_rows, n_windows, n, radix,
-                                       [&](long long key, unsigned int lanes) {
+                                       0, [&](long long key, unsigned int lanes) {
     const unsigned long long add = lanes;
     const unsigned long long mine = static_cast<unsigned long long>(key);
     for (unsigned long long slot = dpgpu_hash_slot(key, slots);;
@@ -172,7 +187,7 @@ extern "C" __global__ void dpgpu_gram_hash_counts(const int* __restrict__ tokens
   const unsigned long long empty = ~0ULL;
   const unsigned long long slots = static_cast<unsigned long long>(capacity);
   dpgpu_for_each_merged_key<long long>(tokens, row_stride, lengths, n_rows, n_windows, n, radix,
-                                       [&](long long key, unsigned int lanes) {
+                                       0, [&](long long key, unsigned int lanes) {
     const unsigned long long want = static_cast<unsigned long long>(key);
     for (unsigned long long slot = dpgpu_hash_slot(key, slots);;
          slot = dpgpu_next_slot(slot, slots)) {
@@ -183,4 +198,124 @@ extern "C" __global__ void dpgpu_gram_hash_counts(const int* __restrict__ tokens
       }
     }
   });
+}
+
+// Radix-partitioned counting (see the top of the file).
+//
+// Every window's low `shift` key bits go to out[cursors[p]++], p = key >> shift
+// (cursors start at each partition's offset).  The lanes of a warp with the
+// same partition take their places with one atomic: the lowest adds their
+// number and hands the old value to the others.  The order within a
+// partition varies from run to run; the counts do not.  Partitions are
+// matched as int: the caller keeps their number below 2**31.
+extern "C" __global__ void dpgpu_partition_scatter(const int* __restrict__ tokens,
+                                                   long long row_stride,
+                                                   const int* __restrict__ lengths,
+                                                   long long n_rows, long long n_windows, int n,
+                                                   long long radix, int shift,
+                                                   unsigned long long* cursors,
+                                                   unsigned int* __restrict__ out) {
+  const unsigned int lane = threadIdx.x & 31u;
+  const unsigned long long low = (1ULL << shift) - 1ULL;
+  dpgpu_for_each_key(tokens, row_stride, lengths, n_rows, n_windows, n, radix, [&](long long key) {
+    const long long part = key < 0 ? -1LL : key >> shift;
+    const unsigned int peers = dpgpu_peers(static_cast<int>(part));
+    const int leader = __ffs(peers) - 1;
+    unsigned long long base = 0ULL;
+    if (part >= 0 && static_cast<int>(lane) == leader) {
+      base = atomicAdd(cursors + part, static_cast<unsigned long long>(__popc(peers)));
+    }
+    base = __shfl_sync(0xffffffffu, base, leader);
+    if (part >= 0) {
+      out[base + __popc(peers & ((1u << lane) - 1u))] =
+          static_cast<unsigned int>(static_cast<unsigned long long>(key) & low);
+    }
+  });
+}
+
+// One block a partition, grid-stride: partition p's low key bits
+// keys[starts[p] .. starts[p + 1]) counted in a shared-memory histogram of
+// 2**shift bins (dynamic size 4 * (2**shift + 32) bytes), whose nonzero bins
+// are written in bin order as words ((p << shift | bin) << count_bits) | count
+// to words[starts[p] ..), and their number to distinct[p].  A tile of
+// blockDim.x bins at a time: a ballot ranks the nonzero bins within each
+// warp, and the warps' totals (after the bins) place the warps.  Every
+// thread runs the same loops (blockDim.x a multiple of 32), so the
+// barriers and full-warp ballots are exact.  A partition holds fewer than
+// 2**32 keys.
+namespace {
+
+__device__ __forceinline__ void dpgpu_count_partitions(const unsigned int* keys,
+                                                       const unsigned long long* starts,
+                                                       long long n_parts, int shift,
+                                                       int count_bits, unsigned long long* words,
+                                                       unsigned int* distinct) {
+  extern __shared__ unsigned int local[];
+  const int bins = 1 << shift;
+  unsigned int* totals = local + bins;  // one per warp
+  const unsigned int lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  for (long long p = blockIdx.x; p < n_parts; p += gridDim.x) {
+    const unsigned long long lo = starts[p], hi = starts[p + 1];
+    if (lo == hi) {  // the same for every thread of the block
+      if (threadIdx.x == 0) distinct[p] = 0u;
+      continue;
+    }
+    for (int i = static_cast<int>(threadIdx.x); i < bins; i += static_cast<int>(blockDim.x)) {
+      local[i] = 0u;
+    }
+    __syncthreads();
+    for (unsigned long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+      atomicAdd(local + keys[i], 1u);
+    }
+    __syncthreads();
+    unsigned long long at = lo;
+    for (int first = 0; first < bins; first += static_cast<int>(blockDim.x)) {
+      const int bin = first + static_cast<int>(threadIdx.x);
+      const unsigned int count = bin < bins ? local[bin] : 0u;
+      const unsigned int hits = __ballot_sync(0xffffffffu, count != 0u);
+      if (lane == 0u) totals[warp] = static_cast<unsigned int>(__popc(hits));
+      __syncthreads();
+      unsigned long long before = 0ULL, tile = 0ULL;
+      for (unsigned int w = 0; w < (blockDim.x >> 5); ++w) {
+        before += w < warp ? totals[w] : 0u;
+        tile += totals[w];
+      }
+      if (count != 0u) {
+        const long long key = (p << shift) | bin;
+        words[at + before + __popc(hits & ((1u << lane) - 1u))] =
+            dpgpu_pack_entry(key, count, count_bits);
+      }
+      at += tile;
+      __syncthreads();  // totals and the bins are read before they change
+    }
+    if (threadIdx.x == 0) distinct[p] = static_cast<unsigned int>(at - lo);
+  }
+}
+
+}  // namespace
+
+extern "C" __global__ void dpgpu_partition_counts(const unsigned int* __restrict__ keys,
+                                                  const unsigned long long* __restrict__ starts,
+                                                  long long n_parts, int shift, int count_bits,
+                                                  unsigned long long* __restrict__ words,
+                                                  unsigned int* __restrict__ distinct) {
+  dpgpu_count_partitions(keys, starts, n_parts, shift, count_bits, words, distinct);
+}
+
+// One warp a partition, grid-stride: words[starts[p] .. + distinct[p]) to
+// out[ends[p] - distinct[p] ..) (ends: the inclusive running sum of distinct).
+extern "C" __global__ void dpgpu_partition_gather(const unsigned long long* __restrict__ words,
+                                                  const unsigned long long* __restrict__ starts,
+                                                  const unsigned int* __restrict__ distinct,
+                                                  const long long* __restrict__ ends,
+                                                  long long n_parts,
+                                                  unsigned long long* __restrict__ out) {
+  const long long warps = (static_cast<long long>(gridDim.x) * blockDim.x) / 32;
+  const unsigned int lane = threadIdx.x & 31u;
+  for (long long p = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+       p < n_parts; p += warps) {
+    const long long size = distinct[p], to = ends[p] - size;
+    const unsigned long long from = starts[p];
+    for (long long i = lane; i < size; i += 32) out[to + i] = words[from + i];
+  }
 }
