@@ -14,10 +14,11 @@
 // nothing: partition p holds the keys k with k >> shift == p.  A dense
 // histogram with that shift sizes the partitions; dpgpu_partition_scatter
 // writes every window's low `shift` key bits into its partition's stretch
-// of a buffer; dpgpu_partition_counts counts one partition at a time in a
-// shared-memory histogram of 2**shift bins and writes its nonzero bins in
-// key order; dpgpu_partition_gather closes the gaps.  Partitions come in key
-// order, so the result is sorted.
+// of a buffer; dpgpu_partition_counts_small sorts each partition of at most
+// 32 keys in a warp, and dpgpu_partition_counts counts each larger one in a
+// shared-memory histogram of 2**shift bins, both writing the distinct keys
+// in key order with their counts; dpgpu_partition_gather closes the gaps.
+// Partitions come in key order, so the result is sorted.
 //
 // Hot keys are common (Zipf-like alphabets), so the kernels that add to
 // global memory first merge the lanes of a warp holding the same key
@@ -233,7 +234,52 @@ extern "C" __global__ void dpgpu_partition_scatter(const int* __restrict__ token
   });
 }
 
-// One block a partition, grid-stride: partition p's low key bits
+// One warp a partition of at most 32 keys (grid-stride; the others are the
+// block kernel's): lane l holds key l (lanes past the end hold ~0u), a
+// bitonic network of shuffles sorts them, and the lane starting each run of
+// equal keys writes the key and the run's length at the key's rank, so the
+// words come in key order; distinct[p] = the number of runs.
+__device__ __forceinline__ void dpgpu_count_small_partitions(const unsigned int* keys,
+                                                             const unsigned long long* starts,
+                                                             long long n_parts, int shift,
+                                                             int count_bits,
+                                                             unsigned long long* words,
+                                                             unsigned int* distinct) {
+  const long long warps = (static_cast<long long>(gridDim.x) * blockDim.x) / 32;
+  const unsigned int lane = threadIdx.x & 31u;
+  for (long long p = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+       p < n_parts; p += warps) {
+    const unsigned long long lo = starts[p];
+    const unsigned long long m = starts[p + 1] - lo;
+    if (m > 32ULL) continue;  // the same for every lane of the warp
+    if (m == 0ULL) {
+      if (lane == 0u) distinct[p] = 0u;
+      continue;
+    }
+    unsigned int v = lane < m ? keys[lo + lane] : ~0u;
+    for (unsigned int k = 2; k <= 32; k <<= 1) {
+      for (unsigned int j = k >> 1; j > 0; j >>= 1) {
+        const unsigned int other = __shfl_xor_sync(0xffffffffu, v, static_cast<int>(j));
+        const bool up = (lane & k) == 0u, low = (lane & j) == 0u;
+        v = (low == up) ? (v < other ? v : other) : (v < other ? other : v);
+      }
+    }
+    const unsigned int before = __shfl_up_sync(0xffffffffu, v, 1);
+    const bool first = lane < m && (lane == 0u || before != v);
+    const unsigned int runs = __ballot_sync(0xffffffffu, first);
+    if (first) {
+      const unsigned int later = runs & ~((2u << lane) - 1u);  // run starts after this lane
+      const unsigned int end = later ? static_cast<unsigned int>(__ffs(later) - 1)
+                                     : static_cast<unsigned int>(m);
+      const long long key = (p << shift) | static_cast<long long>(v);
+      words[lo + __popc(runs & ((1u << lane) - 1u))] = dpgpu_pack_entry(key, end - lane,
+                                                                         count_bits);
+    }
+    if (lane == 0u) distinct[p] = static_cast<unsigned int>(__popc(runs));
+  }
+}
+
+// One block a partition of more than 32 keys, grid-stride: partition p's low key bits
 // keys[starts[p] .. starts[p + 1]) counted in a shared-memory histogram of
 // 2**shift bins (dynamic size 4 * (2**shift + 32) bytes), whose nonzero bins
 // are written in bin order as words ((p << shift | bin) << count_bits) | count
@@ -256,10 +302,7 @@ __device__ __forceinline__ void dpgpu_count_partitions(const unsigned int* keys,
   const unsigned int lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   for (long long p = blockIdx.x; p < n_parts; p += gridDim.x) {
     const unsigned long long lo = starts[p], hi = starts[p + 1];
-    if (lo == hi) {  // the same for every thread of the block
-      if (threadIdx.x == 0) distinct[p] = 0u;
-      continue;
-    }
+    if (hi - lo <= 32ULL) continue;  // the warp kernel's (the same for every thread)
     for (int i = static_cast<int>(threadIdx.x); i < bins; i += static_cast<int>(blockDim.x)) {
       local[i] = 0u;
     }
@@ -300,6 +343,13 @@ extern "C" __global__ void dpgpu_partition_counts(const unsigned int* __restrict
                                                   unsigned long long* __restrict__ words,
                                                   unsigned int* __restrict__ distinct) {
   dpgpu_count_partitions(keys, starts, n_parts, shift, count_bits, words, distinct);
+}
+
+extern "C" __global__ void dpgpu_partition_counts_small(
+    const unsigned int* __restrict__ keys, const unsigned long long* __restrict__ starts,
+    long long n_parts, int shift, int count_bits, unsigned long long* __restrict__ words,
+    unsigned int* __restrict__ distinct) {
+  dpgpu_count_small_partitions(keys, starts, n_parts, shift, count_bits, words, distinct);
 }
 
 // One warp a partition, grid-stride: words[starts[p] .. + distinct[p]) to

@@ -209,8 +209,8 @@ def test_hash_counts_equal_the_engine_on_numpy(cp, n, n_symbols, packed):
     assert hash_counts_gpu(gpu.blocks, n, gpu.radix, 1024, windows) is None  # too big: caller sorts
 
 
-@pytest.mark.parametrize("n,n_symbols,shift", [(3, 100, 13), (4, 100, 13), (5, 100, 13),
-                                               (5, 100, 10), (3, 3000, 13)])
+@pytest.mark.parametrize("n,n_symbols,shift", [(3, 100, None), (4, 100, None), (5, 100, None),
+                                               (4, 100, 13), (5, 100, 10), (3, 3000, None)])
 def test_partitioned_counting_equals_the_engine_on_numpy(cp, n, n_symbols, shift):
     """Radix-partitioned counting on the GPU (a million partitions for 5-grams over 100
     symbols; Zipf data, so some partitions hold most windows) equals the NumPy engine."""

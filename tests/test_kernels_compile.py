@@ -65,7 +65,7 @@ def test_gram_kernels_present():
     counting = set(_ENTRY.findall(nvrtc_ptx("gram_counts", 90)))
     assert counting == {"dpgpu_gram_hash_packed", "dpgpu_gram_hash_counts"} | {
         f"dpgpu_gram_counts{kind}_{bits}" for kind in ("", "_shared") for bits in ("u32", "u64")} \
-        | {f"dpgpu_partition_{step}" for step in ("scatter", "counts", "gather")}
+        | {f"dpgpu_partition_{step}" for step in ("scatter", "counts", "counts_small", "gather")}
     assert set(_ENTRY.findall(nvrtc_ptx("gram_readout", 90))) == {
         f"dpgpu_{op}_chunks_{bits}" for op in ("nonzero", "pack") for bits in ("u32", "u64")}
 

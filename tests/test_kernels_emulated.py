@@ -141,6 +141,15 @@ static T __shfl_sync(unsigned int, T v, int src) {
   return got;
 }
 template <typename T>
+static T __shfl_xor_sync(unsigned int mask, T v, int bits) {
+  return __shfl_sync(mask, v, static_cast<int>(threadIdx.x % 32) ^ bits);
+}
+template <typename T>
+static T __shfl_up_sync(unsigned int mask, T v, unsigned int delta) {
+  const int lane = static_cast<int>(threadIdx.x % 32), src = lane - static_cast<int>(delta);
+  return __shfl_sync(mask, v, src < 0 ? lane : src);
+}
+template <typename T>
 static T atomicAdd(T* address, T value) { return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST); }
 static unsigned long long atomicCAS(unsigned long long* address, unsigned long long expected,
                                     unsigned long long desired) {
@@ -495,7 +504,8 @@ def test_partitioned_counting_runs_on_the_warp_emulator(all_launches, n, n_symbo
     parts = ((radix ** n - 1) >> min(shift, (radix ** n - 1).bit_length())) + 1
     sized = f"dpgpu_gram_counts_{'shared_' if parts <= gpu_grams.SHARED_BINS else ''}u32"
     assert set(all_launches) == {sized, "dpgpu_partition_scatter", "dpgpu_partition_counts",
-                                 "dpgpu_partition_gather", "dpgpu_unpack_counts"}
+                                 "dpgpu_partition_counts_small", "dpgpu_partition_gather",
+                                 "dpgpu_unpack_counts"}
 
 
 def test_count_grams_counts_by_partitions_when_asked(all_launches):
@@ -555,3 +565,12 @@ def test_count_levels_run_on_the_warp_emulator(all_launches, monkeypatch, n_symb
         np.testing.assert_array_equal(c, wc)
     assert any(k.startswith(kernel) for k in all_launches)
     assert "dpgpu_unpack_counts" not in all_launches  # keys, not rows, from the kernels
+
+
+@pytest.mark.parametrize("space,windows,bits", [(101 ** 5, 50_000_000, 12), (101 ** 4, 62_500_000, 10),
+                                                (10, 10 ** 9, 10), (2 ** 40, 1, 13),
+                                                (2 ** 20, 2 ** 10, 13), (2 ** 30, 2 ** 19, 13),
+                                                (2 ** 30, 2 ** 23, 12)])
+def test_partitions_aim_at_a_warp_of_windows(space, windows, bits):
+    """32 windows a partition on average (2**bits <= 32 * space / windows), within 10..13 bits."""
+    assert gpu_grams.partition_bits(space, windows) == bits

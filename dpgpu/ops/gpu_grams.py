@@ -61,8 +61,9 @@ SHARED_BINS = 12_288
 _SHARED_BLOCKS_PER_SM = 8
 #: Table entries per warp of the read-out kernels (``kernels/gram_readout.cu``): 16 per lane.
 READOUT_CHUNK = 512
-#: Key bits of a partition of radix-partitioned counting (2**13 bins: 32 KiB of shared memory).
-PARTITION_BITS = 13
+#: Key bits of a partition of radix-partitioned counting: from 10 to 13 (2**13 bins: 32 KiB
+#: of shared memory), aiming at 32 windows a partition (:func:`partition_bits`).
+PARTITION_BITS = (10, 13)
 #: Most partitions radix-partitioned counting makes (8 bytes of offsets each).
 MAX_PARTITIONS = 1 << 24
 #: Kernel name suffix of each counter type.
@@ -265,16 +266,30 @@ def hash_counts_gpu(blocks: list, n: int, radix: int, max_bytes: int, windows: i
     return (found[order, 0] if keys else decode_packed(found[order, 0], n, radix)), found[order, 1]
 
 
+def partition_bits(space: int, windows: int) -> int:
+    """Key bits of a partition for ``windows`` windows in a key space of ``space`` keys.
+
+    About 32 windows a partition on average, which a warp sorts
+    (``dpgpu_partition_counts_small``), within :data:`PARTITION_BITS`: fewer
+    bits would scatter the windows over too many partitions, more would
+    not fit shared memory.
+    """
+    lo, hi = PARTITION_BITS
+    wanted = (32 * space // max(windows, 1)).bit_length() - 1  # 2**bits <= 32 / density
+    return min(max(wanted, lo), hi)
+
+
 def partition_counts_gpu(blocks: list, n: int, radix: int, windows: int, max_bytes: int, *,
-                         keys: bool = False, shift: int = PARTITION_BITS):
+                         keys: bool = False, shift: int | None = None):
     """Distinct length-``n`` windows of padded blocks with counts, by radix partitioning.
 
     Partition ``p`` holds the keys ``k`` with ``k >> shift == p``.  Four
     steps (``kernels/gram_counts.cu``), none a sort or a hash table: count
     the windows of each partition (:func:`dense_counts_gpu` with
     ``shift``); write each window's low key bits into its partition's
-    stretch of a buffer; count each partition in a shared-memory
-    histogram, read out in key order as words ``(key << count_bits) |
+    stretch of a buffer; count each partition -- one of at most 32 keys
+    sorted in a warp, a larger one in a shared-memory histogram -- and
+    write its distinct keys in key order as words ``(key << count_bits) |
     count``; close the gaps between the partitions' words.  Every window
     is read twice and its low key bits written and read once, in
     ``4 * windows`` bytes, with ``8 * windows`` bytes of words and 40
@@ -286,8 +301,9 @@ def partition_counts_gpu(blocks: list, n: int, radix: int, windows: int, max_byt
         As for :func:`count_grams_gpu`.
     max_bytes : int
         Device memory the buffers may take.
-    shift : int
-        Key bits of a partition (at most 13: 2**shift bins of shared memory).
+    shift : int, optional
+        Key bits of a partition (at most 13: 2**shift bins of shared
+        memory); default :func:`partition_bits`.
 
     Returns
     -------
@@ -300,7 +316,7 @@ def partition_counts_gpu(blocks: list, n: int, radix: int, windows: int, max_byt
 
     key_bits = (radix ** n - 1).bit_length()
     count_bits = max(windows, 1).bit_length()
-    shift = min(shift, key_bits)
+    shift = min(partition_bits(radix ** n, windows) if shift is None else shift, key_bits)
     parts = ((radix ** n - 1) >> shift) + 1
     if key_bits + count_bits > 64 or parts > MAX_PARTITIONS \
             or 12 * windows + 40 * parts > max_bytes:
@@ -326,9 +342,10 @@ def partition_counts_gpu(blocks: list, n: int, radix: int, windows: int, max_byt
                     args + (cursors, low))
     words = cupy.empty(windows, dtype=cupy.uint64)
     distinct = cupy.empty(parts, dtype=cupy.uint32)
+    args = (low, starts, np.int64(parts), np.int32(shift), np.int32(count_bits), words, distinct)
+    cuda.launch(cuda.function("gram_counts", "dpgpu_partition_counts_small"), 32 * parts, args)
     cuda.launch(cuda.function("gram_counts", "dpgpu_partition_counts"), parts * cuda.BLOCK_SIZE,
-                (low, starts, np.int64(parts), np.int32(shift), np.int32(count_bits), words,
-                 distinct), shared_mem=4 * ((1 << shift) + 32))
+                args, shared_mem=4 * ((1 << shift) + 32))
     ends = cupy.cumsum(distinct, dtype=cupy.int64)
     out = cupy.empty(int(ends[-1]), dtype=cupy.uint64)
     cuda.launch(cuda.function("gram_counts", "dpgpu_partition_gather"), 32 * parts,
