@@ -16,9 +16,9 @@ from dpgpu import InvalidParameter, SequenceDB
 from dpgpu.audit import audit
 from dpgpu.backend import get_backend
 from dpgpu.cli import main
-from dpgpu.eval.truth import _dedupe, frequent_subsequences
+from dpgpu.eval.truth import _candidates, _dedupe, frequent_subsequences
 from dpgpu.mechanisms import pfs2 as pfs2_module
-from dpgpu.mechanisms.pfs2 import PreMining, mine, pfs2
+from dpgpu.mechanisms.pfs2 import PreMining, capped_candidates, mine, pfs2
 from dpgpu.mechanisms.pfs2.relax import normal_laplace_cdf, relaxed_threshold
 from dpgpu.mechanisms.pfs2.shrink import compress, delete_irrelevant, is_subsequence, \
     reconstruct, shrink
@@ -560,3 +560,25 @@ def test_pfs2_runs_at_a_tiny_zeta(tmp_path):
     data.write_text("\n".join(" ".join(s) for s in toy_db(4, 30)) + "\n")
     assert main(["pfs2", str(data), "--epsilon", "1", "--threshold", "0.3", "--zeta", "1e-30",
                  "--seed", "2", "--quiet", "--out", str(tmp_path / "o")]) == 0
+
+
+def _all_then_capped(prev, budget):
+    """The selection by brute force: every candidate built, the best ``budget`` kept."""
+    cands = sorted(_candidates(sorted(prev)))
+    if len(cands) <= budget:
+        return cands, False
+    best = sorted(sorted(cands), key=lambda c: -min(prev[c[:-1]], prev[c[1:]]))[:budget]
+    return sorted(best), True
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_capped_candidates_are_the_best_of_all_without_building_all(seed):
+    """The join stops early, yet keeps what building every candidate and keeping the best
+    (ties in lexicographic order) keeps, capped or not; supports with many ties included."""
+    rng = np.random.default_rng(seed)
+    k, n_items = 2 + seed % 3, 6 + seed
+    patterns = {tuple(rng.integers(0, n_items, size=k).tolist()) for _ in range(60 * k)}
+    prev = {p: int(rng.integers(1, 6 if seed % 2 else 400)) for p in sorted(patterns)}
+    total = len(_candidates(sorted(prev)))
+    for budget in sorted({1, 2, total // 3, total - 1, total, total + 5} - {0}):
+        assert capped_candidates(prev, budget) == _all_then_capped(prev, budget)

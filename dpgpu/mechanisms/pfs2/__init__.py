@@ -87,6 +87,7 @@ per-level candidate counts (all DP outputs) -- never exact counts.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import math
 import time
@@ -99,7 +100,7 @@ import numpy as np
 from ...backend import Backend, get_backend
 from ...data.sequencedb import SequenceDB, check_db
 from ...errors import InvalidParameter
-from ...eval.truth import _candidates, _dedupe
+from ...eval.truth import _dedupe
 from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale
 from ...privacy.ledger import split_budget
 from ...privacy.rng import NoiseKey
@@ -442,11 +443,10 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
     prev: dict[tuple[int, ...], int] = {}
     budget_left = max_candidates
     for k in range(1, L_f + 1):
-        cands = [(i,) for i in range(n_items)] if k == 1 else sorted(_candidates(sorted(prev)))
-        capped = len(cands) > budget_left  # never at level 1 (check_max_candidates)
-        if capped:
-            cands = sorted(sorted(cands, key=lambda c: -min(prev[c[:-1]], prev[c[1:]]))
-                           [:budget_left])
+        if k == 1:  # never capped (check_max_candidates)
+            cands, capped = [(i,) for i in range(n_items)], False
+        else:
+            cands, capped = capped_candidates(prev, budget_left)
         if not cands:
             break
         budget_left -= len(cands)
@@ -474,6 +474,56 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
             break
         prev = dict(frequent)
     return levels
+
+
+def capped_candidates(prev: dict[tuple[int, ...], int], budget: int
+                      ) -> tuple[list[tuple[int, ...]], bool]:
+    """The next level's candidates (GSP join and prune of ``prev``), at most ``budget`` of them.
+
+    Beyond ``budget``, the candidates whose two parents have the largest
+    smaller noisy support are kept (ties: in lexicographic order), listed
+    in lexicographic order.  A candidate's score is at most its first
+    parent's support, so the parents are joined in decreasing order of
+    support, a support at a time, and the joining stops once ``budget``
+    candidates score at least the support reached: a level far over the
+    cap is never built whole (millions of frequent pairs join into
+    billions of triples).  Post-processing of released supports only.
+
+    Returns
+    -------
+    candidates : list of tuple of int
+    capped : bool
+        Whether some candidates were left out.
+    """
+    have = set(prev)
+    by_prefix: dict[tuple[int, ...], list[int]] = {}
+    for q in sorted(prev):
+        by_prefix.setdefault(q[:-1], []).append(q[-1])
+    by_support: dict[int, list[tuple[int, ...]]] = {}
+    for p, v in prev.items():
+        by_support.setdefault(v, []).append(p)
+    found: list[tuple[int, tuple[int, ...]]] = []  # (-score, candidate)
+    below: list[int] = []  # -score of those scoring below the support reached (a heap)
+    scored = 0  # candidates found scoring at least the support reached
+    for v in sorted(by_support, reverse=True):
+        while below and -below[0] >= v:
+            heapq.heappop(below)
+            scored += 1
+        for p in by_support[v]:
+            for x in by_prefix.get(p[1:], ()):
+                c = p + (x,)
+                if all(c[:i] + c[i + 1:] in have for i in range(1, len(c) - 1)):
+                    score = min(v, prev[c[1:]])
+                    found.append((-score, c))
+                    if score >= v:
+                        scored += 1
+                    else:
+                        heapq.heappush(below, -score)
+        if scored > budget:
+            break
+    if len(found) <= budget:
+        return sorted(c for _, c in found), False
+    return sorted(c for _, c in sorted(found)[:budget]), True
 
 
 def sample_assignment(n: int, n_samples: int, key: NoiseKey) -> np.ndarray:
