@@ -355,11 +355,26 @@ class ReleaseWriter:
         db.save(self.path(name), format=fmt, force=True)
         return name, fmt
 
-    def write_json(self, name: str, obj: Any) -> None:
-        """Write ``obj`` as indented JSON."""
+    def write_json(self, name: str, obj: Any, *, items: tuple[str, Iterable] | None = None
+                   ) -> None:
+        """Write ``obj`` as indented JSON.
+
+        With ``items = (key, iterable)``, ``obj[key]`` is the list of the
+        iterable's items, written one at a time, each on one line: a list
+        too large to hold as Python objects is never built.
+        """
         self.progress(f"writing {name}")
         with open(self.path(name), "w", encoding="utf-8") as f:
-            dump_json(obj, f)
+            if items is None:
+                dump_json(obj, f)
+                return
+            key, values = items
+            head = json.dumps(json_ready({**obj, key: []}), indent=2, allow_nan=False)
+            f.write(head[:head.rindex("[")] + "[")
+            for i, value in enumerate(values):
+                f.write(("," if i else "") + "\n    " + json.dumps(json_ready(value),
+                                                              allow_nan=False))
+            f.write("\n  ]\n}\n")
 
     def finish(self, report: dict) -> Path:
         """Write ``report.json`` and ``diagnostics.json``, and move the release into place.

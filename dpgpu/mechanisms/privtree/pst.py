@@ -56,7 +56,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -460,13 +460,16 @@ class PSTRelease(Displayed):
 
     def nodes(self) -> list[dict[str, Any]]:
         """Every node: context labels, depth, leaf flag, noisy histogram."""
+        return list(self.iter_nodes())
+
+    def iter_nodes(self) -> Iterator[dict[str, Any]]:
+        """The nodes of :meth:`nodes` one at a time (a histogram made a list only when its
+        node comes: a large alphabet's histograms would take gigabytes as Python lists)."""
         labels = list(self.vocab.labels) + ["&", self.start_marker]
-        out = []
         for depth, lvl in enumerate(self.levels):
-            for ctx, leaf, h in zip(lvl.contexts.tolist(), lvl.leaf.tolist(), lvl.hist.tolist()):
-                out.append({"context": [labels[s] for s in ctx], "depth": depth, "leaf": leaf,
-                            "hist": h})
-        return out
+            for ctx, leaf, h in zip(lvl.contexts.tolist(), lvl.leaf.tolist(), lvl.hist):
+                yield {"context": [labels[s] for s in ctx], "depth": depth, "leaf": leaf,
+                       "hist": h.tolist()}
 
     def save(self, out_dir: Any, *, force: bool = False) -> Any:
         """Write the release directory: report.json, pst.json, synthetic.<ext>.
@@ -495,8 +498,8 @@ class PSTRelease(Displayed):
         with ReleaseWriter(out_dir, force=force,
                            progress=lambda msg: log.info("pst: %s", msg)) as rel:
             rel.write_json("pst.json", {"symbols": list(self.vocab.labels) + ["&"],
-                                        "start_marker": self.start_marker, "l_top": self.l_top,
-                                        "nodes": self.nodes()})
+                                        "start_marker": self.start_marker, "l_top": self.l_top},
+                           items=("nodes", self.iter_nodes()))
             report = dict(self.report)
             if self.synthetic is not None:
                 report["synthetic_file"], report["synthetic_format"] = \
