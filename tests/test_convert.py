@@ -86,3 +86,17 @@ def test_a_tsv_output_is_tab_separated_and_a_csv_one_comma_separated(tmp_path, c
     assert (tmp_path / "c.csv").read_text().splitlines()[0] == \
         "case:concept:name,concept:name,time:timestamp"
     assert [list(s) for s in dpgpu.load(tmp_path / "c.csv")] == [["1", "2", "3"], ["2", "3"]]
+
+
+def test_wide_and_trajectory_tables_may_be_named_csv(tmp_path, capsys):
+    """From a review: ``--to wide`` into ``out.csv`` was refused, yet a wide file is CSV."""
+    data = tmp_path / "in.txt"
+    data.write_text("a b\nc\n")
+    assert convert(capsys, data, tmp_path / "w.csv", "--to", "wide") == (0, "")
+    assert list(dpgpu.load(tmp_path / "w.csv", "wide", states="1:2")) == [("a", "b"), ("c",)]
+    points = tmp_path / "p.csv"
+    points.write_text("trip,x,y\nt1,0.1,0.1\nt1,0.9,0.9\n")
+    grid = ["--format", "trajectory", "--grid", "2", "--bounds", "0", "1", "0", "1"]
+    assert convert(capsys, points, tmp_path / "t.csv.gz", *grid, "--to", "trajectory") == (0, "")
+    back = dpgpu.load(tmp_path / "t.csv.gz", "trajectory", grid=2, bounds="0,1,0,1")
+    assert list(back) == [("0_0", "1_1")]

@@ -384,3 +384,10 @@ def test_synthetic_data_is_read_in_the_format_it_was_written_in(tmp_path, capsys
     (rel / "report.json").write_text(json.dumps(report))
     r = evaluate(capsys, original, rel, "--queries", "100")
     assert r["tasks"]["lengths"]["total_variation_distance"] == 0.0
+
+
+def test_an_empty_synthetic_file_is_evaluated_as_no_sequences(tmp_path, original, capsys):
+    """A tiny input's release may hold no synthetic sequence: an empty file, not an error."""
+    rel = make_release(tmp_path, original, {"synthetic.txt": ""})
+    r = evaluate(capsys, original, rel, "--queries", "50")
+    assert r["tasks"]["lengths"]["synthetic"]["sequences"] == 0

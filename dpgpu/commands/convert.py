@@ -68,11 +68,12 @@ def output_format(output: str, to: str | None) -> str | None:
     Raises
     ------
     InvalidParameter
-        Naming ``--to``, when the extension names another format; or naming
-        the output, when its extension names a format dpgpu cannot write.
+        Naming ``--to``, when the extension names another format (a
+        ``.csv`` name also suits :data:`CSV_TABLES`); or naming the output,
+        when its extension names a format dpgpu cannot write.
     """
     suffix, named = extension_format(output)
-    if named is None:
+    if named is None or (named == "csv" and to in CSV_TABLES):
         return to
     if to is not None and to != named:
         raise InvalidParameter(f"--to: {to} does not match the extension {suffix} of "
@@ -83,6 +84,10 @@ def output_format(output: str, to: str | None) -> str | None:
                                f"format, which dpgpu cannot write (it writes "
                                f"{', '.join(WRITE_FORMATS)})")
     return named
+
+
+#: Formats written as CSV tables besides event logs: a ``.csv`` name suits them too.
+CSV_TABLES = ("wide", "trajectory")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -53,6 +53,7 @@ import numpy as np
 from .. import __version__
 from ..data.io import atomic_output, input_errors, read_bytes
 from ..data.points import parse_columns, read_points
+from ..data.sequencedb import SequenceDB
 from ..errors import InputError, InvalidParameter
 from ..mechanisms.privtree.spatial import check_bounds
 from ..ops.keys import sorted_unique
@@ -472,6 +473,9 @@ def _load_synthetic(path: Path, report: dict, original: Any, options: dict) -> A
                                                              .get("format"))
     fmt = fmt if fmt in FORMATS else None
     opts = options if fmt is not None and fmt == original.source.get("format") else {}
+    if path.stat().st_size == 0:  # no synthetic sequence (a reader refuses an empty file)
+        return SequenceDB(np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64),
+                          original.vocab)
     db = load(path, format=fmt, **opts)
     log.info("evaluate: synthetic dataset %s: %d sequences", path.name, len(db))
     return db
