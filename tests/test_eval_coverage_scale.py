@@ -83,10 +83,10 @@ def test_gram_user_counts_nothing_long_enough():
 
 
 # --------------------------------------------------------------- DPNE coverage
-def _release(tmp_path, db, grams: list[tuple[int, ...]]):
+def _release(tmp_path, db, grams: list[tuple[int, ...]], parameters=None):
     d = tmp_path / "rel"
     d.mkdir()
-    report = {"mechanism": "dpne", "parameters": {}, "epsilon": 1.0, "delta": 1e-6,
+    report = {"mechanism": "dpne", "parameters": parameters or {}, "epsilon": 1.0, "delta": 1e-6,
               "ledger": [], "backend": "numpy", "seeded": True, "files": ["ngrams.tsv"],
               "vocabulary": {"size": db.vocab.size, "sha256": vocabulary_fingerprint(db.vocab)}}
     (d / "report.json").write_text(json.dumps(report))
@@ -95,17 +95,17 @@ def _release(tmp_path, db, grams: list[tuple[int, ...]]):
     return d
 
 
-def _brute_coverage(seqs, owners, released, ks):
+def _brute_coverage(seqs, owners, released, ks, max_n=None):
     """The coverage task's numbers, by sets and dicts of tuples."""
     rows, all_held = {}, {}
-    lengths = sorted({len(g) for g in released})
+    lengths = sorted({len(g) for g in released} | set(range(1, (max_n or 0) + 1))) or [1]
     for n in lengths:
         held = _brute_holders(seqs, owners, n)
         all_held.update(held)
         mine = [g for g in released if len(g) == n]
         rows[str(n)] = {
             "released": len(mine),
-            "spurious_fraction": sum(g not in held for g in mine) / len(mine),
+            "spurious_fraction": sum(g not in held for g in mine) / len(mine) if mine else 0.0,
             "coverage": {str(K): _share([g for g, c in held.items() if c >= K], set(mine))
                          for K in ks},
             "eligible": {str(K): sum(c >= K for c in held.values()) for K in ks}}
@@ -115,14 +115,14 @@ def _brute_coverage(seqs, owners, released, ks):
                                   if released else 0.0),
             "coverage": {str(K): _share([g for g, c in all_held.items() if c >= K],
                                         set(released)) for K in ks},
-            "note": "coverage over the lengths present in the release"}
+            "note": "coverage over gram lengths " + ", ".join(map(str, lengths))}
 
 
 def _share(eligible, released):
     return sum(g in released for g in eligible) / len(eligible) if eligible else 1.0
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(8))
 def test_coverage_matches_brute_force(tmp_path, seed):
     rng = np.random.default_rng(seed)
     db, seqs, owners = _random_db(rng, users=seed % 3 != 0, max_len=12)
@@ -133,19 +133,19 @@ def test_coverage_matches_brute_force(tmp_path, seed):
     too_long = [tuple([0] * 20)]                          # longer than every sequence
     released = list(dict.fromkeys(picked + random + too_long))
     ks = [1, 2, 3, 5]
-    result = E.evaluate_release(db, _release(tmp_path, db, released), tasks=["coverage"],
-                                coverage_ks=ks, original_name="orig")
-    assert result["tasks"]["coverage"] == _brute_coverage(seqs, owners, released, ks)
+    max_n = (None, 4, 7)[seed % 3]  # the release's max_n: lengths it reached with no gram count
+    result = E.evaluate_release(db, _release(tmp_path, db, released, {"max_n": max_n}),
+                                tasks=["coverage"], coverage_ks=ks, original_name="orig")
+    assert result["tasks"]["coverage"] == _brute_coverage(seqs, owners, released, ks, max_n)
 
 
 def test_coverage_of_an_empty_release(tmp_path):
-    db, _, _ = _random_db(np.random.default_rng(0))
+    """From a review: nothing released showed coverage 1.0 at every K."""
+    db, seqs, owners = _random_db(np.random.default_rng(0))
     result = E.evaluate_release(db, _release(tmp_path, db, []), tasks=["coverage"],
-                                coverage_ks=[1, 10], original_name="orig")
-    assert result["tasks"]["coverage"] == {
-        "count_by": "distinct users", "released": 0, "by_k": {}, "spurious_fraction": 0.0,
-        "coverage": {"1": 1.0, "10": 1.0}, "note": "coverage over the lengths present in "
-                                                   "the release"}
+                                coverage_ks=[1, 10 ** 6], original_name="orig")
+    assert result["tasks"]["coverage"] == _brute_coverage(seqs, owners, [], [1, 10 ** 6])
+    assert result["tasks"]["coverage"]["coverage"] == {"1": 0.0, "1000000": 1.0}
 
 
 @pytest.mark.parametrize("line, message", [("2\ta q", "is not a sequence of labels"),

@@ -384,7 +384,8 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
         elif task == "frequent":
             results[task] = _frequent(ctx, files.get("frequent"), syn, min_support)
         elif task == "coverage":
-            results[task] = _coverage(ctx, files["kgrams"], coverage_ks)
+            results[task] = _coverage(ctx, files["kgrams"], coverage_ks,
+                                      (report.get("parameters") or {}).get("max_n"))
         timings[task] = round(time.perf_counter() - t0, 3)
     return _evaluation(rdir, report, files,
                        {"path": oname, "format": original.source.get("format"),
@@ -751,13 +752,17 @@ def _frequent(ctx: _Context, path: Path | None, syn: Any, min_support: int | Non
     return out
 
 
-def _coverage(ctx: _Context, path: Path, coverage_ks: Sequence[int]) -> dict:
+def _coverage(ctx: _Context, path: Path, coverage_ks: Sequence[int],
+              max_n: int | None = None) -> dict:
     """K-anonymity coverage and spurious share of a DPNE release, per gram length and overall.
 
     The definitions of :func:`dpgpu.eval.metrics.kanonymity_coverage` and
     :func:`dpgpu.eval.metrics.spurious_fraction`, computed on arrays: per
     length, the holders of every gram of the original
     (:func:`dpgpu.eval.truth.gram_user_counts`) and of each released gram.
+    The lengths are 1 .. ``max_n`` (the release's parameter), so that a
+    length the release reached with no gram counts as uncovered; without
+    it, those present in the release (length 1 when none is).
     """
     db = ctx.db
     pats, _ = read_gram_file(path, db.vocab, ("gram",))
@@ -766,7 +771,11 @@ def _coverage(ctx: _Context, path: Path, coverage_ks: Sequence[int]) -> dict:
         raise InputError(f"{path}: gram {ctx.label(bad[0])!r} holds a marker; k-grams are made "
                          "of items")
     counts = {}
-    for n, released in _grams_by_length(pats).items():
+    by_length = _grams_by_length(pats)
+    lengths = range(1, max_n + 1) if isinstance(max_n, int) and max_n >= 1 else \
+        (sorted(by_length) or [1])
+    for n in sorted(set(lengths) | set(by_length)):
+        released = by_length.get(n, np.zeros((0, n), dtype=np.int32))
         log.info("evaluate: coverage: the holders of every %d-gram", n)
         grams, holders = T.gram_user_counts(db, n)
         counts[n] = _coverage_counts(released, grams, holders, coverage_ks, db.vocab.size)
@@ -779,7 +788,7 @@ def _coverage(ctx: _Context, path: Path, coverage_ks: Sequence[int]) -> dict:
             for n, c in counts.items()}
     return {"count_by": "distinct users" if db.users is not None else "distinct sequences",
             "released": total["released"], "by_k": rows, **_coverage_shares(total),
-            "note": "coverage over the lengths present in the release"}
+            "note": "coverage over gram lengths " + ", ".join(rows)}
 
 
 def _grams_by_length(pats: Sequence[tuple[int, ...]]) -> dict[int, np.ndarray]:
