@@ -215,7 +215,7 @@ def add_data_arguments(parser: argparse.ArgumentParser, name: str = "data") -> N
     group.add_argument("--timestamp", help="csv/parquet/xes/trajectory: timestamp column or "
                        "attribute")
     group.add_argument("--user", help="csv/parquet/jsonl/text-*/trajectory: user id column or "
-                       "field (user-level data)")
+                       "field (user-level data; jsonl/text-*: default author)")
     group.add_argument("--delimiter", help="csv/wide/trajectory: field delimiter (default: "
                        "detect)")
     group.add_argument("--states", metavar="FIRST:LAST",
@@ -232,7 +232,8 @@ def add_data_arguments(parser: argparse.ArgumentParser, name: str = "data") -> N
     group.add_argument("--repeats", choices=("collapse", "keep"),
                        help="trajectory: one item per run of points in a cell (default) or "
                             "one per point")
-    group.add_argument("--text", help="jsonl/text-csv/text-parquet: text column or field")
+    group.add_argument("--text", help="jsonl/text-csv/text-parquet: text column or field "
+                       "(default: content)")
     group.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
                        help="jsonl/text-*: lower-case the words")
     group.add_argument("--vocab", metavar="FILE",
