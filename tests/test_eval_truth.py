@@ -272,3 +272,19 @@ def test_msnbc_sample_against_brute_force():
     ms = int(sup[-1])
     freq, fsup = T.frequent_subsequences(db, ms, min_length=2)
     assert set(top) <= set(freq) and int(fsup.min()) >= ms
+
+
+@SETTINGS
+@given(seqs, st.lists(st.integers(1, 5), min_size=8, max_size=8))
+def test_occurring_pairs_brute(sequences, weights):
+    """Each ordered pair a sequence holds as a subsequence (``a a``: twice), once per sequence,
+    with its weight: what level 2 of the exact miner starts from."""
+    from dpgpu.eval.subseq_numba import occurring_pairs
+
+    db = _db(sequences)
+    w = np.array(weights[:len(sequences)], dtype=np.int64)
+    keys, held = occurring_pairs(db.items, db.offsets, w, ALPHA)
+    got = sorted(zip(keys.tolist(), held.tolist()))
+    want = sorted((a * ALPHA + b, int(w[i])) for i, s in enumerate(sequences)
+                  for a in range(ALPHA) for b in range(ALPHA) if _contains(s, (a, b)))
+    assert got == want

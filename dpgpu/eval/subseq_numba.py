@@ -282,3 +282,44 @@ def gather_rows(items, offsets, rows):
         a = offsets[rows[i]]
         out[out_off[i]:out_off[i + 1]] = items[a:a + out_off[i + 1] - out_off[i]]
     return out, out_off
+
+
+@numba.njit(cache=True, nogil=True)
+def occurring_pairs(items, offsets, weights, n_sym):
+    """Every ordered pair ``(a, b)`` a sequence holds as a subsequence, once per sequence.
+
+    ``(a, b)`` is held when ``a``'s first occurrence comes before ``b``'s
+    last (``a == b``: when ``a`` occurs twice), so a sequence of ``d``
+    distinct items costs ``d * d`` tests however long it is.  Returns the
+    keys ``a * n_sym + b`` (int64) and the holding sequence's weight of each.
+    """
+    first = np.full(n_sym, -1, dtype=np.int64)  # a position before offsets[s]: not in sequence s
+    last = np.empty(n_sym, dtype=np.int64)
+    seen = np.empty(n_sym, dtype=np.int64)
+    out = np.empty(0, dtype=np.int64)
+    held = np.empty(0, dtype=np.int64)
+    for fill in range(2):  # count, then write
+        o = 0
+        for s in range(offsets.size - 1):
+            d = 0
+            for p in range(offsets[s], offsets[s + 1]):
+                x = items[p]
+                if first[x] < offsets[s]:
+                    first[x] = p
+                    seen[d] = x
+                    d += 1
+                last[x] = p
+            for i in range(d):
+                a = seen[i]
+                for j in range(d):
+                    b = seen[j]
+                    if first[a] < last[b]:
+                        if fill:
+                            out[o] = a * n_sym + b
+                            held[o] = weights[s]
+                        o += 1
+        if not fill:
+            out = np.empty(o, dtype=np.int64)
+            held = np.empty(o, dtype=np.int64)
+            first[:] = -1
+    return out, held

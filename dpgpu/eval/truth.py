@@ -536,9 +536,10 @@ def _mine(db, min_support, k, max_length, min_length, l_max):
     kept_p: list[tuple[int, ...]] = []
     kept_c: list[int] = []
     cands = [(i,) for i in range(db.vocab.size)]
+    known = None  # the candidates' supports, where found with them
     n = 1
     while cands:
-        sup = subsequence_supports(src, cands, weights=weights)
+        sup = subsequence_supports(src, cands, weights=weights) if known is None else known
         thr = min_support if k is None else max(min_support, _kth(kept_c, k))
         if n >= min_length:
             for c, s in zip(cands, sup.tolist()):
@@ -553,10 +554,33 @@ def _mine(db, min_support, k, max_length, min_length, l_max):
         level = [c for c, s in zip(cands, sup.tolist()) if s >= thr]
         if max_length is not None and n >= max_length:
             break
-        cands = _candidates(level)
+        cands, known = _pairs(src, weights, level) if n == 1 else (_candidates(level), None)
         n += 1
     order = _rank_tuples(kept_p, kept_c)
     return [kept_p[i] for i in order], np.array([kept_c[i] for i in order], dtype=np.int64)
+
+
+def _pairs(db: Any, weights: np.ndarray, level: list[tuple[int, ...]]
+           ) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """The 2-item candidates of ``level`` (single items) that some sequence holds, with
+    their supports (:func:`~dpgpu.eval.subseq_numba.occurring_pairs`).
+
+    The same patterns as :func:`_candidates` with a support of at least 1 (the
+    others cannot reach any threshold), in the same order, without joining
+    every pair of items: 9,025 items make 81M pairs, of which LEVIATHAN holds 5M.
+    """
+    from .subseq_numba import occurring_pairs  # noqa: PLC0415 - Numba on use
+
+    n_sym = db.vocab.size
+    keys, held = occurring_pairs(db.items, db.offsets, weights, n_sym)
+    pairs, inverse = np.unique(keys, return_inverse=True)
+    support = np.bincount(inverse.reshape(-1), weights=held, minlength=pairs.size)
+    a, b = pairs // n_sym, pairs % n_sym
+    items = np.zeros(n_sym, dtype=bool)
+    items[[c[0] for c in level]] = True
+    keep = items[a] & items[b]
+    return (list(zip(a[keep].tolist(), b[keep].tolist())),
+            np.rint(support[keep]).astype(np.int64))
 
 
 def _dedupe(db: Any, weights: np.ndarray | None = None) -> tuple[Any, np.ndarray]:
