@@ -69,7 +69,6 @@ TRAJECTORY_CANDIDATES = {
     "timestamp": CANDIDATES["timestamp"],
 }
 _GRID = re.compile(r"\s*(\d+)\s*(?:[xX,]\s*(\d+)\s*)?")
-_LABEL = re.compile(r"(\d+)_(\d+)")
 
 
 @dataclass(frozen=True)
@@ -153,13 +152,8 @@ class Grid:
 
     def ids_of(self, labels: list[str]) -> np.ndarray:
         """Cell id of each label (``"i_j"``), -1 for a label that names no cell of the grid."""
-        out = np.full(len(labels), -1, dtype=np.int64)
-        for k, label in enumerate(labels):
-            found = _LABEL.fullmatch(label)
-            if found is not None and int(found[1]) < self.nx and int(found[2]) < self.ny \
-                    and label == f"{int(found[1])}_{int(found[2])}":
-                out[k] = int(found[2]) * self.nx + int(found[1])
-        return out
+        index = {label: k for k, label in enumerate(self.labels())}
+        return np.array([index.get(label, -1) for label in labels], dtype=np.int64)
 
 
 def _bounds(bounds: Any) -> tuple[float, float, float, float]:
@@ -184,10 +178,9 @@ def _bounds(bounds: Any) -> tuple[float, float, float, float]:
 
 
 def _index(v: np.ndarray, lo: float, hi: float, n: int) -> np.ndarray:
-    """Column (or row) of each coordinate ``v`` among ``n`` equal intervals of ``[lo, hi]``."""
-    with np.errstate(invalid="ignore"):
-        k = np.floor((v - lo) / (hi - lo) * n)
-    return np.clip(np.nan_to_num(k), 0, n - 1).astype(np.int64)
+    """Column (or row) of each finite coordinate ``v`` among ``n`` equal intervals of
+    ``[lo, hi]`` (the nearest one for a coordinate outside)."""
+    return np.clip(np.floor((v - lo) / (hi - lo) * n), 0, n - 1).astype(np.int64)
 
 
 def read_trajectory(path: Any, data: bytes, *, grid: Any = None, bounds: Any = None,
@@ -240,10 +233,9 @@ def read_trajectory(path: Any, data: bytes, *, grid: Any = None, bounds: Any = N
         A missing column (the message lists the columns and names the
         option), a malformed line, a row with another number of fields than
         the header, an empty (null) Parquet value, a coordinate that is not
-        a finite number, a point
-        outside the bounds (unless dropped), a bad timestamp, an empty
-        trajectory or user id, a trajectory of two users.  Messages name
-        the file and line.
+        a finite number, a point outside the bounds (unless dropped), a bad
+        timestamp, an empty trajectory or user id, a trajectory of two
+        users.  Messages name the file and line (row, for Parquet).
     """
     cells = Grid.of(grid, bounds)
     outside = check_choice(outside, "outside", OUTSIDE)

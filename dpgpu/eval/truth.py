@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 from urllib.parse import unquote
 
 import numpy as np
@@ -446,23 +446,26 @@ def group_by_prefix(pats: Sequence[tuple[int, ...]]
 
 
 def _candidates(level: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
-    """Candidate (n+1)-subsequences from the frequent n-subsequences (GSP join + prune).
+    """Candidate (n+1)-subsequences from the frequent n-subsequences (GSP join + prune)."""
+    return [c for _, c in gsp_join(level, level)]
 
-    ``p + (q[-1],)`` for every pair with ``p[1:] == q[:-1]``, kept only when
-    every subsequence obtained by deleting one item is in ``level``
-    (supports are anti-monotone under taking subsequences).
+
+def gsp_join(level: Iterable[tuple[int, ...]], parents: Iterable[tuple[int, ...]]
+             ) -> Iterator[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """``(p, c)`` for each parent ``p`` of ``level`` in the order given and each candidate
+    ``c = p + (q[-1],)`` with ``q`` in ``level`` and ``p[1:] == q[:-1]``, kept only when
+    every subsequence obtained by deleting one item is in ``level`` (supports are
+    anti-monotone under taking subsequences); lazily, so a caller may stop early.
     """
     have = set(level)
     by_prefix: dict[tuple[int, ...], list[int]] = {}
-    for q in level:
+    for q in sorted(have):
         by_prefix.setdefault(q[:-1], []).append(q[-1])
-    out = []
-    for p in level:
+    for p in parents:
         for x in by_prefix.get(p[1:], ()):
             c = p + (x,)
             if all(c[:i] + c[i + 1:] in have for i in range(1, len(c) - 1)):
-                out.append(c)
-    return out
+                yield p, c
 
 
 def frequent_subsequences(db: Any, min_support: int, *, max_length: int | None = None,

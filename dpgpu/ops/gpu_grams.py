@@ -169,8 +169,6 @@ def dense_counts_gpu(tokens: Any, lengths: Any, n: int, radix: int, counts: Any,
         When the key space reaches ``2**31`` or ``counts`` has the wrong
         size, dtype or layout.
     """
-    import cupy  # noqa: PLC0415 - GPU path only
-
     space = ((radix ** n - 1) >> shift) + 1
     if space >= 2 ** 31:
         raise ValueError(f"dense_counts_gpu: {space} bins; dense histograms hold below 2**31")
@@ -178,14 +176,11 @@ def dense_counts_gpu(tokens: Any, lengths: Any, n: int, radix: int, counts: Any,
         raise ValueError("dense_counts_gpu: counts must be C-contiguous uint32, uint64 or "
                          f"int64 of shape ({space},)")
     suffix = _SUFFIX[counts.dtype]
-    tokens, row_stride = _rows(tokens)
-    n_rows, width = tokens.shape
-    n_windows = width - n + 1
-    if n_windows <= 0 or n_rows == 0:
+    found = _window_args(tokens, lengths, n, radix)
+    if found is None:
         return counts
-    total = n_rows * n_windows
-    args = (tokens, np.int64(row_stride), cupy.ascontiguousarray(lengths, dtype=cupy.int32),
-            np.int64(n_rows), np.int64(n_windows), np.int32(n), np.int64(radix), np.int32(shift))
+    total, args = found
+    args += (np.int32(shift),)
     if space <= SHARED_BINS:
         # a block's 32-bit counters see at most total / blocks < 2**32 windows
         blocks = max(_SHARED_BLOCKS_PER_SM * cuda.multiprocessors(), -(-total // 2 ** 31))
@@ -247,16 +242,10 @@ def hash_counts_gpu(blocks: list, n: int, radix: int, max_bytes: int, windows: i
         table[:, 1] = 0
         extra, kernel = (table,), "dpgpu_gram_hash_counts"
     for tokens, lengths in blocks:
-        tokens, row_stride = _rows(tokens)
-        n_rows, width = tokens.shape
-        n_windows = width - n + 1
-        if n_windows <= 0 or n_rows == 0:
-            continue
-        cuda.launch(cuda.function("gram_counts", kernel), n_rows * n_windows,
-                    (tokens, np.int64(row_stride),
-                     cupy.ascontiguousarray(lengths, dtype=cupy.int32), np.int64(n_rows),
-                     np.int64(n_windows), np.int32(n), np.int64(radix),
-                     np.int64(capacity)) + extra)
+        found = _window_args(tokens, lengths, n, radix)
+        if found is not None:
+            cuda.launch(cuda.function("gram_counts", kernel), found[0],
+                        found[1] + (np.int64(capacity),) + extra)
     if packed:
         words = pack_nonzero(table, -1)
         words.sort()
@@ -322,24 +311,17 @@ def partition_counts_gpu(blocks: list, n: int, radix: int, windows: int, max_byt
             or 12 * windows + 40 * parts > max_bytes:
         return None
     sizes = cupy.zeros(parts, dtype=cupy.uint32 if windows < 2 ** 32 else cupy.uint64)
-    launches = []
     for tokens, lengths in blocks:
-        tokens, row_stride = _rows(tokens)
-        n_rows, width = tokens.shape
-        if n_rows and width >= n:
-            dense_counts_gpu(tokens, lengths, n, radix, sizes, shift=shift)
-            launches.append((n_rows * (width - n + 1),
-                             (tokens, np.int64(row_stride),
-                              cupy.ascontiguousarray(lengths, dtype=cupy.int32), np.int64(n_rows),
-                              np.int64(width - n + 1), np.int32(n), np.int64(radix),
-                              np.int32(shift))))
+        dense_counts_gpu(tokens, lengths, n, radix, sizes, shift=shift)
     starts = cupy.zeros(parts + 1, dtype=cupy.uint64)
     cupy.cumsum(sizes, dtype=cupy.uint64, out=starts[1:])
     cursors = starts[:-1].copy()
     low = cupy.empty(windows, dtype=cupy.uint32)
-    for total, args in launches:
-        cuda.launch(cuda.function("gram_counts", "dpgpu_partition_scatter"), total,
-                    args + (cursors, low))
+    for tokens, lengths in blocks:
+        found = _window_args(tokens, lengths, n, radix)
+        if found is not None:
+            cuda.launch(cuda.function("gram_counts", "dpgpu_partition_scatter"), found[0],
+                        found[1] + (np.int32(shift), cursors, low))
     words = cupy.empty(windows, dtype=cupy.uint64)
     distinct = cupy.empty(parts, dtype=cupy.uint32)
     args = (low, starts, np.int64(parts), np.int32(shift), np.int32(count_bits), words, distinct)
@@ -488,6 +470,26 @@ def level_histogram_gpu(tokens: Any, lengths: Any, m: int, sorted_ctx_keys: Any,
                  cupy.ascontiguousarray(ctx_order, dtype=cupy.int64),
                  np.int64(n_ctx), np.int32(n_symbols), out))
     return out
+
+
+def _window_args(tokens: Any, lengths: Any, n: int, radix: int):
+    """``(work items, leading arguments)`` of a window kernel over one padded block, or None
+    when the block has no length-``n`` window.
+
+    The arguments every ``gram_counts.cu`` kernel starts with: ``tokens``,
+    row stride, ``lengths`` (int32), rows, windows per row, ``n``, ``radix``.
+    """
+    import cupy  # noqa: PLC0415 - GPU path only
+
+    tokens, row_stride = _rows(tokens)
+    n_rows, width = tokens.shape
+    n_windows = width - n + 1
+    if n_windows <= 0 or n_rows == 0:
+        return None
+    return n_rows * n_windows, (tokens, np.int64(row_stride),
+                                cupy.ascontiguousarray(lengths, dtype=cupy.int32),
+                                np.int64(n_rows), np.int64(n_windows), np.int32(n),
+                                np.int64(radix))
 
 
 def _rows(tokens: Any):

@@ -100,7 +100,7 @@ import numpy as np
 from ...backend import Backend, get_backend
 from ...data.sequencedb import SequenceDB, check_db
 from ...errors import InvalidParameter
-from ...eval.truth import _dedupe
+from ...eval.truth import _dedupe, gsp_join
 from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale
 from ...privacy.ledger import split_budget
 from ...privacy.rng import NoiseKey
@@ -495,32 +495,24 @@ def capped_candidates(prev: dict[tuple[int, ...], int], budget: int
     capped : bool
         Whether some candidates were left out.
     """
-    have = set(prev)
-    by_prefix: dict[tuple[int, ...], list[int]] = {}
-    for q in sorted(prev):
-        by_prefix.setdefault(q[:-1], []).append(q[-1])
-    by_support: dict[int, list[tuple[int, ...]]] = {}
-    for p, v in prev.items():
-        by_support.setdefault(v, []).append(p)
     found: list[tuple[int, tuple[int, ...]]] = []  # (-score, candidate)
     below: list[int] = []  # -score of those scoring below the support reached (a heap)
-    scored = 0  # candidates found scoring at least the support reached
-    for v in sorted(by_support, reverse=True):
-        while below and -below[0] >= v:
-            heapq.heappop(below)
+    scored, reached = 0, None  # candidates found scoring at least the support reached
+    for p, c in gsp_join(prev, sorted(prev, key=lambda q: -prev[q])):
+        v = prev[p]
+        if v != reached:  # every candidate scoring at least the last support is found
+            if scored > budget:
+                break
+            while below and -below[0] >= v:
+                heapq.heappop(below)
+                scored += 1
+            reached = v
+        score = min(v, prev[c[1:]])
+        found.append((-score, c))
+        if score >= v:
             scored += 1
-        for p in by_support[v]:
-            for x in by_prefix.get(p[1:], ()):
-                c = p + (x,)
-                if all(c[:i] + c[i + 1:] in have for i in range(1, len(c) - 1)):
-                    score = min(v, prev[c[1:]])
-                    found.append((-score, c))
-                    if score >= v:
-                        scored += 1
-                    else:
-                        heapq.heappush(below, -score)
-        if scored > budget:
-            break
+        else:
+            heapq.heappush(below, -score)
     if len(found) <= budget:
         return sorted(c for _, c in found), False
     return sorted(c for _, c in sorted(found)[:budget]), True
