@@ -11,6 +11,7 @@ import pytest
 
 import dpgpu
 from dpgpu import SequenceDB, Vocabulary
+from dpgpu.cli import main
 from dpgpu.data import writers
 from dpgpu.release import ReleaseWriter, encode_gram, encode_id_grams, encode_ids
 
@@ -159,3 +160,40 @@ def test_synthetic_writing_is_logged(tmp_path, caplog):
         rel.save(tmp_path / "rel")
     assert "pst: writing pst.json" in caplog.text
     assert f"pst: writing synthetic.txt: {len(rel.synthetic)} sequences" in caplog.text
+
+
+@pytest.mark.parametrize("fmt, name", [("lines", "e.txt"), ("seq", "e.seq"), ("spmf", "e.spmf"),
+                                       ("xes", "e.xes"), ("wide", "e.wide.csv"),
+                                       ("csv", "e.csv"), ("parquet", "e.parquet"),
+                                       ("trajectory", "t.csv")])
+def test_empty_sequences_are_written_or_counted_in_a_warning(tmp_path, caplog, fmt, name):
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow")
+    labels = ["0_0", "1_0", "0_1", "1_1"]  # cells of a 2x2 grid, for trajectories
+    db = _db(labels, n=30)
+    options = {}
+    if fmt == "trajectory":
+        options = {"grid": "2x2", "bounds": "0,2,0,2", "repeats": "keep"}
+        db.source.update(format="trajectory", grid=[2, 2], bounds=[0.0, 2.0, 0.0, 2.0])
+    if fmt == "wide":
+        options = {"states": f"1:{db.lengths.max()}"}
+    empty = int(np.count_nonzero(db.lengths == 0))
+    assert empty >= 4
+    with caplog.at_level(logging.WARNING, logger="dpgpu"):
+        n = db.save(tmp_path / name, format=fmt)
+    back = dpgpu.load(tmp_path / name, format=fmt, vocab=db.vocab, **options)
+    dropped = fmt in writers.ROW_FORMATS
+    assert n == len(back) == len(db) - (empty if dropped else 0)
+    assert back.n_events == db.n_events
+    warned = [r.getMessage() for r in caplog.records if "were not written" in r.getMessage()]
+    assert warned == ([f"{tmp_path / name}: {empty} of the {len(db)} sequences are empty and "
+                       f"were not written: a {fmt} file has a row per item, so a sequence "
+                       "without items has no row"] if dropped else [])
+
+
+def test_convert_counts_the_sequences_it_wrote(tmp_path, capsys, caplog):
+    src = tmp_path / "in.txt"
+    src.write_text("a b\n\nc\n\n")
+    assert main(["convert", str(src), str(tmp_path / "out.csv")]) == 0
+    assert capsys.readouterr().out.strip() == f"wrote 2 sequences to {tmp_path / 'out.csv'}"
+    assert "2 of the 4 sequences are empty" in caplog.text

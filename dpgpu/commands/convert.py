@@ -28,7 +28,8 @@ synthetic timestamp instead of its real one: event j of a case at
 2000-01-01T00:00:00Z plus j seconds (the number j where a csv or parquet
 input had numeric times, none where it had no timestamp column).  Case names
 are kept; every other attribute or column of the input (resource, lifecycle,
-...) is dropped, xes drops users, csv and parquet drop cases without events.
+...) is dropped, xes drops users, csv, parquet and trajectory drop empty
+sequences (with a warning that counts them).
 The other formats (seq, spmf, lines) keep the sequences only: no case names,
 times or users.
 """
@@ -95,6 +96,6 @@ def run(args: argparse.Namespace) -> int:
     fmt = output_format(args.output, args.to)
     check_output(args.output, force=args.force, inputs=input_paths(args))  # before reading
     db = load_from_args(args)
-    db.save(args.output, format=fmt, force=args.force)
-    print(f"wrote {len(db)} sequences to {args.output}")
+    n = db.save(args.output, format=fmt, force=args.force)
+    print(f"wrote {n} sequences to {args.output}")
     return 0

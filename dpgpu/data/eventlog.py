@@ -1301,7 +1301,7 @@ class _TableSink:
     A part's values come as codes into short lists of texts (a name per
     sequence, a label per item), so each writer turns them into its own
     column type without a Python object per event where it can.  Empty
-    sequences have no rows; their number is logged at the end.
+    sequences have no rows (:func:`dpgpu.data.writers.written` counts them).
     """
 
     def __init__(self, db: SequenceDB) -> None:
@@ -1310,7 +1310,6 @@ class _TableSink:
         self.labels = np.array(db.vocab.labels, dtype=object)
         self.roles = [r for r in ("case", "activity", "timestamp", "user")
                       if self.columns[r] is not None]
-        self.empty = 0
 
     def values(self, part: SequenceDB, first: int) -> dict[str, Any]:
         """Per-event values of ``part`` (``first``: sequences before it).
@@ -1319,7 +1318,6 @@ class _TableSink:
         role is a pair ``(codes, texts)``: event ``e``'s value is
         ``texts[codes[e]]``.
         """
-        self.empty += int(np.count_nonzero(part.lengths == 0))
         owner = np.repeat(np.arange(len(part)), part.lengths)  # each event's sequence
         values: dict[str, Any] = {"case": (owner, self.names.cases(part, first)),
                                   "activity": (part.items, self.labels)}
@@ -1330,10 +1328,7 @@ class _TableSink:
         return values
 
     def close(self) -> None:
-        """Log how many sequences had no event to write."""
-        if self.empty:
-            log.warning("%d empty sequences have no events and are not written to the event "
-                        "log", self.empty)
+        """Nothing to end where the rows are complete (a Parquet writer closes its file)."""
 
 
 class CsvLogSink(_TableSink):
@@ -1474,7 +1469,6 @@ class ParquetLogSink(_TableSink):
     def close(self) -> None:
         """Finish the file (a valid log with no rows when nothing was written)."""
         self.writer.close()
-        super().close()
 
 
 def write_parquet_log(db: SequenceDB, target: Any) -> None:

@@ -372,22 +372,30 @@ class SequenceDB:
             "most_frequent": [(self.vocab.labels[i], int(freq[i])) for i in top if freq[i]],
         }
 
-    def save(self, path: Any, format: str | None = None, *, force: bool = False) -> None:
+    def save(self, path: Any, format: str | None = None, *, force: bool = False) -> int:
         """Write the database to ``path`` (atomically; gzip if it ends in ``.gz``).
 
         Parameters
         ----------
         path : str or path-like
         format : str, optional
-            ``"seq"``, ``"spmf"``, ``"lines"``, ``"csv"``, ``"parquet"`` or
-            ``"xes"``.  Default: the format the data was read from, else
-            ``"lines"``.
+            One of :data:`dpgpu.data.writers.WRITE_FORMATS` (``"seq"``,
+            ``"spmf"``, ``"lines"``, ``"csv"``, ``"parquet"``, ``"xes"``,
+            ``"wide"``, ``"trajectory"``).  Default: the format the data was
+            read from, else ``"lines"``.
         force : bool
             Overwrite an existing file.
+
+        Returns
+        -------
+        int
+            The sequences written: fewer than ``len(self)`` where a format
+            with a row per item (csv, parquet, trajectory) cannot hold the
+            empty ones, as a warning then says.
         """
         from .writers import write
 
-        write(self, path, format=format, force=force)
+        return write(self, path, format=format, force=force)
 
 
 #: Keys of ``source`` that describe a file's format (no identifiers, no path).

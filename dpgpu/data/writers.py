@@ -45,11 +45,18 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _CSV_DELIMITERS = {".tsv": "\t", ".csv": ","}
 
 
-def write(db: Any, path: Any, format: str | None = None, *, force: bool = False) -> None:
+def write(db: Any, path: Any, format: str | None = None, *, force: bool = False) -> int:
     """Write ``db`` to ``path`` (see :meth:`SequenceDB.save`).
 
     A CSV log is tab-separated in a ``.tsv`` file and comma-separated in a
     ``.csv`` one (otherwise delimited as its input, if that was a CSV log).
+
+    Returns
+    -------
+    int
+        The sequences written: all of them, but for the empty ones in a
+        format with a row per item (:data:`ROW_FORMATS`), which are counted
+        in a warning.
 
     Raises
     ------
@@ -62,6 +69,7 @@ def write(db: Any, path: Any, format: str | None = None, *, force: bool = False)
         write_all(open_sink(fmt, db, stream, path), db)
     if fmt == "lines":
         _warn_unless_detected_as_lines(Path(path))
+    return written(len(db), int(np.count_nonzero(db.lengths == 0)), fmt, path)
 
 
 def write_parts(db_parts: Iterable[Any], path: Any, format: str, *,
@@ -89,7 +97,8 @@ def write_parts(db_parts: Iterable[Any], path: Any, format: str, *,
     Returns
     -------
     tuple of int
-        The sequences and the events written.
+        The sequences and the events written (empty sequences are not
+        written in a format with a row per item, :func:`written`).
 
     Raises
     ------
@@ -107,7 +116,7 @@ def write_parts(db_parts: Iterable[Any], path: Any, format: str, *,
     if head is None:
         raise InvalidParameter("db_parts: no part to write")
     check_writable(head, fmt, path)
-    n_sequences = n_events = 0
+    n_sequences = n_events = n_empty = 0
     with atomic_output(path, force=force, binary=fmt == "parquet") as stream:
         sink = open_sink(fmt, head, stream, path)
         for db in itertools.chain([head], db_parts):
@@ -117,9 +126,38 @@ def write_parts(db_parts: Iterable[Any], path: Any, format: str, *,
             for part in parts(db):
                 sink.write(part, n_sequences)
                 n_sequences += len(part)
+                n_empty += int(np.count_nonzero(part.lengths == 0))
             n_events += db.n_events
         sink.close()
-    return n_sequences, n_events
+    return written(n_sequences, n_empty, fmt, path), n_events
+
+
+#: Formats with a row per item: a sequence without items has no row there.
+ROW_FORMATS = ("csv", "parquet", "trajectory")
+
+
+def written(n_sequences: int, n_empty: int, fmt: str, path: Any) -> int:
+    """How many of ``n_sequences`` a ``fmt`` file holds, warning of the empty ones left out.
+
+    Parameters
+    ----------
+    n_sequences, n_empty : int
+        The sequences given to the writer, and how many of them were empty.
+    fmt : str
+    path : path-like
+        The file written, for the warning.
+
+    Returns
+    -------
+    int
+        ``n_sequences``, less ``n_empty`` in a format of :data:`ROW_FORMATS`.
+    """
+    if fmt not in ROW_FORMATS or not n_empty:
+        return n_sequences
+    log.warning("%s: %d of the %d sequences are empty and were not written: a %s file has a "
+                "row per item, so a sequence without items has no row", path, n_empty,
+                n_sequences, fmt)
+    return n_sequences - n_empty
 
 
 def _write_format(fmt: str) -> str:
