@@ -23,6 +23,7 @@ import json
 import logging
 import math
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -53,6 +54,9 @@ _FALLBACK_FORMATS = ("spmf", "lines", "csv", "xes", "seq", "parquet")
 
 #: How an item label that is exactly a marker's name is written in release files.
 _MARKER_LIKE = {"&": "%26", "$": "%24"}
+#: Characters a release file %-encodes in a label (as the UTF-8 bytes of each): ``%``, white
+#: space and control characters; the rest, non-ASCII text included, is written as it is.
+_ENCODED = re.compile(r"[%\s\x00-\x1f\x7f-\x9f]")
 #: Rows of a table that :meth:`ReleaseWriter.write_columns` turns into text at once.
 _CHUNK_ROWS = 1 << 18
 
@@ -60,8 +64,10 @@ _CHUNK_ROWS = 1 << 18
 def encode_gram(labels: Sequence[str]) -> str:
     """A gram of items as release files write it: labels joined by single spaces.
 
-    A label holding white space or ``%`` is %-encoded (``Send Fine`` becomes
-    ``Send%20Fine``), so the text splits back into the same labels; so is a
+    In a label, ``%``, white space and control characters are %-encoded
+    (``Send Fine`` becomes ``Send%20Fine``; other text, accents and
+    ideographs included, is kept), so the text splits back into the same
+    labels and reads with :func:`urllib.parse.unquote`; so is a
     label that is exactly a marker's name (``&`` becomes ``%26``, ``$``
     ``%24``), so that a bare ``&`` or ``$`` is always a marker
     (:func:`encode_ids`).  :func:`dpgpu.eval.truth.parse_gram` reads it.
@@ -129,7 +135,7 @@ def _encode_symbol(vocab: Any, ident: int) -> str:
 
 
 def _encode_label(label: str) -> str:
-    text = quote(label, safe="!\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~")
+    text = _ENCODED.sub(lambda m: quote(m.group(0), safe=""), label)
     return _MARKER_LIKE.get(text, text)
 
 

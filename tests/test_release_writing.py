@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import logging
+import unicodedata
+from urllib.parse import unquote
 
 import numpy as np
 import pytest
@@ -33,6 +35,25 @@ def test_encoded_grams_equal_encoding_each_gram():
     assert encode_id_grams(vocab, [[0, 1]]).tolist() == ["%26 %24"]
     assert encode_id_grams(vocab, np.zeros((0, 3), dtype=np.int32)).tolist() == []
     assert encode_id_grams(vocab, []).tolist() == []
+
+
+def test_labels_are_encoded_only_where_a_gram_file_needs_it():
+    pool = "ab%& $\t\n\r\x0b\x0c\x00\x1f\x7f\x85\u00a0\u2028\u3000éß名前😀-_/"
+    rng = np.random.default_rng(8)
+    labels = ["".join(rng.choice(list(pool), rng.integers(1, 6))) for _ in range(3000)]
+    labels += ["&", "$", "%26", "café", "名前"]
+    tokens = encode_gram(labels).split(" ")
+    assert len(tokens) == len(labels)
+    for label, token in zip(labels, tokens):
+        assert unquote(token) == label
+        if label in ("&", "$"):
+            assert token == {"&": "%26", "$": "%24"}[label]
+            continue
+        kept = [c for c in label if not (c == "%" or c.isspace() or unicodedata.category(c) == "Cc")]
+        assert all(c in token for c in kept)
+        assert token.count("%") == sum(len(c.encode()) for c in label if c not in kept)
+        assert not any(c.isspace() or unicodedata.category(c) == "Cc" for c in token)
+    assert encode_gram(["café", "名前 です", "100%"]) == "café 名前%20です 100%25"
 
 
 def _reference_tsv(header, rows):
