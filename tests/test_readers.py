@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import gzip
+import logging
 
 import numpy as np
 import pytest
 
 import dpgpu
 from dpgpu import InputError, InvalidParameter, SequenceDB
+from dpgpu.data import text as text_module
 from dpgpu.data.text import SEQ_DATA_VOCABULARY
 from shared_data import dataset, needs, param
 
@@ -49,6 +51,31 @@ def test_spmf_with_separators_and_itemsets(tmp_path):
     assert db.source["format"] == "spmf"
     assert list(db) == [("7", "3", "5"), ("5",)]
     assert db.source["names"] == {"7": "apple"}
+
+
+def test_spmf_itemsets_of_several_items_are_counted_in_a_warning(tmp_path, caplog, monkeypatch):
+    monkeypatch.setattr(text_module, "BLOCK_BYTES", 64)  # blocks of a few lines
+    rng = np.random.default_rng(5)
+    lines, big, first = [], 0, None
+    for line in range(1, 200):
+        sets = [rng.integers(0, 9, rng.choice([1, 1, 1, 2, 3])).tolist()
+                for _ in range(rng.integers(1, 5))]
+        lines.append(" ".join(f"{' '.join(map(str, s))} -1" for s in sets) + " -2")
+        several = sum(len(s) > 1 for s in sets)
+        big += several
+        first = first or (line if several else None)
+    path = write(tmp_path, "sets.txt", "\n".join(lines) + "\n")
+    with caplog.at_level(logging.WARNING, logger="dpgpu"):
+        db = dpgpu.load(path)
+    assert [" ".join(s) for s in db] == [" ".join(t for t in line.split() if not t.startswith("-"))
+                                         for line in lines]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{path}: {big} itemsets hold more than one item (the first on line {first}); dpgpu's "
+        "sequences hold one item per position, so each is read as its items one after "
+        "another, in the order written"]
+    caplog.clear()
+    dpgpu.load(write(tmp_path, "single.txt", "1 -1 2 -1 -2\n3 -1 -2\n"))
+    assert not caplog.records
 
 
 def test_spmf_stripped_variant(tmp_path):

@@ -17,6 +17,7 @@ each names the file and the first offending line.
 
 from __future__ import annotations
 
+import logging
 import re
 from itertools import chain
 from typing import Any, Callable, Iterable, Iterator
@@ -29,6 +30,8 @@ from .io import decode_text, line_number
 from .reading import encode_values, numbering
 from .sequencedb import SequenceDB, sort_labels
 from .vocabulary import Vocabulary
+
+log = logging.getLogger("dpgpu")
 
 _MINUS = 45
 _NEWLINE = 10
@@ -457,9 +460,31 @@ def _spmf_sequences(path: Any, data: bytes, stripped: bool | None
                  "negative item {} (SPMF uses only -1 and -2 as separators)")
     for block in blocks:
         _check_one_sequence_per_line(path, block)
+    _warn_of_itemsets(path, blocks)
     return ([block.values[block.values >= 0] for block in blocks],
             [np.diff(np.cumsum(block.values >= 0)[block.values == -2], prepend=0)
              for block in blocks], names, False)
+
+
+def _warn_of_itemsets(path: Any, blocks: list[_IntBlock]) -> None:
+    """Warn, with their number and the first one's line, of itemsets of several items.
+
+    They are read flattened, which changes what a pattern means: items of
+    one itemset happen together, while a sequence's positions follow one
+    another.
+    """
+    total, first = 0, None
+    for block in blocks:
+        item = block.values >= 0
+        follows = item[1:] & item[:-1]  # an item right after an item: one itemset
+        starts = np.flatnonzero(follows & ~np.concatenate([[False], follows[:-1]]))
+        if starts.size and first is None:
+            first = block.line(int(starts[0]))
+        total += starts.size
+    if total:
+        log.warning("%s: %d itemsets hold more than one item (the first on line %d); dpgpu's "
+                    "sequences hold one item per position, so each is read as its items one "
+                    "after another, in the order written", path, total, first)
 
 
 def _lines_of(data: bytes, block: _IntBlock) -> list[int]:
