@@ -23,7 +23,7 @@ from dpgpu.mechanisms.pfs2.relax import normal_laplace_cdf, relaxed_threshold
 from dpgpu.mechanisms.pfs2.shrink import compress, delete_irrelevant, is_subsequence, \
     reconstruct, shrink
 from dpgpu.mechanisms.pfs2.support import supports
-from dpgpu.privacy import PrivacyLedger
+from dpgpu.privacy import DiscreteLaplace, NoiseKey, PrivacyLedger
 
 
 def contain(seq, cands):
@@ -450,6 +450,37 @@ def test_pfs2_finds_the_frequent_sequences_and_spends_epsilon(tmp_path):
     report = json.loads((out / "report.json").read_text())
     assert report["parameters"]["threshold"] == 0.1 and report["seeded"] is True
     assert str(len(db)) not in json.dumps(report["pre_mining"])  # |D| itself is not released
+
+
+@pytest.mark.parametrize("scale, threshold", [(3.0, 2.0), (10.0, 40.0), (0.7, 3.5)])
+def test_the_noise_warnings_chance_is_the_samplers_tail(scale, threshold):
+    draws = DiscreteLaplace(scale).sample(NoiseKey.from_seed(11), np.arange(400_000), tag=0,
+                                          backend="numpy")
+    p = float(np.mean(draws >= threshold))
+    chance = pfs2_module.warn_of_noise(1, scale, threshold)
+    assert abs(p - chance) <= 4 * math.sqrt(chance * (1 - chance) / draws.size) + 1e-9
+
+
+def test_levels_whose_supports_are_mostly_noise_are_warned_of(caplog):
+    db = toy_db(0, 300)
+    with caplog.at_level("WARNING", logger="dpgpu"):
+        noisy = pfs2(db, 0.5, 0.1, seed=1)
+    warned = {int(r.getMessage().split()[2][:-1]) for r in caplog.records
+              if "largely noise" in r.getMessage()}
+    levels = {lvl["k"]: lvl for lvl in noisy.report["levels"]}
+    threshold = 0.1 * noisy.report["pre_mining"]["n_sequences_noisy"]
+    expect = {k for k, lvl in levels.items() if lvl["support_noise_scale"] is not None
+              and pfs2_module.warn_of_noise(k, lvl["support_noise_scale"], threshold)
+              >= pfs2_module.NOISE_WARNING_CHANCE}
+    assert warned == expect and 1 in warned
+    for lvl in levels.values():
+        if lvl["survivors"]:
+            assert lvl["support_noise_scale"] == pytest.approx(
+                lvl["survivors"] / (0.45 * 0.5 / noisy.report["pre_mining"]["L_f"]))
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="dpgpu"):
+        pfs2(toy_db(0, 20_000), 20.0, 0.1, seed=1, max_candidates=1000)
+    assert not [r for r in caplog.records if "largely noise" in r.getMessage()]
 
 
 def test_pfs2_is_reproducible_with_a_seed():

@@ -147,6 +147,9 @@ class Level:
         ``theta'`` on the sample.
     survivors : int
         ``|C'_k|``.
+    support_noise_scale : float or None
+        Scale of the Laplace noise on the survivors' supports
+        (``|C'_k| / eps_k``); None when none survived.
     frequent : list of (tuple of int, int)
         The released patterns with their noisy supports.
     local_noisy : dict
@@ -160,6 +163,7 @@ class Level:
     sensitivity: int
     relaxed_threshold: float
     survivors: int
+    support_noise_scale: float | None
     frequent: list[tuple[tuple[int, ...], int]]
     local_noisy: dict[tuple[int, ...], int]
     capped: bool
@@ -168,7 +172,8 @@ class Level:
         """JSON-ready summary (no patterns)."""
         return {"k": self.k, "candidates": self.candidates, "sensitivity": self.sensitivity,
                 "relaxed_threshold": round(self.relaxed_threshold, 6),
-                "survivors": self.survivors, "frequent": len(self.frequent),
+                "survivors": self.survivors, "support_noise_scale": self.support_noise_scale,
+                "frequent": len(self.frequent),
                 "capped": self.capped}
 
 
@@ -458,15 +463,18 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
         kept = np.flatnonzero(local_noisy >= relaxed)
         survivors = [cands[i] for i in kept.tolist()]
         frequent: list[tuple[tuple[int, ...], int]] = []
+        scale = None
         if survivors:
             eps_k = eps_level[k - 1]
             step = ledger.charge(f"pfs2: level {k} supports on D", eps_k,
                                  sampling_delta=tv_delta(len(survivors), eps_k), hint=DRAWS_HINT)
+            scale = laplace_scale(eps_k, len(survivors))
+            warn_of_noise(k, scale, abs_threshold)
             noisy = data.sum(_full_supports, survivors, backend.name) + DiscreteLaplace(
-                laplace_scale(eps_k, len(survivors))).sample(step.key, kept, tag=k, backend="numpy")
+                scale).sample(step.key, kept, tag=k, backend="numpy")
             frequent = [(c, int(v)) for c, v in zip(survivors, noisy.tolist())
                         if v >= abs_threshold]
-        levels.append(Level(k, len(cands), sens, relaxed, len(survivors), frequent,
+        levels.append(Level(k, len(cands), sens, relaxed, len(survivors), scale, frequent,
                             dict(zip(cands, local_noisy.tolist())), capped))
         progress(Step(f"level {k}: {len(cands)} candidates, {len(survivors)} survive the "
                       f"sample, {len(frequent)} frequent", k, pre.L_f))
@@ -474,6 +482,35 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
             break
         prev = dict(frequent)
     return levels
+
+
+#: A level whose supports let a pattern held by no sequence pass the threshold with at
+#: least this probability gets a warning (:func:`warn_of_noise`).
+NOISE_WARNING_CHANCE = 0.01
+
+
+def warn_of_noise(k: int, scale: float, threshold: float) -> float:
+    """Warn when level ``k``'s noisy supports are mostly noise near ``threshold``.
+
+    The chance that discrete Laplace noise of ``scale`` lifts a support of
+    0 to the threshold ``T`` is ``exp(-ceil(T) / scale) / (1 + exp(-1 /
+    scale))``; from :data:`NOISE_WARNING_CHANCE` up, the patterns released at
+    that level are largely noise.  Every quantity is public or released
+    (the noisy ``|D|`` and the survivors' number), so the warning discloses
+    nothing more.
+
+    Returns
+    -------
+    float
+        That chance.
+    """
+    chance = math.exp(-math.ceil(threshold) / scale) / (1.0 + math.exp(-1.0 / scale))
+    if chance >= NOISE_WARNING_CHANCE:
+        log.warning("pfs2: level %d: support noise of scale %.4g against a threshold of %.4g: "
+                    "a pattern no sequence holds is released with probability %.2g, so this "
+                    "level's patterns are largely noise (raise --epsilon or --threshold, or "
+                    "lower --l-upper)", k, scale, threshold, chance)
+    return chance
 
 
 def capped_candidates(prev: dict[tuple[int, ...], int], budget: int
