@@ -45,7 +45,7 @@ DIAGNOSTICS = "diagnostics.json"
 DIAGNOSTICS_NOTE = ("Not private: wall-clock timings of the run grow with the size of the data. "
                     "This file is not part of the release; do not publish it.")
 #: File name extensions of synthetic data, by format (default: the format's name).
-_EXTENSIONS = {"lines": "txt", "spmf": "txt", "wide": "csv", "trajectory": "csv"}
+_EXTENSIONS = {"lines": "txt", "spmf": "txt", "wide": "csv", "trajectory": "csv", "column": "csv"}
 #: Synthetic sentences of a user-level text input are written one per line.
 _SYNTHETIC_FORMATS = {"jsonl": "lines", "text-csv": "lines", "text-parquet": "lines"}
 #: Tried in order when the input's format cannot hold every generated label.

@@ -36,7 +36,7 @@ SPACED = ["Send Fine", "Payment", "a = b", "café crème", "名前 です", "Ste
 SPACED_CASES = [["Step -2 back", "Send Fine", "Payment"], ["a = b", "café crème"],
                 ["名前 です", "x=1=y", "Payment", "Send Fine"]]
 #: The formats that cannot hold a label of SPACED (white space).
-NO_SPACES = {"seq", "lines"}
+NO_SPACES = {"seq", "lines", "column"}
 
 
 def event_log(tmp_path, cases):
@@ -58,7 +58,10 @@ def vocab_file(tmp_path, labels):
 
 def read_back(out, fmt, **options):
     """``dpgpu.load(out)``; a wide file is never detected, so it is named with its state
-    columns (all but the id column of the header it was written with)."""
+    columns (all but the id column of the header it was written with); nor is a column
+    file."""
+    if fmt == "column":
+        return dpgpu.load(out, "column", **options)
     if fmt != "wide":
         return dpgpu.load(out, **options)
     with open(out, newline="", encoding="utf-8") as f:

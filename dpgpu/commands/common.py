@@ -32,7 +32,8 @@ log = logging.getLogger("dpgpu")
 
 #: Reader options the CLI passes on to :func:`dpgpu.load` when given.
 FORMAT_OPTIONS = ("tokens", "case", "activity", "timestamp", "user", "delimiter", "text",
-                  "lowercase", "states", "grid", "bounds", "x", "y", "outside", "repeats")
+                  "lowercase", "states", "grid", "bounds", "x", "y", "outside", "repeats",
+                  "sequence")
 
 #: The arguments that name files a command reads (an output may not be one, nor hold one).
 INPUT_ARGUMENTS = ("data", "points", "vocab", "config")
@@ -208,18 +209,22 @@ def add_data_arguments(parser: argparse.ArgumentParser, name: str = "data") -> N
     group = parser.add_argument_group("input format")
     group.add_argument("--format", choices=FORMATS, help="input format (default: detect)")
     group.add_argument("--tokens", choices=LINE_TOKENS,
-                       help="lines format: token type (chars: every character an item)")
-    group.add_argument("--case", help="csv/parquet: case (sequence) id column; wide: row id "
-                       "column; trajectory: trajectory id column")
+                       help="lines/column formats: token type (chars: every character an "
+                            "item)")
+    group.add_argument("--case", help="csv/parquet: case (sequence) id column; wide/column: row "
+                       "id column; trajectory: trajectory id column")
     group.add_argument("--activity", help="csv/parquet/xes: activity column or attribute")
     group.add_argument("--timestamp", help="csv/parquet/xes/trajectory: timestamp column or "
                        "attribute")
-    group.add_argument("--user", help="csv/parquet/jsonl/text-*/trajectory: user id column or "
-                       "field (user-level data; jsonl/text-*: default author)")
-    group.add_argument("--delimiter", help="csv/wide/trajectory: field delimiter (default: "
-                       "detect)")
+    group.add_argument("--user", help="csv/parquet/jsonl/text-*/trajectory/column: user id "
+                       "column or field (user-level data; jsonl/text-*: default author)")
+    group.add_argument("--delimiter", help="csv/wide/trajectory/column: field delimiter "
+                       "(default: detect)")
     group.add_argument("--states", metavar="FIRST:LAST",
                        help="wide: the state columns, in time order (FIRST:LAST, or a,b,c)")
+    group.add_argument("--sequence", metavar="COLUMN",
+                       help="column format: the column holding each row's whole sequence "
+                            "(default: sequence)")
     group.add_argument("--grid", metavar="NXxNY",
                        help="trajectory: cells of the grid laid over --bounds (e.g. 32x32)")
     group.add_argument("--bounds", nargs=4, metavar=("XMIN", "XMAX", "YMIN", "YMAX"),

@@ -31,7 +31,8 @@ are kept; every other attribute or column of the input (resource, lifecycle,
 ...) is dropped, xes drops users, csv, parquet and trajectory drop empty
 sequences (with a warning that counts them).
 The other formats (seq, spmf, lines) keep the sequences only: no case names,
-times or users.
+times or users.  A column file (--to column, a CSV row per sequence) keeps the
+case names and users, and empty sequences as empty cells.
 """
 
 
@@ -88,7 +89,7 @@ def output_format(output: str, to: str | None) -> str | None:
 
 
 #: Formats written as CSV tables besides event logs: a ``.csv`` name suits them too.
-CSV_TABLES = ("wide", "trajectory")
+CSV_TABLES = ("wide", "trajectory", "column")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,9 @@ user-level text (:mod:`~dpgpu.data.users`): ``jsonl``, ``text-csv``,
 ``wide`` state sequences (:mod:`~dpgpu.data.wide`: a CSV row per sequence, a
 column per time point; never detected), ``trajectory`` points
 (:mod:`~dpgpu.data.trajectory`: a CSV row per point, read as the cells of a
-public grid; never detected).  Without ``format`` the content decides (file
+public grid; never detected), ``column`` tables (:mod:`~dpgpu.data.column`: a
+CSV or Parquet row per sequence, the whole sequence in one cell; never
+detected).  Without ``format`` the content decides (file
 names are only a hint); gzip is recognised by its magic number.  The file is read once, so a pipe or FIFO
 (``/dev/stdin``) works; ``text-parquet``, read by path, needs a regular file.
 """
@@ -32,7 +34,7 @@ from .sequencedb import SequenceDB
 log = logging.getLogger("dpgpu")
 
 FORMATS = ("seq", "spmf", "lines", "csv", "parquet", "xes", "jsonl", "text-csv", "text-parquet",
-           "wide", "trajectory")
+           "wide", "trajectory", "column")
 _OPTIONS = {
     "seq": (), "spmf": (), "lines": ("tokens",),
     "csv": ("case", "activity", "timestamp", "user", "delimiter"),
@@ -44,6 +46,7 @@ _OPTIONS = {
     "wide": ("states", "case", "delimiter"),
     "trajectory": ("grid", "bounds", "case", "x", "y", "timestamp", "user", "outside", "repeats",
                    "delimiter"),
+    "column": ("sequence", "tokens", "case", "user", "delimiter"),
 }
 #: The formats file extensions name (a hint to detection; what ``convert`` writes).
 EXTENSIONS = {".seq": "seq", ".spmf": "spmf", ".csv": "csv", ".tsv": "csv",
@@ -66,8 +69,8 @@ def load(path: Any, format: str | None = None, *, vocab: Any = None,
         The file (optionally gzip-compressed).  It is only read.
     format : str, optional
         One of :data:`FORMATS`; detected from the content when omitted
-        (``text-csv``, ``text-parquet``, ``wide`` and ``trajectory`` are never
-        detected).
+        (``text-csv``, ``text-parquet``, ``wide``, ``trajectory`` and
+        ``column`` are never detected).
     vocab : Vocabulary, path-like or sequence of str, optional
         The public item universe (:func:`dpgpu.data.public_vocab.public_vocabulary`:
         a file with one label per line, or the labels).  Every item of the
@@ -78,8 +81,8 @@ def load(path: Any, format: str | None = None, *, vocab: Any = None,
         that occur (then ``vocab.public`` is False and a release that shows
         the vocabulary is not private).
     **options
-        Format options: ``tokens`` (lines: ``"auto"``, ``"int"``, ``"str"``,
-        ``"chars"``: every character but white space an item);
+        Format options: ``tokens`` (lines, column: ``"auto"``, ``"int"``,
+        ``"str"``, ``"chars"``: every character but white space an item);
         ``case``, ``activity``, ``timestamp``, ``user``, ``delimiter``
         (csv/parquet column names); ``activity``, ``timestamp`` (xes
         attribute keys); ``user``, ``text``, ``lowercase`` (jsonl/text-csv/
@@ -90,7 +93,10 @@ def load(path: Any, format: str | None = None, *, vocab: Any = None,
         ``delimiter`` (trajectory: ``"NXxNY"`` cells over
         ``"xmin,xmax,ymin,ymax"``, the columns, ``"error"`` or ``"drop"``
         for a point outside the bounds, ``"collapse"`` or ``"keep"`` for
-        runs of points in one cell).
+        runs of points in one cell); ``sequence``, ``tokens``, ``case``,
+        ``user``, ``delimiter`` (column: the column holding each row's
+        sequence, default ``sequence``; how its cell is cut into items, as
+        for lines; the row-id and user columns).
 
     Returns
     -------
@@ -236,6 +242,10 @@ def read(fmt: str, p: Path, data: bytes, options: dict) -> SequenceDB:
         from .trajectory import read_trajectory  # noqa: PLC0415
 
         return read_trajectory(p, data, **options)
+    if fmt == "column":
+        from .column import read_column  # noqa: PLC0415
+
+        return read_column(p, data, **options)
     if fmt == "csv":
         return eventlog.read_csv_log(p, data, **options)
     if fmt == "parquet":

@@ -30,7 +30,8 @@ from .text import MAX_DIGITS, SEQ_DATA_VOCABULARY
 
 log = logging.getLogger("dpgpu")
 
-WRITE_FORMATS = ("seq", "spmf", "lines", "csv", "parquet", "xes", "wide", "trajectory")
+WRITE_FORMATS = ("seq", "spmf", "lines", "csv", "parquet", "xes", "wide", "trajectory",
+                 "column")
 #: What :func:`write_parts` writes: not ``wide``, whose columns follow the longest sequence.
 PART_FORMATS = tuple(f for f in WRITE_FORMATS if f != "wide")
 #: A token the integer readers parse as a number (ASCII digits, at most 18 of them).
@@ -190,18 +191,21 @@ def open_sink(fmt: str, db: Any, stream: Any, path: Any) -> Any:
         return {"seq": seq_sink, "spmf": spmf_sink, "lines": lines_sink}[fmt](db, stream)
     from . import eventlog, xes  # noqa: PLC0415 - event-log support loads on demand
 
+    delimiter = _CSV_DELIMITERS.get(extension_format(path)[0])
     if fmt == "csv":
-        return eventlog.CsvLogSink(db, stream,
-                                   delimiter=_CSV_DELIMITERS.get(extension_format(path)[0]))
+        return eventlog.CsvLogSink(db, stream, delimiter=delimiter)
     if fmt == "wide":
         from .wide import WideSink  # noqa: PLC0415
 
-        return WideSink(db, stream, delimiter=_CSV_DELIMITERS.get(extension_format(path)[0]))
+        return WideSink(db, stream, delimiter=delimiter)
     if fmt == "trajectory":
         from .trajectory import TrajectorySink  # noqa: PLC0415
 
-        return TrajectorySink(db, stream,
-                              delimiter=_CSV_DELIMITERS.get(extension_format(path)[0]))
+        return TrajectorySink(db, stream, delimiter=delimiter)
+    if fmt == "column":
+        from .column import ColumnSink  # noqa: PLC0415
+
+        return ColumnSink(db, stream, sep="" if _chars(db) else " ", delimiter=delimiter)
     return {"parquet": eventlog.ParquetLogSink, "xes": xes.XesSink}[fmt](db, stream)
 
 
@@ -228,7 +232,11 @@ def check_writable(db: Any, fmt: str, path: Any) -> None:
     - ``wide``: a sequence longer than the state columns, a state that reads
       back as missing, users (:func:`dpgpu.data.wide.wide_problem`);
     - ``trajectory``: a database without a grid, an item that names no cell
-      of it, users (:func:`dpgpu.data.trajectory.trajectory_problem`).
+      of it, users (:func:`dpgpu.data.trajectory.trajectory_problem`);
+    - ``column``: what ``lines`` cannot hold (the items of a sequence share
+      a cell, space-separated or, read a character at a time, not
+      separated); it also writes each sequence's case name and user label,
+      held to the same rules on characters as the event logs'.
 
     Parameters
     ----------
@@ -285,11 +293,12 @@ def _label_problem(db: Any, fmt: str, occurring: list[str]) -> tuple[str, str] |
         why = _text_problem(label, xml=fmt == "xes")
         if why:
             return f"item {label!r}", why
-    if fmt in ("csv", "parquet", "xes", "wide", "trajectory"):
+    if fmt in ("csv", "parquet", "xes", "wide", "trajectory", "column"):
         from . import eventlog  # noqa: PLC0415 - event-log support loads on demand
 
         names = eventlog.case_names(db)
-        if fmt in ("csv", "parquet", "xes") and eventlog.output_columns(db)[0]["user"] is not None:
+        if fmt in ("csv", "parquet", "xes", "column") \
+                and eventlog.output_columns(db)[0]["user"] is not None:
             names = names + eventlog.user_names(db)
         for name in names:
             why = _text_problem(name, xml=fmt == "xes")
@@ -303,9 +312,10 @@ def _label_problem(db: Any, fmt: str, occurring: list[str]) -> tuple[str, str] |
         from .trajectory import trajectory_problem  # noqa: PLC0415
 
         return trajectory_problem(db)
-    lines = _chars_problem if _chars(db) else _lines_problem
-    problem = {"seq": _seq_problem, "spmf": _spmf_problem,
-               "lines": lines}.get(fmt, _event_log_problem)(labels)
+    if fmt in ("lines", "column"):
+        problem = _chars_problem(labels) if _chars(db) else _lines_problem(labels, fmt)
+    else:
+        problem = {"seq": _seq_problem, "spmf": _spmf_problem}.get(fmt, _event_log_problem)(labels)
     return None if problem is None else (f"item {problem[0]!r}", problem[1])
 
 
@@ -342,16 +352,18 @@ def _spmf_problem(labels: list[str]) -> tuple[str, str] | None:
     return None
 
 
-def _lines_problem(labels: list[str]) -> tuple[str, str] | None:
+def _lines_problem(labels: list[str], fmt: str) -> tuple[str, str] | None:
+    """Why a ``fmt`` file (``lines``, or ``column``: items separated by spaces) cannot hold
+    one of ``labels``, or None."""
     for label in labels:
         if not label:
-            return label, "is empty, and a lines file cannot hold it"
+            return label, f"is empty, and a {fmt} file cannot hold it"
         if any(c.isspace() for c in label):
-            return label, "contains white space, which separates the items of a lines file"
+            return label, f"contains white space, which separates the items of a {fmt} file"
     if all(_INT_TOKEN.fullmatch(x) for x in labels):
         for label in labels:
             if not _CANONICAL_INT.fullmatch(label):
-                return label, (f"would read back as {int(label)}: a lines file whose items "
+                return label, (f"would read back as {int(label)}: a {fmt} file whose items "
                                "are all integers is read as numbers")
     return None
 
@@ -359,8 +371,8 @@ def _lines_problem(labels: list[str]) -> tuple[str, str] | None:
 def _chars_problem(labels: list[str]) -> tuple[str, str] | None:
     for label in labels:
         if len(label) != 1 or label.isspace():
-            return label, ("is not one character other than white space, and the input's "
-                           "lines were read a character at a time (tokens chars)")
+            return label, ("is not one character other than white space, and the input was "
+                           "read a character at a time (tokens chars)")
     return None
 
 
@@ -514,8 +526,8 @@ def lines_sink(db: Any, stream: TextIO) -> TextSink:
 
 
 def _chars(db: Any) -> bool:
-    """Whether ``db`` was read from a lines file a character at a time."""
-    return db.source.get("format") == "lines" and db.source.get("tokens") == "chars"
+    """Whether ``db`` was read a character at a time (a lines or column file, tokens chars)."""
+    return db.source.get("format") in ("lines", "column") and db.source.get("tokens") == "chars"
 
 
 def write_seq(db: Any, stream: TextIO) -> None:
