@@ -701,11 +701,14 @@ def _ngrams(ctx: _Context, path: Path) -> dict:
 def _prf_block(true_set: dict, released: dict, true_support: dict) -> dict:
     p, r, f = M.precision_recall_fscore(true_set, released)
     re = M.support_relative_errors(released, true_support)
-    lengths = sorted({len(x) for x in true_set} | {len(x) for x in released})
+    true_by_len: dict[int, list] = {}
+    released_by_len: dict[int, list] = {}
+    for patterns, groups in ((true_set, true_by_len), (released, released_by_len)):
+        for x in patterns:  # one pass: distinct patterns, grouped by length
+            groups.setdefault(len(x), []).append(x)
     by_len = {}
-    for n in lengths:
-        tn = {x for x in true_set if len(x) == n}
-        rn = {x: v for x, v in released.items() if len(x) == n}
+    for n in sorted(true_by_len.keys() | released_by_len.keys()):
+        tn, rn = true_by_len.get(n, []), released_by_len.get(n, [])
         pn, rcn, fn = M.precision_recall_fscore(tn, rn)
         by_len[str(n)] = {"precision": pn, "recall": rcn, "f_score": fn,
                           "true": len(tn), "released": len(rn)}

@@ -25,6 +25,10 @@ Supports are sums over sequences, so the callers count each distinct
 sequence once, weighted by its multiplicity: :func:`sequence_hashes` and
 :func:`group_rows` find the distinct sequences (exactly: a hash only
 proposes a match, the items decide it).
+
+The exact miner's levels are lexicographically sorted pattern matrices;
+:func:`gsp_candidates` joins and prunes one into the next with binary
+searches (:func:`narrow`), the rows sharing a start being contiguous.
 """
 
 from __future__ import annotations
@@ -323,3 +327,131 @@ def occurring_pairs(items, offsets, weights, n_sym):
             held = np.empty(o, dtype=np.int64)
             first[:] = -1
     return out, held
+
+
+# -------------------------------------------------------- candidate generation
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def narrow(level, lo, hi, col, value):
+    """The rows of ``level[lo:hi]`` whose column ``col`` holds ``value``, as ``(lo, hi)``.
+
+    The rows ``[lo, hi)`` of the lexicographically sorted ``level`` must
+    agree on the columns before ``col``, so that column ``col`` ascends
+    there: two binary searches.
+    """
+    a, b = lo, hi
+    while a < b:  # the first row holding value or more
+        mid = (a + b) >> 1
+        if level[mid, col] < value:
+            a = mid + 1
+        else:
+            b = mid
+    start, b = a, hi
+    while a < b:  # the first row holding more
+        mid = (a + b) >> 1
+        if level[mid, col] <= value:
+            a = mid + 1
+        else:
+            b = mid
+    return start, a
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _rows_without(level, i, d, lo, hi):
+    """The rows starting with ``p[:d] + p[d+1:]``, ``p = level[i]``, given the rows
+    ``[lo, hi)`` that start with ``p[:d]``."""
+    for col in range(d, level.shape[1] - 1):
+        if lo == hi:
+            break
+        lo, hi = narrow(level, lo, hi, col, level[i, col + 1])
+    return lo, hi
+
+
+@one_caller_when_unsafe
+@numba.njit(parallel=True, nogil=True, cache=True)
+def gsp_candidates(level, n_chunks):
+    """The candidate ``(n+1)``-patterns of a level of ``n``-patterns (GSP join and prune).
+
+    Row ``p`` joins row ``q`` when ``p[1:] == q[:-1]``, giving ``p + q[-1]``,
+    kept only when deleting any one inner item of it leaves a row of the
+    level (supports are anti-monotone under taking subsequences): the
+    candidates of :func:`dpgpu.eval.truth.gsp_join` of the level with itself.
+
+    Parameters
+    ----------
+    level : numpy.ndarray of int, shape (m, n)
+        Distinct patterns, ``n >= 1``, rows in lexicographic order.
+    n_chunks : int
+        Parallel chunks of rows (>= 1); the result does not depend on it.
+
+    Returns
+    -------
+    numpy.ndarray, shape (c, n + 1), of ``level``'s dtype
+        The candidates, rows in lexicographic order.
+
+    Notes
+    -----
+    Rows sharing a start are contiguous, so every set of rows searched is
+    a range, narrowed one column at a time (:func:`narrow`).  Three passes
+    over chunks of parent rows ``p`` in parallel:
+
+    1. the partners ``q``, the rows starting with ``p[1:]``;
+    2. the prune: for each inner position ``d`` of a candidate ``p + x``,
+       the rows starting with ``p[:d] + p[d+1:]`` must include one ending
+       with ``x``; the ``x`` of ``p``'s partners ascend, and so do the last
+       items of those rows, so one walk along both tests them all.  Those
+       rows lie among the rows starting with ``p[:d]``, whose ranges a
+       chunk keeps from one parent to the next while ``p[:d]`` stays;
+    3. the kept candidates are written at the offsets their counts give.
+
+    Deleting a candidate's first item gives ``q`` and its last gives ``p``:
+    both rows, untested.
+    """
+    m, n = level.shape
+    first = np.empty(m, dtype=np.int64)
+    joins = np.zeros(m + 1, dtype=np.int64)
+    for c in numba.prange(n_chunks):
+        for i in range(m * c // n_chunks, m * (c + 1) // n_chunks):
+            lo, hi = _rows_without(level, i, 0, 0, m)
+            first[i] = lo
+            joins[i + 1] = hi - lo
+    join_at = np.cumsum(joins)
+    keep = np.ones(join_at[m], dtype=np.bool_)
+    count = np.zeros(m + 1, dtype=np.int64)
+    for c in numba.prange(n_chunks):
+        start_lo = np.zeros(n, dtype=np.int64)  # start_lo[d], start_hi[d]: rows starting with p[:d]
+        start_hi = np.full(n, m, dtype=np.int64)
+        i0 = m * c // n_chunks
+        for i in range(i0, m * (c + 1) // n_chunks):
+            same = 0  # p[:same] is the previous parent's
+            while i > i0 and same < n - 1 and level[i, same] == level[i - 1, same]:
+                same += 1
+            for d in range(same + 1, n):
+                start_lo[d], start_hi[d] = narrow(level, start_lo[d - 1], start_hi[d - 1], d - 1,
+                                                  level[i, d - 1])
+            kept = joins[i + 1]
+            for d in range(1, n):
+                if kept == 0:
+                    break
+                a, b = _rows_without(level, i, d, start_lo[d], start_hi[d])
+                for t in range(joins[i + 1]):
+                    if keep[join_at[i] + t]:
+                        x = level[first[i] + t, n - 1]
+                        while a < b and level[a, n - 1] < x:
+                            a += 1
+                        if a == b or level[a, n - 1] != x:
+                            keep[join_at[i] + t] = False
+                            kept -= 1
+            count[i + 1] = kept
+    out_at = np.cumsum(count)
+    out = np.empty((out_at[m], n + 1), dtype=level.dtype)
+    for c in numba.prange(n_chunks):
+        for i in range(m * c // n_chunks, m * (c + 1) // n_chunks):
+            o = out_at[i]
+            for t in range(joins[i + 1]):
+                if keep[join_at[i] + t]:
+                    out[o, :n] = level[i]
+                    out[o, n] = level[first[i] + t, n - 1]
+                    o += 1
+    return out

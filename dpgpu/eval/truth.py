@@ -33,6 +33,7 @@ Numba is imported lazily, inside the functions that need it.
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 from typing import Any, Iterable, Iterator, Sequence
 from urllib.parse import unquote
@@ -46,6 +47,8 @@ from ..errors import InvalidParameter
 from ..ops.keys import INT63, decode_packed, sorted_unique
 from ..validation import check_positive_int
 
+
+log = logging.getLogger("dpgpu")
 
 #: Bound on ``contexts x symbols`` cells of one next-symbol histogram call.
 _HIST_CELLS = 2 ** 24
@@ -385,25 +388,34 @@ def subsequence_supports(db: Any, patterns: Iterable[Any], *, l_max: int | None 
     table.  The same table rejects a prefix at its first absent item.
     """
     mat, lens = _pattern_matrix(patterns, db.vocab.size)
-    pats = [tuple(row[:n]) for row, n in zip(mat.tolist(), lens.tolist())]
-    if not pats:
+    if not lens.size:
         return np.zeros(0, dtype=np.int64)
     src = db if l_max is None else db.truncate(l_max)
-    pre_flat, pre_off, grp_off, ext_item, members = group_by_prefix(pats)
     if weights is None:
         w = np.ones(len(src), dtype=np.int64)
     else:
         w = np.ascontiguousarray(weights, dtype=np.int64)
         if w.shape != (len(src),):
             raise InvalidParameter("weights: one weight per sequence is needed")
+    return _grouped_supports(src, w, mat, lens, _prefix_ids(mat, lens))
+
+
+def _grouped_supports(db: Any, weights: np.ndarray, mat: np.ndarray, lens: np.ndarray,
+                      group: np.ndarray) -> np.ndarray:
+    """Weighted supports of the patterns ``mat[i, :lens[i]]`` grouped by prefix as ``group``
+    says (:func:`_prefix_layout`), in row order, by the Numba kernel."""
+    pre_flat, pre_off, grp_off, ext_item, members = _prefix_layout(mat, lens, group)
+    out = np.empty(lens.size, dtype=np.int64)
+    out[members] = _support_kernel()(db.items, db.offsets, weights, pre_flat, pre_off, grp_off,
+                                     ext_item, db.vocab.size, _chunks(len(db)))
+    return out
+
+
+def _chunks(n: int) -> int:
+    """How many parallel chunks a Numba loop over ``n`` elements gets (four per thread)."""
     import numba  # noqa: PLC0415 - lazy on purpose
 
-    n_chunks = max(1, min(len(src), 4 * numba.get_num_threads()))
-    counts = _support_kernel()(src.items, src.offsets, w, pre_flat, pre_off, grp_off,
-                               ext_item, db.vocab.size, n_chunks)
-    out = np.empty(len(pats), dtype=np.int64)
-    out[members] = counts
-    return out
+    return max(1, min(n, 4 * numba.get_num_threads()))
 
 
 def group_by_prefix(pats: Sequence[tuple[int, ...]]
@@ -416,12 +428,12 @@ def group_by_prefix(pats: Sequence[tuple[int, ...]]
     Parameters
     ----------
     pats : sequence of tuple of int
-        Non-empty patterns.
+        Non-empty patterns of ids >= 0.
 
     Returns
     -------
     pre_flat : numpy.ndarray of int32
-        The distinct prefixes, concatenated.
+        The distinct prefixes, concatenated, in order of first appearance.
     pre_off : numpy.ndarray of int64
         ``G + 1`` offsets of the prefixes in ``pre_flat``.
     grp_off : numpy.ndarray of int64
@@ -429,24 +441,60 @@ def group_by_prefix(pats: Sequence[tuple[int, ...]]
     ext_item : numpy.ndarray of int32
         Last item of each pattern, grouped.
     members : numpy.ndarray of int64
-        Input index of each pattern of ``ext_item``.
+        Input index of each pattern of ``ext_item``, ascending within a group.
+
+    Raises
+    ------
+    InvalidParameter
+        At an empty pattern or a negative id.
     """
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for i, p in enumerate(pats):
-        groups.setdefault(p[:-1], []).append(i)
-    prefixes = list(groups)
-    pre_off = np.zeros(len(prefixes) + 1, dtype=np.int64)
-    pre_off[1:] = np.cumsum([len(p) for p in prefixes])
-    pre_flat = np.array([x for p in prefixes for x in p], dtype=np.int32)
-    members = np.array([i for p in prefixes for i in groups[p]], dtype=np.int64)
-    grp_off = np.zeros(len(prefixes) + 1, dtype=np.int64)
-    grp_off[1:] = np.cumsum([len(groups[p]) for p in prefixes])
-    ext_item = np.array([pats[i][-1] for i in members.tolist()], dtype=np.int32)
+    mat, lens = _pattern_matrix(pats, np.iinfo(np.int32).max)
+    return _prefix_layout(mat, lens, _prefix_ids(mat, lens))
+
+
+def _prefix_ids(mat: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Group id of each pattern ``mat[i, :lens[i]]`` by its prefix, groups numbered in order of
+    first appearance."""
+    if not lens.size:
+        return np.zeros(0, dtype=np.int64)
+    pre = mat.copy()
+    pre[np.arange(lens.size), lens - 1] = -1  # the padding is -1 too: lengths stay apart
+    _, first, inverse = np.unique(pre, axis=0, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(first.size)
+    return rank[inverse.ravel()]
+
+
+def _run_ids(level: np.ndarray) -> np.ndarray:
+    """Group id of each row of a sorted matrix of equal-length patterns by its prefix: the
+    rows of a prefix are a run, numbered in order."""
+    new = np.ones(level.shape[0], dtype=bool)
+    np.any(level[1:, :-1] != level[:-1, :-1], axis=1, out=new[1:])
+    return np.cumsum(new) - 1
+
+
+def _prefix_layout(mat: np.ndarray, lens: np.ndarray, group: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`group_by_prefix`'s arrays of the patterns ``mat[i, :lens[i]]`` whose prefix groups
+    are ``group`` (ids ``0 .. G-1`` in order of first appearance)."""
+    members = np.argsort(group, kind="stable")
+    grp_off = np.zeros(int(group.max(initial=-1)) + 2, dtype=np.int64)
+    np.cumsum(np.bincount(group, minlength=grp_off.size - 1), out=grp_off[1:])
+    heads = members[grp_off[:-1]]
+    pre_len = lens[heads] - 1
+    pre_off = np.zeros(heads.size + 1, dtype=np.int64)
+    np.cumsum(pre_len, out=pre_off[1:])
+    pre_flat = mat[heads][np.arange(mat.shape[1]) < pre_len[:, None]].astype(np.int32)
+    ext_item = mat[members, lens[members] - 1].astype(np.int32)
     return pre_flat, pre_off, grp_off, ext_item, members
 
 
 def _candidates(level: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
-    """Candidate (n+1)-subsequences from the frequent n-subsequences (GSP join + prune)."""
+    """Candidate (n+1)-subsequences from the frequent n-subsequences (GSP join + prune).
+
+    The tuple form of :func:`~dpgpu.eval.subseq_numba.gsp_candidates` (which the
+    miner uses), kept as the reference it is tested against.
+    """
     return [c for _, c in gsp_join(level, level)]
 
 
@@ -531,46 +579,94 @@ def top_k_subsequences(db: Any, k: int, *, max_length: int | None = None, min_le
 
 
 def _mine(db, min_support, k, max_length, min_length, l_max):
+    """Level-wise mining of :func:`frequent_subsequences` (``k`` None) or
+    :func:`top_k_subsequences` (threshold raised to the ``k``-th support kept so far).
+
+    Each level is a matrix of patterns of one length, rows in lexicographic
+    order; its candidates come from :func:`_pairs` (length 2) or
+    :func:`~dpgpu.eval.subseq_numba.gsp_candidates`, in that order too.
+    """
     min_length = check_positive_int(min_length, "min_length")
     if max_length is not None:
         max_length = check_positive_int(max_length, "max_length")
     src = db if l_max is None else db.truncate(l_max)
     src, weights = _dedupe(src)
-    kept_p: list[tuple[int, ...]] = []
-    kept_c: list[int] = []
-    cands = [(i,) for i in range(db.vocab.size)]
-    known = None  # the candidates' supports, where found with them
+    kept: list[tuple[np.ndarray, np.ndarray]] = []  # length n at n - 1: rows in order, supports
+    cands = np.arange(db.vocab.size, dtype=np.int32).reshape(-1, 1)
+    sup = None  # the candidates' supports, where found with them
     n = 1
-    while cands:
-        sup = subsequence_supports(src, cands, weights=weights) if known is None else known
-        thr = min_support if k is None else max(min_support, _kth(kept_c, k))
-        if n >= min_length:
-            for c, s in zip(cands, sup.tolist()):
-                if s >= thr:
-                    kept_p.append(c)
-                    kept_c.append(s)
-            if k is not None:
-                order = _rank_tuples(kept_p, kept_c)[:k]
-                kept_p = [kept_p[i] for i in order]
-                kept_c = [kept_c[i] for i in order]
-                thr = max(min_support, _kth(kept_c, k))
-        level = [c for c, s in zip(cands, sup.tolist()) if s >= thr]
+    while cands.shape[0]:
+        if sup is None:
+            sup = _grouped_supports(src, weights, cands, np.full(cands.shape[0], n),
+                                    _run_ids(cands))
+        thr = min_support if k is None else max(min_support, _kth(_supports_of(kept), k))
+        hit = sup >= thr if n >= min_length else np.zeros(sup.size, dtype=bool)
+        kept.append((cands[hit], sup[hit]))
+        if k is not None and n >= min_length:
+            kept = _best(kept, k)
+            thr = max(min_support, _kth(_supports_of(kept), k))
+        level = cands[sup >= thr]
+        log.info("exact mining: length %d: %s candidates, %s frequent", n,
+                 f"{cands.shape[0]:,}", f"{level.shape[0]:,}")
         if max_length is not None and n >= max_length:
             break
-        cands, known = _pairs(src, weights, level) if n == 1 else (_candidates(level), None)
+        if n == 1:
+            cands, sup = _pairs(src, weights, level)
+        else:
+            from .subseq_numba import gsp_candidates  # noqa: PLC0415 - Numba on use
+
+            cands, sup = gsp_candidates(level, _chunks(level.shape[0])), None
         n += 1
-    order = _rank_tuples(kept_p, kept_c)
-    return [kept_p[i] for i in order], np.array([kept_c[i] for i in order], dtype=np.int64)
+    if not kept:
+        return [], np.zeros(0, dtype=np.int64)
+    order = _ranking(kept)[0]
+    flat = list(itertools.chain.from_iterable(zip(*rows.T.tolist()) for rows, _ in kept))
+    return list(map(flat.__getitem__, order.tolist())), _supports_of(kept)[order]
 
 
-def _pairs(db: Any, weights: np.ndarray, level: list[tuple[int, ...]]
-           ) -> tuple[list[tuple[int, int]], np.ndarray]:
-    """The 2-item candidates of ``level`` (single items) that some sequence holds, with
-    their supports (:func:`~dpgpu.eval.subseq_numba.occurring_pairs`).
+def _supports_of(kept: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """The supports of the patterns kept per length, concatenated."""
+    return np.concatenate([np.zeros(0, dtype=np.int64)] + [s for _, s in kept])
+
+
+def _ranking(kept: list[tuple[np.ndarray, np.ndarray]]
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ranking of the module docstring of patterns kept per length (at ``n - 1`` the
+    patterns of length ``n``, rows in lexicographic order, and their supports).
+
+    Returns
+    -------
+    order : numpy.ndarray of int64
+        Ranked positions in the concatenation of the lengths' patterns.
+    length, row : numpy.ndarray of int64
+        The length of each position and its row in that length's matrix.
+    """
+    sizes = [s.size for _, s in kept]
+    length = np.repeat(np.arange(1, len(kept) + 1), sizes)
+    row = np.concatenate([np.zeros(0, dtype=np.int64)] + [np.arange(m) for m in sizes])
+    return np.lexsort((row, length, -_supports_of(kept))), length, row
+
+
+def _best(kept: list[tuple[np.ndarray, np.ndarray]], k: int
+          ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The ``k`` best patterns of ``kept`` (see :func:`_ranking`), kept per length likewise."""
+    order, length, row = _ranking(kept)
+    top = order[:k]
+    out = []
+    for n, (rows, sup) in enumerate(kept, 1):
+        sel = np.sort(row[top[length[top] == n]])
+        out.append((rows[sel], sup[sel]))
+    return out
+
+
+def _pairs(db: Any, weights: np.ndarray, level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The 2-item candidates of ``level`` (single items, a column) that some sequence holds,
+    with their supports (:func:`~dpgpu.eval.subseq_numba.occurring_pairs`).
 
     The same patterns as :func:`_candidates` with a support of at least 1 (the
-    others cannot reach any threshold), in the same order, without joining
-    every pair of items: 9,025 items make 81M pairs, of which LEVIATHAN holds 5M.
+    others cannot reach any threshold), in the same (lexicographic) order, as
+    rows of an int32 matrix, without joining every pair of items: 9,025
+    items make 81M pairs, of which LEVIATHAN holds 5M.
     """
     from .subseq_numba import occurring_pairs  # noqa: PLC0415 - Numba on use
 
@@ -580,9 +676,9 @@ def _pairs(db: Any, weights: np.ndarray, level: list[tuple[int, ...]]
     support = np.bincount(inverse.reshape(-1), weights=held, minlength=pairs.size)
     a, b = pairs // n_sym, pairs % n_sym
     items = np.zeros(n_sym, dtype=bool)
-    items[[c[0] for c in level]] = True
+    items[level[:, 0]] = True
     keep = items[a] & items[b]
-    return (list(zip(a[keep].tolist(), b[keep].tolist())),
+    return (np.column_stack((a[keep], b[keep])).astype(np.int32),
             np.rint(support[keep]).astype(np.int64))
 
 
