@@ -111,7 +111,8 @@ def main() -> None:
           "| s/run |", "|---|---|---|---|---|---|---|---|---|---|"]
     for name_, row in table.items():
         m = row["per_k_mean"]
-        cov = "/".join(f"{row['kanonymity_coverage'][K]:.2f}" for K in KS)
+        cov = "/".join("n/a" if row["kanonymity_coverage"][K] is None
+                       else f"{row['kanonymity_coverage'][K]:.2f}" for K in KS)
         single = name_.startswith("dpsu-single")  # one run per k: a total means nothing
         md.append(f"| {name_} (dpgpu, mean of {runs}) | " + " | ".join(f"{x:.0f}" for x in m)
                   + f" | {'-' if single else f'{sum(m):.0f}'} | {cov} | "

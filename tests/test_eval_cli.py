@@ -154,8 +154,14 @@ def test_coverage_by_hand(tmp_path, original, capsys):
     assert t["by_k"]["2"]["spurious_fraction"] == pytest.approx(1 / 3)       # c c
     assert t["by_k"]["3"]["coverage"]["1"] == pytest.approx(1 / 4)
     assert t["coverage"]["1"] == pytest.approx(3 / 10)
-    assert t["coverage"]["2"] == 1.0                                         # nothing held by 2
+    assert t["coverage"]["2"] is None                                        # nothing held by 2
     assert t["spurious_fraction"] == pytest.approx(1 / 4)
+    status, out, _ = run(capsys, "evaluate", "--original", str(original), "--release", str(rel),
+                         "--coverage-k", "1,2", "--force")
+    table = out[out.index("k-gram coverage"):].splitlines()
+    assert status == 0 and table[2].split() == ["2", "3", "0.3333", "0.333", "n/a"]
+    assert table[4].split() == ["all", "4", "0.2500", "0.300", "n/a"]
+    assert table[5].strip() == "(n/a: no gram of the original is held by K or more)"
 
 
 def test_table_output_and_release_untouched(tmp_path, original, capsys):
@@ -391,3 +397,17 @@ def test_an_empty_synthetic_file_is_evaluated_as_no_sequences(tmp_path, original
     rel = make_release(tmp_path, original, {"synthetic.txt": ""})
     r = evaluate(capsys, original, rel, "--queries", "50")
     assert r["tasks"]["lengths"]["synthetic"]["sequences"] == 0
+
+
+def test_a_release_of_user_level_csv_data_is_evaluated_with_the_user_option(tmp_path, capsys):
+    rows = [(f"c{i}", "abc"[(i * j) % 3], f"u{i % 4}") for i in range(40) for j in range(1, 4)]
+    log = tmp_path / "log.csv"
+    log.write_text("case,activity,who\n" + "".join(",".join(r) + "\n" for r in rows))
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("a\nb\nc\n")
+    assert main(["ngram", str(log), "--user", "who", "--vocab", str(vocab), "--epsilon", "1",
+                 "--seed", "1", "--out", str(tmp_path / "rel"), "-q"]) == 0
+    capsys.readouterr()
+    r = evaluate(capsys, log, tmp_path / "rel", "--user", "who", "--vocab", str(vocab),
+                 "--task", "count-queries")
+    assert r["original"]["sequences"] == 40 and "count-queries" in r["tasks"]

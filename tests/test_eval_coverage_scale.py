@@ -119,7 +119,7 @@ def _brute_coverage(seqs, owners, released, ks, max_n=None):
 
 
 def _share(eligible, released):
-    return sum(g in released for g in eligible) / len(eligible) if eligible else 1.0
+    return sum(g in released for g in eligible) / len(eligible) if eligible else None
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -145,7 +145,7 @@ def test_coverage_of_an_empty_release(tmp_path):
     result = E.evaluate_release(db, _release(tmp_path, db, []), tasks=["coverage"],
                                 coverage_ks=[1, 10 ** 6], original_name="orig")
     assert result["tasks"]["coverage"] == _brute_coverage(seqs, owners, [], [1, 10 ** 6])
-    assert result["tasks"]["coverage"]["coverage"] == {"1": 0.0, "1000000": 1.0}
+    assert result["tasks"]["coverage"]["coverage"] == {"1": 0.0, "1000000": None}
 
 
 @pytest.mark.parametrize("line, message", [("2\ta q", "is not a sequence of labels"),

@@ -466,14 +466,16 @@ class _Context:
 
 def _load_synthetic(path: Path, report: dict, original: Any, options: dict) -> Any:
     """The release's synthetic data, in the format it was written in (the original's
-    reader options apply when that is the original's format)."""
+    reader options apply when that is the original's format, but for ``user``: synthetic
+    data has no users)."""
     from ..data.load import FORMATS, load
     from ..release import synthetic_format
 
     fmt = report.get("synthetic_format") or synthetic_format((report.get("input") or {})
                                                              .get("format"))
     fmt = fmt if fmt in FORMATS else None
-    opts = options if fmt is not None and fmt == original.source.get("format") else {}
+    opts = {k: v for k, v in options.items() if k != "user"} \
+        if fmt is not None and fmt == original.source.get("format") else {}
     if path.stat().st_size == 0:  # no synthetic sequence (a reader refuses an empty file)
         return SequenceDB(np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64),
                           original.vocab)
@@ -765,7 +767,8 @@ def _coverage(ctx: _Context, path: Path, coverage_ks: Sequence[int],
     (:func:`dpgpu.eval.truth.gram_user_counts`) and of each released gram.
     The lengths are 1 .. ``max_n`` (the release's parameter), so that a
     length the release reached with no gram counts as uncovered; without
-    it, those present in the release (length 1 when none is).
+    it, those present in the release (length 1 when none is).  A coverage
+    is None (``n/a`` in the table) where no gram of the original reaches K.
     """
     db = ctx.db
     pats, _ = read_gram_file(path, db.vocab, ("gram",))
@@ -1220,11 +1223,12 @@ def format_table(result: dict) -> str:
         lines += ["", f"k-gram coverage (grams held by >= K {t['count_by']})",
                   f"  {'k':>3}  {'released':>8}  {'spurious':>8}  "
                   + "  ".join(f"{'K=' + K:>8}" for K in ks)]
-        for n, r in t["by_k"].items():
+        for n, r in [*t["by_k"].items(), ("all", t)]:
             lines.append(f"  {n:>3}  {r['released']:8d}  {r['spurious_fraction']:8.4f}  "
-                         + "  ".join(f"{r['coverage'][K]:8.3f}" for K in ks))
-        lines.append(f"  {'all':>3}  {t['released']:8d}  {t['spurious_fraction']:8.4f}  "
-                     + "  ".join(f"{t['coverage'][K]:8.3f}" for K in ks))
+                         + "  ".join(f"{'n/a':>8}" if r["coverage"][K] is None
+                                     else f"{r['coverage'][K]:8.3f}" for K in ks))
+        if any(v is None for v in t["coverage"].values()):
+            lines.append("  (n/a: no gram of the original is held by K or more)")
     if "range-queries" in tasks:
         t = tasks["range-queries"]
         lines += ["", f"range-count queries on the {t['leaves']} leaves ({len(t['domain'])}-D; "
@@ -1428,7 +1432,8 @@ def _plot_frequent(ax, t):
 def _plot_coverage(ax, t):
     for n, r in t["by_k"].items():
         Ks = list(r["coverage"])
-        ax.plot([int(K) for K in Ks], [r["coverage"][K] for K in Ks], "o-", label=f"k={n}")
+        ax.plot([int(K) for K in Ks], [np.nan if r["coverage"][K] is None else r["coverage"][K]
+                                       for K in Ks], "o-", label=f"k={n}")
     ax.set_xscale("log")
     ax.set_xlabel("K (users holding the gram)")
     ax.set_ylabel("coverage")

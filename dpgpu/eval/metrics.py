@@ -261,7 +261,8 @@ def total_variation_distance(p: Any, q: Any) -> float:
 
 
 # ---------------------------------------------------------------------- DPNE
-def kanonymity_coverage(released: Iterable[Any], holders: Mapping[Any, int], K: int) -> float:
+def kanonymity_coverage(released: Iterable[Any], holders: Mapping[Any, int], K: int
+                        ) -> float | None:
     """Fraction of the grams held by at least ``K`` users that the release contains.
 
     DPNE Section 3.1.2 / Figure 4: "what fraction of n-grams whose count is
@@ -278,7 +279,7 @@ def kanonymity_coverage(released: Iterable[Any], holders: Mapping[Any, int], K: 
 
     Returns
     -------
-    float in [0, 1]; 1.0 when no gram reaches K (nothing to cover).
+    float in [0, 1], or None when no gram reaches K (nothing to cover: no share).
     """
     K = check_positive_int(K, "K")
     r = set(released)
@@ -293,9 +294,9 @@ def spurious_fraction(released: Iterable[Any], present: Iterable[Any] | Mapping)
     return spurious_share(sum(1 for g in r if g not in p), len(r))
 
 
-def covered_share(covered: int, eligible: int) -> float:
-    """:func:`kanonymity_coverage` from its counts: 1.0 when no gram is eligible."""
-    return covered / eligible if eligible else 1.0
+def covered_share(covered: int, eligible: int) -> float | None:
+    """:func:`kanonymity_coverage` from its counts: None when no gram is eligible."""
+    return covered / eligible if eligible else None
 
 
 def spurious_share(absent: int, released: int) -> float:
