@@ -3,10 +3,11 @@
 One generated corpus (:func:`dpgpu.data.generate.markov_sequences`) is
 written in every format dpgpu reads: ``seq``, ``spmf``, ``lines``, a CSV and a
 Parquet event log, XES, user-level JSON lines (each sequence one
-sentence of words ``w1 .. wK``, a few sentences per user) and trajectory
+sentence of words ``w1 .. wK``, a few sentences per user), trajectory
 points (item ``k`` a point at a random place in cell ``(k % 10, k // 10)`` of
 a 10 x 10 grid over the unit square, rows shuffled, a time column giving
-the order).  Each file is then
+the order) and a column table (a CSV row per sequence: id, items joined by
+spaces).  Each file is then
 read in a fresh process, once by ``dpgpu.load`` and once by a plain Python
 reader (line splits, the ``csv`` and ``json`` modules, ElementTree, Arrow's
 ``to_pylist``), and the wall time and the process's peak resident memory
@@ -41,10 +42,11 @@ HERE = Path(__file__).resolve().parent
 #: File name of each format's corpus.
 FILES = {"seq": "corpus.seq", "spmf": "corpus.spmf", "lines": "corpus.txt",
          "csv": "corpus.csv", "parquet": "corpus.parquet", "xes": "corpus.xes",
-         "jsonl": "corpus.jsonl", "trajectory": "points.csv"}
+         "jsonl": "corpus.jsonl", "trajectory": "points.csv", "column": "rows.csv"}
 #: What ``dpgpu.load`` is told besides the path (formats that are never detected).
 LOAD_OPTIONS = {"trajectory": {"format": "trajectory", "grid": "10x10", "bounds": "0,1,0,1",
-                               "repeats": "keep"}}
+                               "repeats": "keep"},
+                "column": {"format": "column"}}
 #: Sentences per user in the JSON lines corpus.
 SENTENCES_PER_USER = 4
 
@@ -184,9 +186,17 @@ def naive_trajectory(path: str) -> list[tuple]:
                          int(t)) for trip, t, x, y in reader)
 
 
+def naive_column(path: str) -> list[tuple]:
+    """A row per sequence with the csv module: the second field's items split on spaces."""
+    with open(path, newline="") as f:
+        reader = csv.reader(f)
+        next(reader)
+        return [tuple(items.split()) for _, items in reader]
+
+
 NAIVE = {"seq": naive_seq, "spmf": naive_spmf, "lines": naive_lines, "csv": naive_csv,
          "parquet": naive_parquet, "xes": naive_xes, "jsonl": naive_jsonl,
-         "trajectory": naive_trajectory}
+         "trajectory": naive_trajectory, "column": naive_column}
 
 
 # ------------------------------------------------------------------ child processes
