@@ -180,3 +180,23 @@ def test_group_by_prefix_equals_its_definition(seed):
 def test_group_by_prefix_refuses_empty_patterns():
     with pytest.raises(InvalidParameter):
         T.group_by_prefix([(1, 2), ()])
+
+
+def test_top_k_stops_extending_patterns_tied_with_the_kth(caplog):
+    """Long random sequences over 5 items hold every short pattern: all supports tie.
+
+    Extending every pattern tied with the k-th support would mine every length
+    up to the sequences' (millions of candidates by length 9); a longer tied
+    pattern ranks after the k kept, so mining ends at the length that fills k.
+    """
+    rng = np.random.default_rng(2)
+    rows = [[str(x) for x in rng.integers(0, 5, 100)] for _ in range(20)]
+    db = SequenceDB.from_sequences(rows, vocab=[str(i) for i in range(5)])
+    with caplog.at_level(logging.INFO, logger="dpgpu"):
+        pats, sups = T.top_k_subsequences(db, 100)
+    assert sups.tolist() == [20] * 100
+    assert pats == [(i,) for i in range(5)] + list(itertools.product(range(5), repeat=2)) + \
+        list(itertools.product(range(5), repeat=3))[:70]
+    mined = [r.getMessage().split()[3] for r in caplog.records
+             if r.getMessage().startswith("exact mining")]
+    assert mined == ["1:", "2:", "3:"]

@@ -605,7 +605,10 @@ def _mine(db, min_support, k, max_length, min_length, l_max):
         if k is not None and n >= min_length:
             kept = _best(kept, k)
             thr = max(min_support, _kth(_supports_of(kept), k))
-        level = cands[sup >= thr]
+        # with k patterns kept, a longer one tied with the k-th ranks after it: only those
+        # above the threshold extend (ties would grow without bound on repetitive data)
+        full = k is not None and _supports_of(kept).size >= k
+        level = cands[sup > thr] if full else cands[sup >= thr]
         log.info("exact mining: length %d: %s candidates, %s frequent", n,
                  f"{cands.shape[0]:,}", f"{level.shape[0]:,}")
         if max_length is not None and n >= max_length:
