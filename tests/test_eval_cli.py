@@ -276,6 +276,19 @@ def test_plot_replaces_a_file_only_with_force_and_is_checked_first(tmp_path, ori
     assert stat.S_IMODE(os.stat(fig).st_mode) == 0o666 & ~current_umask()
 
 
+@pytest.mark.parametrize("inside", ["fig.png", "sub/fig.png"])
+def test_plot_is_never_written_into_the_release_directory(tmp_path, original, capsys, inside):
+    """Regression: the figure of the exact data could join the directory that is published."""
+    pytest.importorskip("matplotlib")
+    rel = make_release(tmp_path, original, {"ngrams.tsv": "gram\tcount\na b\t3\n"})
+    (rel / "sub").mkdir()
+    fig = rel / inside
+    status, out, err = run(capsys, "evaluate", "--original", str(original), "--release",
+                           str(rel), "--plot", str(fig), "--force")
+    one_line_error(status, err, str(fig), "inside the release directory", "exact data")
+    assert out == "" and not fig.exists() and not (rel / "evaluation.json").exists()
+
+
 def test_plot_into_a_missing_folder_fails_before_any_work(tmp_path, original, capsys):
     """Regression: --plot /no/such/dir/x.png gave a FileNotFoundError traceback after
     evaluation.json was written."""

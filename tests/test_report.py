@@ -224,7 +224,7 @@ def test_the_page_may_not_be_written_inside_the_release(tmp_path, capsys, page, 
     lines = err.strip().splitlines()
     assert status == 2 and len(lines) == 1 and out == "", err
     assert f"{tmp_path / page}: is inside the release directory {rel}" in lines[0]
-    assert "is the input" in lines[0] and "even with --force" in lines[0]
+    assert "the page summarises the release" in lines[0] and "even with --force" in lines[0]
     assert _snapshot(tmp_path) == before
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import re
 import shutil
 import sys
@@ -23,7 +24,7 @@ else:  # pragma: no cover - Python 3.10
 from ..backend import get_backend
 from ..data.load import FORMATS, load
 from ..data.text import LINE_TOKENS
-from ..errors import InvalidParameter
+from ..errors import InputError, InvalidParameter
 from ..progress import Step
 from ..release import check_release_target, dump_json
 from ..scale.partitions import ENGINES
@@ -115,6 +116,33 @@ def _config_path(args: Sequence[str]) -> str | None:
     except argparse.ArgumentError:  # no value: the full parse reports it
         return None
 
+
+
+def check_outside_release(path: Any, release: Any, why: str) -> None:
+    """Refuse an output ``path`` inside the release directory ``release``, even with --force.
+
+    A release directory is what gets published: a page or figure made from
+    it, or from the exact data, must not join it.
+
+    Parameters
+    ----------
+    path : path-like
+        The output.
+    release : path-like
+        The release directory.
+    why : str
+        Why the output may not go there, for the message.
+
+    Raises
+    ------
+    InputError
+        Naming both paths.
+    """
+    folder = Path(os.path.realpath(Path(path).parent))
+    where = Path(os.path.realpath(release))
+    if folder == where or where in folder.parents:
+        raise InputError(f"{path}: is inside the release directory {release}, and {why}; "
+                         "it is not written there, even with --force (choose a path outside it)")
 
 
 #: A value that starts like a negative number (``-180,180,-90,90``, ``-1e-6``, ``-.5``).

@@ -31,7 +31,7 @@ from ..data.io import check_output
 from ..errors import InvalidParameter
 from ..report import read_release_report
 from .common import (FORMAT_OPTIONS, add_backend_argument, add_command, add_data_arguments,
-                     input_paths, load_from_args, print_json)
+                     check_outside_release, input_paths, load_from_args, print_json)
 
 
 def _int_list(text: str) -> list[int]:
@@ -100,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         require_matplotlib()
         plot_format(args.plot, "--plot")
+        check_outside_release(args.plot, args.release, "the figure shows the exact data, which "
+                              "a published release must not hold")
         check_output(args.plot, force=args.force, inputs=inputs)
     result = _spatial(args) if is_spatial_release(args.release) else _sequences(args)
     path = write_evaluation(args.release, result, inputs=inputs)

@@ -13,14 +13,12 @@ never over an existing file without ``--force``.
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from ..data.io import atomic_output, check_output
-from ..errors import InputError
 from ..release import REPORT
 from ..report import as_html, as_text, summarize
-from .common import add_command, print_json
+from .common import add_command, check_outside_release, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -74,10 +72,5 @@ def check_page(path: str, release: Path, *, force: bool) -> None:
         would replace or join the files it summarises), or
         :func:`dpgpu.data.io.check_output` refuses it.
     """
-    folder = Path(os.path.realpath(Path(path).parent))
-    where = Path(os.path.realpath(release))
-    if folder == where or where in folder.parents:
-        raise InputError(f"{path}: is inside the release directory {release}, which is the "
-                         "input of this report; the page is not written there, even with "
-                         "--force (choose a path outside it)")
+    check_outside_release(path, release, "the page summarises the release")
     check_output(path, force=force, inputs=[release / REPORT])
