@@ -133,16 +133,41 @@ def test_config_sets_mechanism_options(tmp_path, capsys, key):
     ("epsilon = 1.0\nvariant = \"fast\"\n", ["variant", "'fast'"]),
     ("epsilon = 1.0\nforce = \"yes\"\n", ["force"]),
     ("epsilon = [1.0\n", ["TOML"]),
+    (b"\xff\xfe=1\n", ["not UTF-8 text (byte 1)"]),
+    ("epsilon = 1.0\n".encode("utf-16"), ["not UTF-8", "UTF-16"]),  # PowerShell's > writes it
+    ("epsilon = 1.0\nl-max = 5\nl_max = 6\n", ["'l-max'", "'l_max'", "--l-max", "keep one"]),
 ])
 def test_bad_config_exit_2_one_line(tmp_path, text, words):
     config = tmp_path / "run.toml"
-    config.write_text(text)
+    if isinstance(text, bytes):
+        config.write_bytes(text)
+    else:
+        config.write_text(text)
     done = dpgpu(*argv(tmp_path, "ngram", "--config", str(config), "--out",
                        str(tmp_path / "rel")))
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert str(config) in lines[0] and all(w in lines[0] for w in words), lines[0]
     assert not (tmp_path / "rel").exists()
+
+
+def test_config_with_a_byte_order_mark_is_read(tmp_path, capsys):
+    config = tmp_path / "run.toml"
+    config.write_bytes("\ufeffepsilon = 1.0\nl-max = 3\n".encode("utf-8"))
+    out = tmp_path / "rel"
+    assert main(["ngram", data_file(tmp_path, "ngram"), "--config", str(config),
+                 "--out", str(out), "-q"]) == 0
+    assert json.loads((out / "report.json").read_text())["parameters"]["l_max"] == 3
+
+
+def test_options_are_not_abbreviated(tmp_path, capsys):
+    """Regression: ``pst --to csv`` was read as ``--tokens csv`` (argparse's abbreviations)."""
+    status = main(argv(tmp_path, "pst", "--epsilon", "1", "--out", str(tmp_path / "r"),
+                       "--to", "csv"))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and "unrecognized arguments: --to csv" in err[0]
+    assert main(argv(tmp_path, "ngram", "--eps", "1", "--out", str(tmp_path / "r"))) == 2
+    assert "--epsilon" in capsys.readouterr().err and not (tmp_path / "r").exists()
 
 
 def test_missing_config_file_and_missing_required_option(tmp_path, capsys):
@@ -230,9 +255,9 @@ def test_option_values_may_start_with_a_minus_sign(tmp_path, capsys):
                  "--bounds", "-180,180,-90,90", "--seed", "1", "-q", "--out", str(out)]) == 0
     tree = json.loads((out / "report.json").read_text())
     assert tree["domain"]["bounds"] == [[-180.0, 180.0], [-90.0, 90.0]]
-    out2 = tmp_path / "tree2"  # a shortened option name, as argparse allows
+    out2 = tmp_path / "tree2"  # with "=", as argparse allows
     assert main(["privtree-spatial", str(points), "--epsilon", "1", "--columns", "x,y",
-                 "--bound", "-180,180,-90,90", "--seed", "1", "-q", "--out", str(out2)]) == 0
+                 "--bounds=-180,180,-90,90", "--seed", "1", "-q", "--out", str(out2)]) == 0
     assert main(["calibrate", "gaussian", "--epsilon", "1", "--delta", "-1e-6"]) == 2
     assert "delta: must be finite and > 0" in capsys.readouterr().err
 

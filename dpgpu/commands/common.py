@@ -48,8 +48,14 @@ class Parser(argparse.ArgumentParser):
 
     A parser with a ``--config FILE.toml`` option reads that file before
     parsing: its keys (long option names, ``-`` or ``_``) become defaults,
-    so options on the command line override them.
+    so options on the command line override them.  Options are written in
+    full: argparse's abbreviations would take ``--to`` for ``--tokens`` on
+    a command without ``--to``.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # noqa: D102 - argparse hook
         self.exit(2, f"{self.prog}: error: {message}\n")
@@ -67,20 +73,28 @@ class Parser(argparse.ArgumentParser):
         """Make the settings of the TOML file ``path`` this parser's defaults."""
         try:
             with open(path, "rb") as f:
-                table = tomllib.load(f)
+                raw = f.read()
+            table = tomllib.loads(raw.decode("utf-8").removeprefix("\ufeff"))
         except OSError as exc:
             self.error(f"--config {path}: {exc.strerror}")
+        except UnicodeDecodeError as exc:
+            self.error(f"--config {path}: not UTF-8 text (byte {exc.start + 1}); TOML files are "
+                       "UTF-8 (save it as UTF-8, not UTF-16)")
         except tomllib.TOMLDecodeError as exc:
             self.error(f"--config {path}: not valid TOML: {exc}")
         options = {next(o for o in a.option_strings if o.startswith("--"))[2:]: a
                    for a in self._actions
                    if isinstance(a, _CONFIGURABLE) and a.dest != "config"
                    and any(o.startswith("--") for o in a.option_strings)}
-        defaults = {}
+        defaults, keys = {}, {}
         for key, value in table.items():
             action = options.get(key.replace("_", "-"))
             if action is None:
                 self.error(f"{path}: unknown key {key!r} (not an option of {self.prog})")
+            if action.dest in keys:
+                self.error(f"{path}: keys {keys[action.dest]!r} and {key!r} both set "
+                           f"{action.option_strings[-1]}; keep one")
+            keys[action.dest] = key
             defaults[action.dest] = self._config_value(action, key, value, path)
             action.required = False
         self.set_defaults(**defaults)
@@ -167,14 +181,8 @@ def _negative_values(parser: argparse.ArgumentParser, args: list[str]) -> list[s
 
 
 def _option(parser: argparse.ArgumentParser, word: str) -> argparse.Action | None:
-    """The option ``word`` names, its name written out or shortened as argparse allows."""
-    if not word.startswith("--") or "=" in word:
-        return None
-    options = parser._option_string_actions
-    if word in options:
-        return options[word]
-    found = {id(a): a for name, a in options.items() if name.startswith(word)}
-    return next(iter(found.values())) if len(found) == 1 and parser.allow_abbrev else None
+    """The option ``word`` names (written in full), or None."""
+    return parser._option_string_actions.get(word) if word.startswith("--") else None
 
 
 def add_command(sub: argparse._SubParsersAction, name: str, *, help: str, description: str,
