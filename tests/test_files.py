@@ -105,7 +105,7 @@ def test_report_html_may_not_replace_the_report_it_reads(tmp_path, capsys, data)
     before = report.read_bytes()
     status, _, err = run(capsys, "report", str(tmp_path / "rel"), "--html", str(report),
                          "--force")
-    one_line_error(status, err, "is the input")
+    one_line_error(status, err, "the page summarises the release")
     assert report.read_bytes() == before
 
 
