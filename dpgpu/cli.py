@@ -10,12 +10,15 @@ exceeded, 1 internal error.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import os
+import signal
 import sys
+import threading
 import traceback
-from typing import Sequence
+from typing import Any, Iterator, Sequence
 
 from . import __version__
 from .commands.common import Parser
@@ -57,7 +60,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level={0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG),
                         format="dpgpu: %(message)s", stream=sys.stderr)
     try:
-        return int(args.func(args) or 0)
+        with _terminate_cleanly():
+            return int(args.func(args) or 0)
+    except _Terminated as exc:
+        print(f"dpgpu: terminated by signal {exc.signum}", file=sys.stderr)
+        return 128 + exc.signum
     except DPGPUError as exc:
         print(f"dpgpu: error: {exc}", file=sys.stderr)
         return exc.exit_status
@@ -78,6 +85,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         traceback.print_exc()
         print("dpgpu: internal error (the traceback above is worth reporting)", file=sys.stderr)
         return 1
+
+
+class _Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived: unwinds like Ctrl-C, so partial outputs are removed."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _terminate_cleanly() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP (``kill``, ``timeout``, ``docker stop``, a batch scheduler, a
+    closed terminal) into :class:`_Terminated` while a command runs, so that every
+    ``finally`` and staging clean-up runs; the previous handlers come back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _Terminated(signum)
+
+    wanted = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+    before = {sig: signal.signal(sig, stop) for sig in wanted}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 if __name__ == "__main__":

@@ -311,3 +311,24 @@ def test_points_with_a_byte_order_mark(tmp_path):
     p = tmp_path / "p.csv"
     p.write_bytes(BOM + b"x,y\n0.1,0.2\n0.3,0.4\n")
     assert np.array_equal(read_points(p, "x,y"), [[0.1, 0.2], [0.3, 0.4]])
+
+
+@pytest.mark.parametrize("signum", [15, 1])  # SIGTERM (kill, timeout, docker stop), SIGHUP
+def test_a_terminated_command_leaves_no_partial_output(tmp_path, signum):
+    """Regression: SIGTERM killed the process without unwinding, leaving the staging file."""
+    import signal
+    import time
+
+    out = tmp_path / "big.txt"
+    proc = subprocess.Popen([sys.executable, "-m", "dpgpu", "generate", "--tokens", "1e9",
+                             "--jobs", "1", "--quiet", str(out)], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".big.txt.*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(tmp_path.glob(".big.txt.*")), "the staging file never appeared"
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signum
+    assert err.strip() == f"dpgpu: terminated by signal {signum}"
+    assert list(tmp_path.iterdir()) == []
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # this process's is untouched
