@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from .data.io import input_errors
 from .errors import InputError
-from .release import REPORT, read_report
+from .release import REPORT, read_report, read_synthetic
 
 #: What one mechanism's guarantee protects: the unit whose presence is hidden.
 UNITS = {"ngram": "one sequence", "privtree-pst": "one sequence", "pfs2": "one sequence",
@@ -64,6 +64,9 @@ def read_release_report(release_dir: Any) -> dict:
         missing, unreadable, not valid JSON or not a JSON object.
     """
     d = Path(release_dir)
+    if d.exists() and not d.is_dir():
+        raise InputError(f"{d}: a file, not a release directory (a folder holding "
+                         f"{REPORT}, as the mechanisms' --out writes it)")
     if not d.is_dir():
         raise InputError(f"{d}: no such release directory")
     with input_errors(d / REPORT):
@@ -157,9 +160,11 @@ class Displayed:
     def to_pandas(self) -> Any:
         """What was released, one row per released item (needs ``dpgpu[pandas]``).
 
-        Labels are decoded to the vocabulary's strings; counts are the noisy
-        ones, never exact statistics.  The columns depend on the mechanism:
-        see :mod:`dpgpu.notebook`.
+        Labels are decoded to the vocabulary's strings, and the end and
+        start markers are the sentinels ``dpgpu.END`` and ``dpgpu.START``,
+        so that an item labelled ``&`` or ``$`` is not taken for one; counts
+        are the noisy ones, never exact statistics.  The columns depend on
+        the mechanism: see :mod:`dpgpu.notebook`.
 
         Returns
         -------
@@ -229,17 +234,35 @@ class LoadedRelease(Displayed):
     def synthetic(self, **options: Any) -> Any:
         """The synthetic dataset of the release, loaded with :func:`dpgpu.load`.
 
+        The file is read in the format the report names
+        (``synthetic_format``) with the reader options it records
+        (``synthetic_options``: ``tokens="chars"`` for a ``lines`` file of
+        one-character items, a wide file's state columns, a trajectory's
+        grid, ...), so it gives the sequences the release made, under their
+        labels, however its original was read
+        (:func:`dpgpu.release.read_synthetic`).
+
+        Parameters
+        ----------
+        **options
+            Options of :func:`dpgpu.load`, which win over the recorded ones:
+            ``vocab=`` (the release's public vocabulary, to get its item ids),
+            or the reader options of a release written before reports
+            recorded them (``tokens="chars"``, ...).
+
+        Returns
+        -------
+        SequenceDB
+
         Raises
         ------
         InputError
-            When the release has no synthetic dataset.
+            When the release has no synthetic dataset, or it cannot be read.
         """
-        from .data.load import load  # noqa: PLC0415
-
         name = self.report.get("synthetic_file")
         if not name or not (self.path / name).exists():
             raise InputError(f"{self.path}: this release holds no synthetic dataset")
-        return load(self.path / name, **options)
+        return read_synthetic(self.path / name, self.report, **options)
 
 
 def load_release(path: Any) -> LoadedRelease:

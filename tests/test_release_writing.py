@@ -207,7 +207,7 @@ def test_empty_sequences_are_written_or_counted_in_a_warning(tmp_path, caplog, f
     assert n == len(back) == len(db) - (empty if dropped else 0)
     assert back.n_events == db.n_events
     warned = [r.getMessage() for r in caplog.records if "were not written" in r.getMessage()]
-    assert warned == ([f"{tmp_path / name}: {empty} of the {len(db)} sequences are empty and "
+    assert warned == ([f"{name}: {empty} of the {len(db)} sequences are empty and "
                        f"were not written: a {fmt} file has a row per item, so a sequence "
                        "without items has no row"] if dropped else [])
 

@@ -146,7 +146,8 @@ def written(n_sequences: int, n_empty: int, fmt: str, path: Any) -> int:
         The sequences given to the writer, and how many of them were empty.
     fmt : str
     path : path-like
-        The file written, for the warning.
+        The file written (its name is in the warning: a release writes it in a
+        staging folder first).
 
     Returns
     -------
@@ -156,7 +157,7 @@ def written(n_sequences: int, n_empty: int, fmt: str, path: Any) -> int:
     if fmt not in ROW_FORMATS or not n_empty:
         return n_sequences
     log.warning("%s: %d of the %d sequences are empty and were not written: a %s file has a "
-                "row per item, so a sequence without items has no row", path, n_empty,
+                "row per item, so a sequence without items has no row", Path(path).name, n_empty,
                 n_sequences, fmt)
     return n_sequences - n_empty
 
