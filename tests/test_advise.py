@@ -42,3 +42,9 @@ def test_cli(tmp_path, capsys):
     assert main(["advise", str(data), "--epsilon", "20", "--seed", "3", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["l_max"]["85%"] == 5
     assert main(["advise", str(data), "--epsilon", "nan"]) == 2
+
+
+def test_an_l_upper_too_large_for_the_samplers_is_named():
+    db = SequenceDB.from_sequences([["a", "b"], ["b"]], vocab=["a", "b"])
+    with pytest.raises(InvalidParameter, match=r"set by l_upper\); nothing was released"):
+        advise(db, 1.0, l_upper=10**9)

@@ -100,7 +100,8 @@ def advise(db, epsilon: float, *, l_upper: int = 100, contribution_share: float 
     size = ledger.charge("advise: noisy number of sequences", half,
                          sampling_delta=sampling_delta(LAPLACE_TV_BOUND, 1, half))
     hist = ledger.charge("advise: noisy length histogram", half,
-                         sampling_delta=sampling_delta(LAPLACE_TV_BOUND, l_upper, half))
+                         sampling_delta=sampling_delta(LAPLACE_TV_BOUND, l_upper, half),
+                         hint="l_upper")
     total = noisy_count(len(db), size.key, half, tag=1)
     noisy = noisy_length_histogram(length_counts(db.lengths, l_upper), hist.key, half, tag=2)
     contribution = _advise_contribution(db, ledger, gram_length, contribution_upper) \
