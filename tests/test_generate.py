@@ -171,3 +171,13 @@ def test_at_least_n_tokens_even_when_the_first_lengths_fall_short():
     for seed in range(12):
         db = markov_sequences(7_000, seed=seed)
         assert 7_000 <= db.n_events < 7_000 + db.max_length
+
+
+def test_chunks_are_planned_as_they_are_needed():
+    """Regression: every chunk's call was built up front, 5.3 GB before writing at 1e14 tokens
+    (and a hang at 1e30)."""
+    chunks = markov_chunks(10**30, seed=3, chunk_tokens=500)
+    first, second = next(chunks), next(chunks)
+    assert first.n_events >= 500 and second.n_events >= 500
+    alone = markov_sequences(500, seed=3)
+    assert np.array_equal(first.items, alone.items) and np.array_equal(first.offsets, alone.offsets)

@@ -14,7 +14,7 @@ import multiprocessing
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from functools import partial
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
@@ -156,14 +156,14 @@ def markov_chunks(n_tokens: int, *, seed: int = 0, chunk_tokens: int = CHUNK_TOK
     options = _chain_options(n_items=n_items, max_order=max_order, zipf=zipf,
                              mean_length=mean_length, contexts=contexts)
     k = -(-n_tokens // chunk_tokens)
-    calls = [partial(markov_sequences, chunk_tokens if i < k - 1 else n_tokens - i * chunk_tokens,
-                     seed=seed if i == 0 else (seed, i), **options) for i in range(k)]
-    return _results(calls, jobs)
+    calls = (partial(markov_sequences, chunk_tokens if i < k - 1 else n_tokens - i * chunk_tokens,
+                     seed=seed if i == 0 else (seed, i), **options) for i in range(k))
+    return _results(calls, k, jobs)
 
 
-def _results(calls: list[partial], jobs: int) -> Iterator[SequenceDB]:
-    """What each of ``calls`` returns, in order, from ``jobs`` processes working ahead."""
-    k = len(calls)
+def _results(calls: Iterable[partial], k: int, jobs: int) -> Iterator[SequenceDB]:
+    """What each of the ``k`` ``calls`` returns, in order, from ``jobs`` processes working
+    ahead; the calls are made as they are needed (there may be billions of them)."""
     if jobs == 1 or k == 1:
         for call in calls:
             yield call()
