@@ -286,3 +286,11 @@ def test_verbose_before_or_after_the_command_logs_the_backend_once(tmp_path, whe
     assert "dpgpu: ngram: reading the input" in lines
     assert [line for line in lines if "backend" in line] == \
         ["dpgpu: backend: numpy (chosen by DPGPU_BACKEND)"]
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "laplace", "dpsu"])
+def test_calibrate_kinds_have_an_example_that_runs(capsys, kind):
+    assert main(["calibrate", kind, "--help"]) == 0
+    example = capsys.readouterr().out.strip().splitlines()[-1].split()
+    assert example[:3] == ["dpgpu", "calibrate", kind]
+    assert main(example[1:]) == 0 and capsys.readouterr().out

@@ -26,18 +26,27 @@ def register(sub: argparse._SubParsersAction) -> None:
                     example="dpgpu calibrate gaussian --epsilon 1 --delta 1e-5 --sensitivity 1")
     kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True,
                              parser_class=type(p))
-    gauss = kinds.add_parser("gaussian", help="analytic Gaussian sigma (Balle & Wang 2018)")
+    gauss = _kind(kinds, "gaussian", "analytic Gaussian sigma (Balle & Wang 2018)",
+                  "--epsilon 1 --delta 1e-5 --sensitivity 1")
     _target(gauss, delta=True)
     gauss.add_argument("--sensitivity", type=float, default=1.0, help="L2 sensitivity (default 1)")
-    lap = kinds.add_parser("laplace", help="(discrete) Laplace scale")
+    lap = _kind(kinds, "laplace", "(discrete) Laplace scale", "--epsilon 0.5 --sensitivity 20")
     _target(lap, delta=False)
     lap.add_argument("--sensitivity", type=float, default=1.0, help="L1 sensitivity (default 1)")
-    dpsu = kinds.add_parser("dpsu", help="weighted-Gaussian DP set union sigma and threshold "
-                            "(DPNE Theorem 2.1)")
+    dpsu = _kind(kinds, "dpsu", "weighted-Gaussian DP set union sigma and threshold "
+                 "(DPNE Theorem 2.1)", "--epsilon 4 --delta 1e-7 --max-items 50")
     _target(dpsu, delta=True)
     dpsu.add_argument("--max-items", type=int, required=True,
                       help="items each user contributes at most (Delta_0)")
     p.set_defaults(func=run)
+
+
+def _kind(kinds: argparse._SubParsersAction, name: str, help: str,
+          options: str) -> argparse.ArgumentParser:
+    """Add ``calibrate NAME``, with ``dpgpu calibrate NAME OPTIONS`` as its help's example."""
+    return kinds.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".",
+                            epilog=f"example:\n  dpgpu calibrate {name} {options}",
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 def _target(parser: argparse.ArgumentParser, *, delta: bool) -> None:
