@@ -5,19 +5,28 @@ Every release object -- what :func:`dpgpu.ngram`, :func:`dpgpu.pst`,
 :func:`dpgpu.load_release` return -- has ``.to_pandas()`` and ``.plot()``
 (from :class:`dpgpu.report.Displayed`), which call :func:`to_pandas` and
 :func:`plot` here.  A frame holds what was released and nothing else: item
-labels decoded to the vocabulary's strings (``&`` is the end marker, ``$``
-the start marker), noisy counts, never an exact statistic of the data.  A
-release read back with :func:`dpgpu.load_release` gives the same frame as
-the object that was saved (the saved consistent counts of N-gram are
-rounded to three decimals).
+labels decoded to the vocabulary's strings, noisy counts, never an exact
+statistic of the data.  The markers are not strings but the sentinels
+:data:`END` (``dpgpu.END``: a sequence ends here, the last symbol of an
+N-gram gram or a PST next symbol) and :data:`START` (``dpgpu.START``: a PST
+context that begins at a sequence's start), so an item labelled ``&`` or
+``$`` is told from them: ``frame["gram"].map(lambda g: g[-1] is dpgpu.END)``
+selects the grams that end a sequence, ``frame["symbol"] != dpgpu.END`` the
+rows of items.  A release read back with :func:`dpgpu.load_release` gives
+the same frame as the object that was saved (the saved consistent counts of
+N-gram are rounded to three decimals).
 
 =====================  =====================================================
 mechanism              one row per
 =====================  =====================================================
-``ngram``              released n-gram: ``gram``, ``n``, ``noisy_count``,
-                       ``count`` (the consistent count)
-``privtree-pst``       node and next symbol: ``context``, ``depth``,
-                       ``leaf``, ``symbol``, ``noisy_count``
+``ngram``              released n-gram: ``gram`` (items, and
+                       :data:`END` last where the gram ends a sequence),
+                       ``n``, ``noisy_count``, ``count`` (the consistent
+                       count)
+``privtree-pst``       node and next symbol: ``context`` (items, after
+                       :data:`START` where it begins a sequence), ``depth``,
+                       ``leaf``, ``symbol`` (an item or :data:`END`),
+                       ``noisy_count``
 ``privtree-spatial``   leaf box: ``lo_<column>``, ``hi_<column>`` per
                        dimension, ``count`` (noisy)
 ``pfs2``               frequent pattern: ``pattern``, ``length``,
@@ -35,10 +44,11 @@ notebook; set ``MPLBACKEND=Agg`` to draw without a display).
 from __future__ import annotations
 
 import csv
+import functools
 import importlib
 import json
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 from urllib.parse import unquote
 
 import numpy as np
@@ -49,7 +59,58 @@ from .errors import InputError, InvalidParameter
 EXTRAS = {"pandas": "pandas", "matplotlib.pyplot": "plot", "matplotlib.collections": "plot",
           "matplotlib.patches": "plot", "shtab": "completion"}
 
-END, START = "&", "$"
+
+@functools.total_ordering
+class Marker:
+    """A sequence marker in release frames: :data:`END` or :data:`START`, never a label.
+
+    Release files write the end marker ``&`` and the start marker ``$``
+    beside item labels, which may be ``&`` or ``$`` themselves
+    (:func:`dpgpu.release.encode_gram`); a frame gives the markers as these
+    two objects instead, so that a gram ``("a", dpgpu.END)`` (``a``, then
+    the end of a sequence) is not ``("a", "&")`` (the items ``a`` and
+    ``&``).  Each is a singleton, equal only to itself (also after a copy
+    or a pickle); its ``repr`` is ``dpgpu.END`` / ``dpgpu.START`` and its
+    ``str`` (what a printed frame and a plot show) ``<end>`` / ``<start>``.
+    Markers sort beside labels, :data:`START` before every label and
+    :data:`END` after, so a column of grams can be sorted.
+
+    Parameters
+    ----------
+    name : {"END", "START"}
+        The name it is exported under in :mod:`dpgpu`.
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"dpgpu.{self.name}"
+
+    def __str__(self) -> str:
+        return f"<{self.name.lower()}>"
+
+    def __reduce__(self) -> str:
+        return self.name  # copies and pickles are the module's own object
+
+    def __lt__(self, other: Any) -> bool:
+        if isinstance(other, (Marker, str)):
+            return self._rank() < (other._rank() if isinstance(other, Marker) else 0)
+        return NotImplemented
+
+    def _rank(self) -> int:
+        """Where the marker sorts: before every label (-1) or after (1)."""
+        return -1 if self.name == "START" else 1
+
+
+#: The end marker in release frames: the sequence ends here.
+END = Marker("END")
+#: The start marker in release frames: the context begins at a sequence's start.
+START = Marker("START")
+#: The markers as release files write them (an item ``&`` or ``$`` is %-encoded there).
+_MARKERS = {"&": END, "$": START}
 
 
 def require(module: str) -> Any:
@@ -145,16 +206,31 @@ def _spatial_columns(release: Any) -> list[str]:
     return list(names)
 
 
-def _pst_rows(nodes: Sequence[dict], symbols: Sequence[str]):
+def _ngram_rows(release: Any):
+    """The frame rows of an N-gram release object: its grams' ids decoded, markers as such."""
+    symbols = [*release.vocab.labels, END, START]  # by id: the markers follow the items
+    for lvl in release.levels:
+        for gram, noisy, count in zip(lvl.grams.tolist(), lvl.noisy.tolist(),
+                                      lvl.count.tolist()):
+            yield tuple(symbols[i] for i in gram), len(gram), noisy, count
+
+
+def _pst_rows(nodes: Iterable[dict], items: Sequence[str], start_marker: str):
+    """The frame rows of PST nodes as ``pst.json`` holds them.
+
+    A node's histogram counts the ``items`` and then the end marker; its
+    context names the start marker ``start_marker``, a name no item has.
+    """
+    symbols = [*items, END]
     for node in nodes:
-        context = tuple(node["context"])
+        context = tuple(START if s == start_marker else s for s in node["context"])
         for symbol, count in zip(symbols, node["hist"]):
             yield context, node["depth"], node["leaf"], symbol, count
 
 
 _MEMORY_ROWS: dict[str, Callable[[Any], Any]] = {
-    "ngram": lambda r: ((g, len(g), a, c) for g, a, c in r.ngrams()),
-    "privtree-pst": lambda r: _pst_rows(r.nodes(), list(r.vocab.labels) + [END]),
+    "ngram": _ngram_rows,
+    "privtree-pst": lambda r: _pst_rows(r.iter_nodes(), r.vocab.labels, r.start_marker),
     "privtree-spatial": lambda r: (
         [v for j in range(r.leaves.lo.shape[1]) for v in (lo[j], hi[j])] + [n]
         for lo, hi, n in zip(r.leaves.lo.tolist(), r.leaves.hi.tolist(),
@@ -164,9 +240,18 @@ _MEMORY_ROWS: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def decode_gram(text: str) -> tuple[str, ...]:
-    """A gram as release files write it (:func:`dpgpu.release.encode_gram`) as labels."""
-    return tuple(unquote(t) for t in text.split(" "))
+def decode_gram(text: str) -> tuple[Any, ...]:
+    """A gram as release files write it (:func:`dpgpu.release.encode_ids`) as labels and markers.
+
+    A bare ``&`` is :data:`END` and a bare ``$`` :data:`START`; every other
+    token is a label, %-decoded (an item ``&`` is written ``%26``).
+
+    Examples
+    --------
+    >>> decode_gram("Send%20Fine %26 &")
+    ('Send Fine', '&', dpgpu.END)
+    """
+    return tuple(_MARKERS.get(t) or unquote(t) for t in text.split(" "))
 
 
 def _table(release: Any, name: str, columns: Sequence[str], sep: str = "\t") -> list[dict]:
@@ -189,7 +274,7 @@ def _pst_file_rows(release: Any):
         tree = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise InputError(f"{path}: cannot read ({exc})") from None
-    return _pst_rows(tree["nodes"], tree["symbols"])
+    return _pst_rows(tree["nodes"], tree["symbols"][:-1], tree.get("start_marker", "$"))
 
 
 def _spatial_file_rows(release: Any):
@@ -222,7 +307,7 @@ def plot(release: Any, ax: Any = None, *, k: int = 20, min_length: int = 1,
 
     ``ngram`` and ``pfs2``: a horizontal bar chart of the ``k`` released
     strings with the largest noisy counts (N-gram: consistent counts;
-    grams ending with ``&`` are left out).  ``privtree-pst``: the root's noisy
+    grams ending with :data:`END` are left out).  ``privtree-pst``: the root's noisy
     histogram of next symbols, ``k`` largest.  ``privtree-spatial``: the leaf
     boxes, coloured by noisy density (count per unit area), as rectangles
     (2-d and more, projected on ``dims``) or bars (1-d).  ``dpne``: the
@@ -248,14 +333,18 @@ def plot(release: Any, ax: Any = None, *, k: int = 20, min_length: int = 1,
     Raises
     ------
     InvalidParameter
-        When pandas or matplotlib is not installed, or for a bad ``k``.
+        When pandas or matplotlib is not installed, for a bad ``k`` or
+        ``min_length``, or when ``ax`` is not a matplotlib Axes.
     """
     from .validation import check_positive_int  # noqa: PLC0415
 
     k = check_positive_int(k, "k")
     min_length = check_positive_int(min_length, "min_length")
-    frame = to_pandas(release)
     plt = require("matplotlib.pyplot")
+    if ax is not None and not isinstance(ax, plt.Axes):
+        raise InvalidParameter(f"ax: expected a matplotlib Axes (such as plt.subplots()[1]), "
+                               f"got {type(ax).__name__}")
+    frame = to_pandas(release)
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 5))
     report = release.report
@@ -289,7 +378,7 @@ def plot(release: Any, ax: Any = None, *, k: int = 20, min_length: int = 1,
 
 def _bars(ax: Any, grams: Any, values: Any, xlabel: str, title: str) -> None:
     """Horizontal bars, largest on top, labelled by the grams' labels."""
-    labels = [" ".join(g) for g in grams]
+    labels = [" ".join(map(str, g)) for g in grams]
     ax.barh(np.arange(len(labels))[::-1], np.asarray(values, dtype=np.float64),
             tick_label=labels, color="tab:blue")
     ax.set_xlabel(xlabel)

@@ -50,6 +50,9 @@ _EXTENSIONS = {"lines": "txt", "spmf": "txt", "wide": "csv", "trajectory": "csv"
 _SYNTHETIC_FORMATS = {"jsonl": "lines", "text-csv": "lines", "text-parquet": "lines"}
 #: Tried in order when the input's format cannot hold every generated label.
 _FALLBACK_FORMATS = ("spmf", "lines", "csv", "xes", "seq", "parquet")
+#: Formats whose synthetic file is a CSV table: named ``synthetic.csv``, so comma-separated
+#: (:func:`dpgpu.data.writers.write` delimits a ``.csv`` file with commas).
+_CSV_TABLES = ("csv", "wide", "trajectory", "column")
 
 
 #: How an item label that is exactly a marker's name is written in release files.
@@ -361,6 +364,21 @@ class ReleaseWriter:
         db.save(self.path(name), format=fmt, force=True)
         return name, fmt
 
+    def synthetic_entries(self, db: Any) -> dict:
+        """Write ``db`` as the release's synthetic data (:meth:`write_synthetic`); return the
+        report entries that say where it is and how to read it back.
+
+        Returns
+        -------
+        dict
+            ``synthetic_file`` (its name), ``synthetic_format`` and
+            ``synthetic_options`` (:func:`synthetic_reader_options`), for the
+            report: :func:`read_synthetic` reads the file with them.
+        """
+        name, fmt = self.write_synthetic(db)
+        return {"synthetic_file": name, "synthetic_format": fmt,
+                "synthetic_options": synthetic_reader_options(db, fmt)}
+
     def write_json(self, name: str, obj: Any, *, items: tuple[str, Iterable] | None = None
                    ) -> None:
         """Write ``obj`` as indented JSON.
@@ -428,6 +446,170 @@ def synthetic_format(input_format: Any) -> Any:
     """The format synthetic data of an input in ``input_format`` is written in, unless the
     labels send it elsewhere (:meth:`ReleaseWriter.write_synthetic`)."""
     return _SYNTHETIC_FORMATS.get(input_format, input_format)
+
+
+def synthetic_reader_options(db: Any, fmt: str) -> dict:
+    """The reader options of :func:`dpgpu.load` that read ``db``'s synthetic file back.
+
+    What the writer of ``fmt`` chose from ``db.source`` and the file's name
+    (:meth:`ReleaseWriter.write_synthetic`), so that the file reads back as
+    the same sequences however the original was given: how a ``lines`` or
+    ``column`` cell is cut into items (``tokens``: ``"chars"`` for data read a
+    character at a time, else ``"str"``, the labels as written), the columns
+    or attribute keys an event log, ``wide``, ``trajectory`` or ``column``
+    file is written with, the grid of a trajectory (every synthetic step a
+    point, ``repeats="keep"``) and the comma that delimits a ``.csv`` table.
+    They are format options only, as :func:`dpgpu.data.sequencedb.synthetic_like`
+    keeps: never a path, a case name or a user label.
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The synthetic database written.
+    fmt : str
+        The format it was written in.
+
+    Returns
+    -------
+    dict
+        Keyword arguments for :func:`dpgpu.load` beside ``format=fmt``
+        (empty for ``seq`` and ``spmf``, which need none).
+    """
+    from .data import column, eventlog, trajectory, wide  # noqa: PLC0415
+    from .data.writers import _chars  # noqa: PLC0415
+
+    tokens = "chars" if _chars(db) else "str"
+    options: dict[str, Any] = {}
+    if fmt == "lines":
+        options["tokens"] = tokens
+    elif fmt == "column":
+        options.update(sequence=column.output_columns(db)[1], tokens=tokens)
+    elif fmt in ("csv", "parquet"):
+        columns = eventlog.output_columns(db)[0]
+        options.update((role, columns[role]) for role in ("case", "activity", "timestamp")
+                       if columns[role] is not None)
+    elif fmt == "xes":
+        keys = db.source.get("columns", {}) if db.source.get("format") == "xes" else {}
+        options.update(activity=keys.get("activity") or "concept:name",
+                       timestamp=keys.get("timestamp") or "time:timestamp")
+    elif fmt == "wide":
+        options["states"] = wide.output_columns(db)[1]
+    elif fmt == "trajectory":
+        grid = trajectory.Grid.from_source(db.source)
+        options.update(zip(("case", "x", "y"), trajectory.output_columns(db)))
+        options.update(grid=f"{grid.nx}x{grid.ny}", bounds=list(grid.bounds), repeats="keep")
+    if fmt in _CSV_TABLES:
+        options["delimiter"] = ","
+    return options
+
+
+def synthetic_reading(report: dict) -> tuple[str | None, dict | None]:
+    """How a release's synthetic file is read, from its report.
+
+    Returns
+    -------
+    format : str or None
+        ``synthetic_format`` (a report without it: the format synthetic data
+        of its input's format is written in), or None where that is no
+        format :func:`dpgpu.load` reads (it then detects the format).
+    options : dict or None
+        ``synthetic_options`` (:func:`synthetic_reader_options`), or None for
+        a release written before reports recorded them.
+
+    Raises
+    ------
+    InputError
+        When ``synthetic_options`` is not a JSON object.
+    """
+    from .data.load import FORMATS  # noqa: PLC0415
+
+    fmt = report.get("synthetic_format") or synthetic_format((report.get("input") or {})
+                                                             .get("format"))
+    options = report.get("synthetic_options")
+    if options is not None and not isinstance(options, dict):
+        raise InputError(f"{REPORT}: synthetic_options is not a JSON object")
+    return (fmt if fmt in FORMATS else None), options
+
+
+def read_synthetic(path: Any, report: dict, **options: Any) -> Any:
+    """A release's synthetic file, read as its report says (:func:`synthetic_reading`).
+
+    The items of a ``seq`` or ``spmf`` file, which numbers them and names
+    them in its header, are labelled by those names where they are the
+    release's labels (:func:`named_vocabulary`), unless ``vocab`` is given.
+
+    Parameters
+    ----------
+    path : path-like
+        The synthetic file.
+    report : dict
+        The release's ``report.json``.
+    **options
+        Options of :func:`dpgpu.load` (``vocab``: the release's public
+        vocabulary, for its item ids); they win over the report's
+        ``synthetic_options``, the only ones a release records, so a
+        release written before reports recorded them needs them where its
+        format takes options.
+
+    Returns
+    -------
+    SequenceDB
+        The synthetic sequences; none for an empty file (a release without
+        synthetic sequences), on ``vocab`` (default: no items).
+
+    Raises
+    ------
+    InputError
+        When the file cannot be read, or the report is malformed.
+    """
+    from .data.load import load  # noqa: PLC0415
+    from .data.public_vocab import on_vocabulary, public_vocabulary  # noqa: PLC0415
+    from .data.sequencedb import SequenceDB  # noqa: PLC0415
+    from .data.vocabulary import Vocabulary  # noqa: PLC0415
+
+    fmt, recorded = synthetic_reading(report)
+    vocab = options.get("vocab")
+    if Path(path).stat().st_size == 0:  # no synthetic sequence (a reader refuses an empty file)
+        return SequenceDB(np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64),
+                          Vocabulary([]) if vocab is None else public_vocabulary(vocab))
+    db = load(path, **{"format": fmt, **(recorded or {}), **options})
+    named = None if vocab is not None else named_vocabulary(db, report)
+    return db if named is None else on_vocabulary(db, named, str(path))
+
+
+def named_vocabulary(db: Any, report: dict) -> Any:
+    """The release's vocabulary as the header of its ``seq`` or ``spmf`` synthetic file names it.
+
+    Such a file numbers its items and names them in its header (a ``.seq``
+    header's categories, SPMF's ``@ITEM=id=name`` lines), every item of the
+    vocabulary in id order; read without a vocabulary, its items are
+    labelled by their numbers.  The names are the release's labels when
+    their :func:`vocabulary_fingerprint` is the report's.
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The synthetic file, read without a vocabulary.
+    report : dict
+        The release's ``report.json``.
+
+    Returns
+    -------
+    Vocabulary or None
+        The names as labels (public as the report's vocabulary is), or None
+        where they are not the release's labels (a ``.seq`` input's labels
+        are its category numbers) or the file names no items.
+    """
+    from .data.vocabulary import Vocabulary  # noqa: PLC0415
+
+    spmf_names = db.source.get("names") or {}
+    names = db.vocab.names if db.source.get("format") == "seq" else \
+        [spmf_names[k] for k in sorted(spmf_names, key=int)]
+    facts = report.get("vocabulary")
+    if not (names and isinstance(facts, dict) and len(set(names)) == len(names)):
+        return None
+    vocab = Vocabulary(names, public=bool(facts.get("public")))
+    return vocab if facts.get("sha256") == vocabulary_fingerprint(vocab) else None
 
 
 def read_report(release_dir: Any) -> dict:

@@ -346,6 +346,7 @@ def test_evaluation_json_is_replaced_but_never_through_a_link(tmp_path, original
 
 @pytest.mark.parametrize("state, message", [
     ("missing", "typo_dir: no such release directory"),
+    ("file", "typo_dir: a file, not a release directory"),
     ("empty", "report.json: no such file"),
     ("not json", "report.json: not valid JSON"),
     ("list", "report.json: not a dpgpu report"),
@@ -362,7 +363,9 @@ def test_a_mistyped_release_is_named_before_the_original_is_read(tmp_path, capsy
     data = tmp_path / ("d.txt" if kind == "sequences" else "airports.csv")
     data.write_text(ORIGINAL if kind == "sequences" else "x,y\n1,2\n")
     rel = tmp_path / "typo_dir"
-    if state != "missing":
+    if state == "file":
+        rel.write_text(ORIGINAL)
+    elif state != "missing":
         rel.mkdir()
     if state in ("not json", "list"):
         (rel / "report.json").write_text("{oops" if state == "not json" else "[]")
@@ -424,3 +427,15 @@ def test_a_release_of_user_level_csv_data_is_evaluated_with_the_user_option(tmp_
     r = evaluate(capsys, log, tmp_path / "rel", "--user", "who", "--vocab", str(vocab),
                  "--task", "count-queries")
     assert r["original"]["sequences"] == 40 and "count-queries" in r["tasks"]
+
+
+@pytest.mark.parametrize("text", ["\n", "\n\n\n"])
+def test_an_original_without_items_is_refused_by_name(tmp_path, original, capsys, text):
+    rel = make_release(tmp_path, original, {"ngrams.tsv": "gram\tcount\na b\t3\n"},
+                       vocabulary=False)
+    empty = tmp_path / "empty.txt"
+    empty.write_text(text)
+    status, out, err = run(capsys, "evaluate", "--original", str(empty), "--format", "lines",
+                           "--release", str(rel))
+    one_line_error(status, err, f"{empty}: holds no items", "nothing to compare")
+    assert out == ""

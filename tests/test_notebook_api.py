@@ -49,23 +49,25 @@ def test_ngram_frame_is_the_released_grams(releases):
     rel = releases["ngram"]
     frame = rel.to_pandas()
     assert list(frame.columns) == ["gram", "n", "noisy_count", "count"]
-    expected = rel.ngrams()
+    expected = [(tuple(dpgpu.END if x == "&" else x for x in g), a, c)  # no item is '&'
+                for g, a, c in rel.ngrams()]
     assert len(frame) == len(expected)
     assert list(frame.itertuples(index=False, name=None)) == \
         [(g, len(g), a, c) for g, a, c in expected]
-    assert {x for g in frame["gram"] for x in g} <= set(VOCAB) | {"&"}
+    assert {x for g in frame["gram"] for x in g} <= set(VOCAB) | {dpgpu.END}
 
 
 def test_pst_frame_has_every_node_and_next_symbol(releases):
     rel = releases["pst"]
     frame = rel.to_pandas()
     assert list(frame.columns) == ["context", "depth", "leaf", "symbol", "noisy_count"]
-    symbols = VOCAB + ["&"]
+    symbols = VOCAB + [dpgpu.END]
     nodes = rel.nodes()
     assert len(frame) == len(nodes) * len(symbols)
     for i, node in enumerate(nodes):
         part = frame.iloc[i * len(symbols):(i + 1) * len(symbols)]
-        assert set(part["context"]) == {tuple(node["context"])}
+        assert set(part["context"]) == {tuple(dpgpu.START if x == "$" else x  # no item is '$'
+                                              for x in node["context"])}
         assert set(part["depth"]) == {node["depth"]} and set(part["leaf"]) == {node["leaf"]}
         assert list(part["symbol"]) == symbols
         assert list(part["noisy_count"]) == node["hist"]
@@ -108,6 +110,70 @@ def test_a_loaded_release_gives_the_same_frame(releases, tmp_path, name):
                                   atol=5e-4, rtol=0)
     assert loaded.summary().startswith(f"release {tmp_path / name}: ")  # not "not saved yet"
     assert rel.summary().startswith("release (not saved yet): ")
+
+
+# Items named as the markers: release files write them %26 and %24, frames keep them strings.
+MARKER_VOCAB = ["&", "$", "Send Fine", "100%"]
+MARKER_SEQS = [["&", "Send Fine", "$"], ["$", "&"], ["100%", "&", "&"], ["Send Fine"]] * 30
+
+
+@pytest.fixture(scope="module")
+def marker_releases():
+    db = SequenceDB.from_sequences(MARKER_SEQS, vocab=MARKER_VOCAB)
+    return {"ngram": dpgpu.ngram(db, 2.0, l_max=4, n_max=3, seed=1),
+            "pst": dpgpu.pst(db, 2.0, l_top=4, seed=1)}
+
+
+def _loaded_frame(release, path):
+    loaded = dpgpu.load_release(release.save(path)).to_pandas()
+    pd.testing.assert_frame_equal(loaded, release.to_pandas(), check_exact=False, atol=5e-4,
+                                  rtol=0)
+    return loaded
+
+
+def test_ngram_frames_tell_an_item_named_and_from_the_end_marker(marker_releases, tmp_path):
+    rel = marker_releases["ngram"]
+    for frame in (rel.to_pandas(), _loaded_frame(rel, tmp_path / "r")):
+        grams = list(frame["gram"])
+        assert len(set(grams)) == len(grams)  # the item '&' and the end are two grams
+        assert ("&",) in grams and ("$",) in grams and ("&", dpgpu.END) in grams
+        assert ("Send Fine", "&") in grams and ("Send Fine", dpgpu.END) in grams
+        assert all(dpgpu.END not in g[:-1] and dpgpu.START not in g for g in grams)
+        ends = frame["gram"].map(lambda g: g[-1] is dpgpu.END)
+        assert ends.sum() == sum(g[-1] == rel.vocab.end_id
+                                 for lvl in rel.levels for g in lvl.grams.tolist())
+        assert list(frame.sort_values("gram", kind="stable")["gram"]) == sorted(grams)
+
+
+def test_pst_frames_tell_items_named_and_dollar_from_the_markers(marker_releases, tmp_path):
+    rel = marker_releases["pst"]
+    assert rel.start_marker == "$$"  # pst.json's name for the start, as an item is '$'
+    for frame in (rel.to_pandas(), _loaded_frame(rel, tmp_path / "r")):
+        for _, node in frame.groupby("context", sort=False):
+            assert list(node["symbol"]) == MARKER_VOCAB + [dpgpu.END]
+        contexts = set(frame["context"])
+        assert (dpgpu.START,) in contexts and ("$",) in contexts and ("&",) in contexts
+        assert all(dpgpu.START not in c[1:] and "$$" not in c for c in contexts)
+        assert (frame["symbol"] != dpgpu.END).sum() == len(contexts) * len(MARKER_VOCAB)
+
+
+def test_markers_are_singletons_that_sort_beside_labels():
+    import copy
+    import pickle
+
+    assert repr(dpgpu.END) == "dpgpu.END" and str(dpgpu.START) == "<start>"
+    assert pickle.loads(pickle.dumps(dpgpu.END)) is dpgpu.END
+    assert copy.deepcopy((dpgpu.START,))[0] is dpgpu.START
+    assert dpgpu.END != "&" and dpgpu.START != "$"
+    grams = [("a", dpgpu.END), ("&",), ("a", "&"), (dpgpu.START, "a")]
+    assert sorted(grams) == [(dpgpu.START, "a"), ("&",), ("a", "&"), ("a", dpgpu.END)]
+
+
+def test_plot_leaves_out_the_end_marker_but_not_an_item_named_and(marker_releases):
+    rel = marker_releases["ngram"]
+    ax = rel.plot(k=100, min_length=2)
+    labels = {t.get_text() for t in ax.get_yticklabels()}
+    assert "Send Fine &" in labels and not any("<end>" in x for x in labels)
 
 
 def test_a_damaged_release_file_is_an_input_error(releases, tmp_path):

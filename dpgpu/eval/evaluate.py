@@ -53,11 +53,11 @@ import numpy as np
 from .. import __version__
 from ..data.io import atomic_output, input_errors, read_bytes
 from ..data.points import parse_columns, read_points
-from ..data.sequencedb import SequenceDB
 from ..errors import InputError, InvalidParameter
 from ..mechanisms.privtree.spatial import check_bounds
 from ..ops.keys import sorted_unique
-from ..release import REPORT, dump_json, vocabulary_fingerprint
+from ..release import (REPORT, dump_json, read_synthetic, synthetic_reading,
+                       vocabulary_fingerprint)
 from ..report import read_release_report
 from ..validation import check_positive_int, check_positive_real
 from . import metrics as M
@@ -333,8 +333,10 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
     backend : str or Backend, optional
         Where contiguous counts are computed.
     reader_options : dict, optional
-        Reader options used for the original, reused for a synthetic file
-        of the same format.
+        Reader options used for the original.  The synthetic file is read
+        with the options its report records; only for a release written
+        before reports recorded them are these reused, for a synthetic file
+        of the original's format.
     original_name : str, optional
         How to name the original in messages (default its source path).
 
@@ -350,6 +352,9 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
         raise InputError(f"{rdir}: a spatial release ({LEAVES}); its original is a points file "
                          "(evaluate_spatial_release)")
     oname = original_name or str(original.source.get("path", "the original"))
+    if original.n_events == 0:
+        raise InputError(f"{oname}: holds no items ({len(original)} sequences); there is nothing "
+                         "to compare the release with")
     check_vocabulary(report, original, rdir, oname)
     min_support = release_threshold(report, len(original), threshold)
     chosen = choose_tasks(tasks, applicable_tasks(files, min_support is not None), rdir)
@@ -465,21 +470,17 @@ class _Context:
 
 
 def _load_synthetic(path: Path, report: dict, original: Any, options: dict) -> Any:
-    """The release's synthetic data, in the format it was written in (the original's
-    reader options apply when that is the original's format, but for ``user``: synthetic
-    data has no users)."""
-    from ..data.load import FORMATS, load
-    from ..release import synthetic_format
+    """The release's synthetic data, read as its report says (:func:`dpgpu.release.read_synthetic`).
 
-    fmt = report.get("synthetic_format") or synthetic_format((report.get("input") or {})
-                                                             .get("format"))
-    fmt = fmt if fmt in FORMATS else None
+    ``options`` (the original's reader options) are used only for a release written before
+    reports recorded the synthetic file's own, and only where that file is in the original's
+    format, but for ``user``: synthetic data has no users.  Items are matched with the
+    original's by label, so the file is read on its own vocabulary.
+    """
+    fmt, recorded = synthetic_reading(report)
     opts = {k: v for k, v in options.items() if k != "user"} \
-        if fmt is not None and fmt == original.source.get("format") else {}
-    if path.stat().st_size == 0:  # no synthetic sequence (a reader refuses an empty file)
-        return SequenceDB(np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64),
-                          original.vocab)
-    db = load(path, format=fmt, **opts)
+        if recorded is None and fmt is not None and fmt == original.source.get("format") else {}
+    db = read_synthetic(path, report, **opts)
     log.info("evaluate: synthetic dataset %s: %d sequences", path.name, len(db))
     return db
 

@@ -242,8 +242,7 @@ class NGramRelease(Displayed):
                 [f"{c:.3f}" for lvl in self.levels for c in lvl.count.tolist()]])
             report = dict(self.report)
             if self.synthetic is not None:
-                report["synthetic_file"], report["synthetic_format"] = \
-                    rel.write_synthetic(self.synthetic)
+                report.update(rel.synthetic_entries(self.synthetic))
             return rel.finish(report)
 
 

@@ -502,8 +502,7 @@ class PSTRelease(Displayed):
                            items=("nodes", self.iter_nodes()))
             report = dict(self.report)
             if self.synthetic is not None:
-                report["synthetic_file"], report["synthetic_format"] = \
-                    rel.write_synthetic(self.synthetic)
+                report.update(rel.synthetic_entries(self.synthetic))
             return rel.finish(report)
 
 
