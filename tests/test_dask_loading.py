@@ -239,12 +239,23 @@ def test_edge_cases_give_the_local_database(client, tmp_path, name):
                 dpgpu.load(path, **options))
 
 
-@pytest.mark.parametrize("fmt", ["lines", "jsonl", "seq", "spmf"])
-def test_a_blank_file_is_empty_in_any_format(client, tmp_path, fmt):
+@pytest.mark.parametrize("fmt", [None, "lines", "jsonl", "seq", "spmf"])
+def test_a_blank_file_is_empty_sequences_or_refused_alike(client, tmp_path, fmt):
+    """Blank lines are empty sequences of a lines or SPMF file named as such; any other
+    format, or none, refuses a blank file; an empty file is refused in every format."""
     path = tmp_path / "blank"
     path.write_bytes(b"\n \n")
-    for read in (lambda: dpgpu.load(path, format=fmt),
-                 lambda: load_distributed(path, client, format=fmt)):
+    reads = (lambda: dpgpu.load(path, format=fmt),
+             lambda: load_distributed(path, client, format=fmt).collect())
+    for read in reads:
+        if fmt in ("lines", "spmf"):
+            db = read()
+            assert len(db) == 2 and db.n_events == 0
+        else:
+            with pytest.raises(InputError, match="empty file"):
+                read()
+    path.write_bytes(b"")
+    for read in reads:
         with pytest.raises(InputError, match="empty file"):
             read()
 

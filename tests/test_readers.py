@@ -131,6 +131,21 @@ def test_empty_file(tmp_path, content):
         dpgpu.load(write(tmp_path, "e.txt", content))
 
 
+@pytest.mark.parametrize("gz", [False, True])
+def test_blank_lines_are_empty_sequences_given_the_lines_format(tmp_path, capsys, gz):
+    """README: in a lines file a blank line is an empty sequence, also when every line is
+    blank (it was refused as an empty file); without a format the file stays empty."""
+    from dpgpu.cli import main
+
+    path = write(tmp_path, "e.txt", "\n\n\n", gz=gz)
+    assert main(["stats", str(path), "--format", "lines"]) == 0
+    out = capsys.readouterr().out
+    assert "sequences            3\n" in out and "empty sequences      3\n" in out
+    assert main(["stats", str(path)]) == 2
+    assert "empty file (no sequences); to read its blank lines as empty sequences, give " \
+           "the format 'lines' (--format lines)" in capsys.readouterr().err
+
+
 def test_binary_garbage(tmp_path):
     rng = np.random.default_rng(1)
     with pytest.raises(InputError, match=r"g.bin: line \d+: (binary data|not UTF-8)"):

@@ -52,6 +52,9 @@ _OPTIONS = {
 EXTENSIONS = {".seq": "seq", ".spmf": "spmf", ".csv": "csv", ".tsv": "csv",
               ".parquet": "parquet", ".xes": "xes", ".jsonl": "jsonl"}
 DEMO_FILE = "msnbc990928.seq.gz"
+#: Formats whose blank lines are empty sequences: given one of them, a file of blank
+#: lines (not one of 0 bytes) is a database of empty sequences, one per line.
+BLANK_LINE_FORMATS = ("lines", "spmf")
 
 
 def demo_path() -> Path:
@@ -105,8 +108,9 @@ def load(path: Any, format: str | None = None, *, vocab: Any = None,
     Raises
     ------
     InputError
-        The file is missing, empty, binary, corrupt or malformed (the message
-        names the file and line).
+        The file is missing, empty (0 bytes, or only blank lines where the
+        format is not given or is not one of :data:`BLANK_LINE_FORMATS`),
+        binary, corrupt or malformed (the message names the file and line).
     InvalidParameter
         ``path`` is not a str or path-like (sequences in memory go to
         :meth:`SequenceDB.from_sequences`), an unknown format or an option the
@@ -124,8 +128,11 @@ def load(path: Any, format: str | None = None, *, vocab: Any = None,
     if is_parquet(format, data):
         fmt = format or "parquet"
     else:
-        if not data or data.isspace():  # strip() would copy the whole file
-            raise InputError(f"{p}: empty file (no sequences)")
+        # isspace(), not strip(), which would copy the whole file
+        if not data or (data.isspace() and format not in BLANK_LINE_FORMATS):
+            hint = ("; to read its blank lines as empty sequences, give the format 'lines' "
+                    "(--format lines)") if data and format is None else ""
+            raise InputError(f"{p}: empty file (no sequences){hint}")
         fmt = format or detect_format(p, data)
     check_options(fmt, options)
     db = read(fmt, p, data, options)

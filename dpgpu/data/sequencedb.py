@@ -9,6 +9,8 @@ request, at the truncation length a mechanism asks for.
 from __future__ import annotations
 
 import logging
+import math
+import numbers
 from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -21,6 +23,8 @@ from .vocabulary import Vocabulary
 log = logging.getLogger("dpgpu")
 
 PAD = -1
+#: User ids are int32: integer user labels in ``0 .. USER_ID_LIMIT - 1`` are kept as the ids.
+USER_ID_LIMIT = 2 ** 31
 #: The string values of :meth:`SequenceDB.padded`'s ``end`` (besides True and False).
 END_MODES = ("uncut", "all")
 
@@ -38,7 +42,9 @@ class SequenceDB:
     vocab : Vocabulary
         Labels of the item ids.
     users : array of int, optional
-        ``N`` user ids, for user-level data (several sequences per user).
+        ``N`` user ids (integers that fit int32), for user-level data
+        (several sequences per user).  :meth:`from_sequences` takes user
+        labels of any kind.
     source : dict, optional
         Where the data came from: ``path``, ``format`` and whatever the
         writer needs to reproduce the input's format (e.g. the UCI header).
@@ -64,9 +70,7 @@ class SequenceDB:
         if self.items.size and (self.items.min() < 0 or self.items.max() >= vocab.size):
             raise ValueError("item ids must lie in 0 .. len(vocab) - 1")
         self.lengths = np.diff(self.offsets).astype(np.int32)
-        self.users = None if users is None else np.ascontiguousarray(users, dtype=np.int32)
-        if self.users is not None and self.users.shape != self.lengths.shape:
-            raise ValueError("users needs one id per sequence")
+        self.users = None if users is None else _id_array(users, len(self))
         self.source = dict(source or {})
 
     # ------------------------------------------------------------------ basics
@@ -82,12 +86,19 @@ class SequenceDB:
             Each sequence lists item labels (any values; they are turned into
             strings).
         vocab : Vocabulary or sequence of str, optional
-            The public item universe.  By default the sorted distinct labels
-            (sorted numerically when all labels are integers), a vocabulary
-            taken from the data (``vocab.public`` is False: a release that
-            shows it is not differentially private).
-        users : array of int, optional
-            One user id per sequence.
+            The public item universe (distinct labels).  By default the
+            sorted distinct labels (sorted numerically when all labels are
+            integers), a vocabulary taken from the data (``vocab.public`` is
+            False: a release that shows it is not differentially private).
+        users : sequence of str or int, optional
+            One user label per sequence, for user-level data: sequences with
+            equal labels belong to one user.  Labels are strings or integers
+            (a float such as ``2.0`` counts as the integer 2; ``1.5``, NaN,
+            booleans and other values are refused, so distinct users never
+            share an id).  Integers in ``0 .. 2**31 - 1`` are the user ids
+            themselves; any other labels are numbered ``0 .. U-1`` in order
+            of first appearance and kept in ``source["user_labels"]``, as the
+            file readers keep them.  Default: each sequence is its own user.
 
         Returns
         -------
@@ -96,25 +107,61 @@ class SequenceDB:
         Raises
         ------
         InvalidParameter
-            When a label of ``sequences`` is not an item of ``vocab``.
+            When a label of ``sequences`` is not an item of ``vocab``,
+            ``vocab`` lists a label twice, or ``users`` does not give one
+            label of the kinds above per sequence.
         """
         seqs = [[str(x) for x in s] for s in sequences]
         if vocab is None:
             vocab = Vocabulary(sort_labels({x for s in seqs for x in s}), public=False)
         elif not isinstance(vocab, Vocabulary):
-            vocab = Vocabulary(vocab)
+            vocab = Vocabulary(vocab, name="vocab")
         lengths = np.array([len(s) for s in seqs], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(lengths)])
         flat = vocab.encode([x for s in seqs for x in s], name="vocab", markers=())
-        return cls(flat, offsets, vocab, users=users)
+        if users is None:
+            return cls(flat, offsets, vocab)
+        ids, labels = _user_ids(users, len(seqs))
+        return cls(flat, offsets, vocab, users=ids,
+                   source=None if labels is None else {"user_labels": labels})
 
     def __len__(self) -> int:
         return int(self.lengths.size)
 
-    def __getitem__(self, i: int) -> tuple[str, ...]:
-        """Labels of sequence ``i``."""
-        i = range(len(self))[i]
-        return self.vocab.decode(self.items[self.offsets[i]:self.offsets[i + 1]])
+    def __getitem__(self, index: Any) -> "tuple[str, ...] | SequenceDB":
+        """Labels of one sequence, or a database of the sequences a slice picks.
+
+        Parameters
+        ----------
+        index : int, slice, array of int or array of bool
+            A sequence number (negative ones count from the end), a slice
+            (negative bounds and steps as for a list), or what :meth:`select`
+            takes.
+
+        Returns
+        -------
+        tuple of str or SequenceDB
+            For an integer, the sequence's labels; otherwise the picked
+            sequences, as :meth:`select` returns them (same vocabulary,
+            users and source).
+
+        Raises
+        ------
+        IndexError
+            When an integer ``index`` is out of range, as for a list.
+        InvalidParameter
+            When ``index`` is none of the above, as :meth:`select` says.
+        """
+        if isinstance(index, slice):
+            try:
+                picked = range(len(self))[index]
+            except (TypeError, ValueError):
+                raise InvalidParameter(f"index: a slice takes integers or None, and a step "
+                                       f"other than 0; got {index!r}") from None
+            return self.select(np.arange(picked.start, picked.stop, picked.step))
+        if isinstance(index, numbers.Integral) and not isinstance(index, bool):
+            return self.vocab.decode(self.sequence_ids(index))
+        return self.select(index)
 
     def __iter__(self) -> Iterator[tuple[str, ...]]:
         for i in range(len(self)):
@@ -152,8 +199,15 @@ class SequenceDB:
         ------
         IndexError
             When ``i`` is out of range, as for ``db[i]``.
+        InvalidParameter
+            When ``i`` is not an integer.
         """
-        i = range(len(self))[i]
+        if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+            raise InvalidParameter(f"i: expected a sequence number (an integer), got {i!r}")
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"sequence {i} is out of range for a database of {n} sequences")
+        i = int(i) % n
         return self.items[self.offsets[i]:self.offsets[i + 1]]
 
     def _rows(self, index: Any, name: str) -> np.ndarray:
@@ -220,7 +274,8 @@ class SequenceDB:
         Parameters
         ----------
         l_max : int
-            Items kept per sequence (at least 1).
+            Items kept per sequence (at least 1; any larger than the longest
+            sequence cuts none).
 
         Returns
         -------
@@ -235,7 +290,7 @@ class SequenceDB:
         l_max = check_positive_int(l_max, "l_max")
         cut = int(np.count_nonzero(self.lengths > l_max))
         log.info("truncating to l_max=%d: %d of %d sequences are cut", l_max, cut, len(self))
-        lens = np.minimum(self.lengths, l_max).astype(np.int64)
+        lens = np.minimum(self.lengths, min(l_max, self.max_length)).astype(np.int64)
         gather = concat_ranges(self.offsets[:-1], lens)
         offsets = np.concatenate([[0], np.cumsum(lens)])
         return SequenceDB(self.items[gather], offsets, self.vocab, users=self.users,
@@ -248,7 +303,8 @@ class SequenceDB:
         Parameters
         ----------
         l_max : int
-            Truncation length (items per sequence, markers excluded).
+            Truncation length (items per sequence, markers excluded; any
+            larger than the longest sequence cuts none).
         backend : str or Backend, optional
             Where the tensor lives (see :func:`dpgpu.backend.get_backend`).
         end : {False, True, "uncut", "all"}
@@ -275,11 +331,13 @@ class SequenceDB:
         Raises
         ------
         InvalidParameter
-            When ``l_max``, ``end`` or ``rows`` is not one of the values above.
+            When ``l_max``, ``end`` or ``rows`` is not one of the values
+            above, or the tensor does not fit in memory (the message gives
+            its size).
         """
         from ..backend import get_backend
 
-        l_max = check_positive_int(l_max, "l_max")
+        l_max = min(check_positive_int(l_max, "l_max"), max(self.max_length, 1))
         if isinstance(end, (bool, np.bool_)):
             end = "uncut" if end else None
         elif not (isinstance(end, str) and end in END_MODES):
@@ -297,16 +355,23 @@ class SequenceDB:
             lengths[ends] += 1
         # Built where it will live: on a GPU only the items travel, not the padding.
         xp = be.xp
-        tokens = xp.full((kept.size, width + int(start) + int(end is not None)), PAD,
-                         dtype=xp.int32)
-        if self.items.size and kept.size:
-            itype = np.int32 if self.items.size < 2 ** 31 else np.int64
-            col = xp.arange(width, dtype=itype)
-            gather = xp.asarray(starts.astype(itype))[:, None] + col[None, :]
-            items = xp.asarray(self.items) if items is None else items
-            tokens[:, int(start):int(start) + width] = xp.where(
-                col[None, :] < xp.asarray(kept)[:, None],
-                items[xp.minimum(gather, items.size - 1)], PAD)
+        shape = (kept.size, width + int(start) + int(end is not None))
+        try:
+            tokens = xp.full(shape, PAD, dtype=xp.int32)
+            if self.items.size and kept.size:
+                itype = np.int32 if self.items.size < 2 ** 31 else np.int64
+                col = xp.arange(width, dtype=itype)
+                gather = xp.asarray(starts.astype(itype))[:, None] + col[None, :]
+                items = xp.asarray(self.items) if items is None else items
+                tokens[:, int(start):int(start) + width] = xp.where(
+                    col[None, :] < xp.asarray(kept)[:, None],
+                    items[xp.minimum(gather, items.size - 1)], PAD)
+        except MemoryError as exc:  # NumPy's and CuPy's out-of-memory errors
+            gib = math.prod(shape) * 4 / 2 ** 30
+            raise InvalidParameter(
+                f"l_max: the padded tensor of {shape[0]} x {shape[1]} int32 ({gib:.3g} GiB, "
+                f"more while it is built) does not fit in memory; pass a smaller l_max, "
+                f"or fewer rows") from exc
         if start:
             tokens[:, 0] = self.vocab.start_id
         if end is not None:
@@ -412,6 +477,86 @@ def synthetic_like(db: SequenceDB, items: Any, lengths: Any) -> SequenceDB:
     offsets = np.concatenate([[0], np.cumsum(np.asarray(lengths, dtype=np.int64))])
     source = {k: v for k, v in db.source.items() if k in FORMAT_KEYS}
     return SequenceDB(items, offsets, db.vocab, source=source)
+
+
+def _user_ids(users: Any, n: int) -> tuple[np.ndarray, list | None]:
+    """User ids of ``n`` sequences from their user labels (:meth:`SequenceDB.from_sequences`).
+
+    Parameters
+    ----------
+    users : sequence of str or int
+        One label per sequence.
+    n : int
+        The number of sequences.
+
+    Returns
+    -------
+    ids : numpy.ndarray of int32
+        The labels themselves when all are integers in
+        ``0 .. USER_ID_LIMIT - 1``, else the labels numbered in order of
+        first appearance.
+    labels : list or None
+        The labels of ids ``0 .. U-1`` where they were numbered, else None.
+
+    Raises
+    ------
+    InvalidParameter
+        When ``users`` is not a sequence of ``n`` labels, a label is neither
+        a string nor an integer (an integral float counts as one), or two
+        distinct labels read the same as text (``1`` and ``"1"``).
+    """
+    if isinstance(users, (str, bytes)) or not isinstance(users, Iterable):
+        raise InvalidParameter(f"users: expected one user label per sequence (a list), "
+                               f"got {users!r}")
+    array = users if isinstance(users, np.ndarray) else None
+    if array is not None and array.ndim == 1 and array.dtype.kind in "iu" and array.size == n \
+            and (not n or (array.min() >= 0 and array.max() < USER_ID_LIMIT)):
+        return array.astype(np.int32), None
+    labels = [_user_label(u) for u in (users.tolist() if array is not None else users)]
+    if len(labels) != n:
+        raise InvalidParameter(f"users: one user label per sequence is needed ({n}), "
+                               f"got {len(labels)}")
+    if all(isinstance(u, int) and 0 <= u < USER_ID_LIMIT for u in labels):
+        return np.array(labels, dtype=np.int32), None
+    number: dict = {}
+    ids = np.fromiter((number.setdefault(u, len(number)) for u in labels), dtype=np.int32,
+                      count=n)
+    as_text: dict[str, Any] = {}
+    for label in number:  # written to a file, such labels would become one user
+        other = as_text.setdefault(str(label), label)
+        if other is not label:
+            raise InvalidParameter(f"users: {other!r} and {label!r} are different users that "
+                                   "read the same as text; use one kind of label")
+    return ids, list(number)
+
+
+def _user_label(value: Any) -> "str | int":
+    """``value`` as a user label: a string, or an integer (integral floats included)."""
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) \
+            and math.isfinite(value) and float(value).is_integer():
+        return int(value)
+    raise InvalidParameter(f"users: {value!r} is not a user label: labels are strings or "
+                           "integers (fractions and booleans are refused: rounding them would "
+                           "merge distinct users)")
+
+
+def _id_array(users: Any, n: int) -> np.ndarray:
+    """``users`` as ``n`` int32 user ids, checked (:class:`SequenceDB`'s ``users``)."""
+    ids = np.asarray(users)
+    if ids.size == 0 and ids.ndim == 1:  # [] is a float array
+        ids = ids.astype(np.int32)
+    if ids.dtype.kind not in "iu" or ids.shape != (n,):
+        raise InvalidParameter(f"users: expected {n} integer user ids, one per sequence, got "
+                               f"{ids.dtype} of shape {ids.shape}; SequenceDB.from_sequences "
+                               "takes user labels of other kinds")
+    if n and (ids.min() < -USER_ID_LIMIT or ids.max() >= USER_ID_LIMIT):
+        raise InvalidParameter("users: user ids must fit int32; SequenceDB.from_sequences "
+                               "numbers larger labels")
+    return np.ascontiguousarray(ids, dtype=np.int32)
 
 
 def sort_labels(labels: Iterable[str]) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -23,7 +24,8 @@ class Vocabulary:
     Parameters
     ----------
     labels : sequence of str
-        The item labels, in id order.  Labels must be distinct.
+        The item labels, in id order (entries are turned into strings, so
+        ``[1, 2]`` gives ``["1", "2"]``).  Labels must be distinct.
     names : sequence of str, optional
         Human-readable names, one per label (UCI ``.seq`` category names,
         SPMF ``@ITEM`` names).  Labels stay what the input file wrote.
@@ -35,22 +37,36 @@ class Vocabulary:
         the data: the labels, their number and anything computed from them
         then depend on the data, so a release that shows them is not
         differentially private (mechanisms say so in their report).
+    name : str
+        The parameter that ``labels`` came from, named in errors.
 
     Attributes
     ----------
     public : bool
+
+    Raises
+    ------
+    InvalidParameter
+        When ``labels`` is a string or not iterable, lists a label twice, or
+        ``names`` does not give one name per label.
     """
 
     def __init__(self, labels: Sequence[str], names: Sequence[str] | None = None, *,
-                 public: bool = True):
+                 public: bool = True, name: str = "labels"):
+        if isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
+            raise InvalidParameter(f"{name}: pass a sequence of labels (a list such as "
+                                   f"['a', 'b']), got {labels!r}")
         self.public = bool(public)
         self.labels = [str(x) for x in labels]
-        if len(set(self.labels)) != len(self.labels):
-            raise ValueError("vocabulary labels must be distinct")
-        if names is not None and len(names) != len(self.labels):
-            raise ValueError("one name per label is needed")
-        self.names = list(names) if names is not None else None
         self._index = {label: i for i, label in enumerate(self.labels)}
+        if len(self._index) != len(self.labels):  # a repeated label keeps its last id
+            first, label = next((i, x) for i, x in enumerate(self.labels) if self._index[x] != i)
+            raise InvalidParameter(f"{name}: {label!r} is listed more than once (ids {first} "
+                                   f"and {self._index[label]}); labels must be distinct")
+        if names is not None and len(names) != len(self.labels):
+            raise InvalidParameter(f"names: one name per label is needed ({len(self.labels)}), "
+                                   f"got {len(names)}")
+        self.names = list(names) if names is not None else None
 
     @property
     def size(self) -> int:
@@ -101,8 +117,9 @@ class Vocabulary:
         Raises
         ------
         KeyError
-            When ``label`` is neither an item nor a marker (:meth:`encode`
-            raises :class:`~dpgpu.errors.InvalidParameter` instead).
+            When ``label`` is neither an item nor a marker; the message
+            names it (:meth:`encode` raises
+            :class:`~dpgpu.errors.InvalidParameter` instead).
         """
         if label in self._index:
             return self._index[label]
@@ -110,7 +127,8 @@ class Vocabulary:
             return self.end_id
         if label == START_LABEL:
             return self.start_id
-        raise KeyError(label)
+        raise KeyError(f"{label!r} is neither an item of the vocabulary nor the marker "
+                       f"{END_LABEL!r} or {START_LABEL!r}")
 
     def label_of(self, ident: int) -> str:
         """Label of id ``ident`` (marker ids give ``&`` and ``$``).
@@ -126,17 +144,11 @@ class Vocabulary:
 
         Raises
         ------
-        KeyError
-            When ``ident`` is none of these ids.
+        InvalidParameter
+            When ``ident`` is not an integer or is none of these ids (the
+            message names it and the vocabulary's size).
         """
-        ident = int(ident)
-        if 0 <= ident < self.size:
-            return self.labels[ident]
-        if ident == self.end_id:
-            return END_LABEL
-        if ident == self.start_id:
-            return START_LABEL
-        raise KeyError(ident)
+        return self._label(ident, "ident")
 
     def decode(self, ids: Iterable[int]) -> tuple[str, ...]:
         """Labels of a sequence of ids.
@@ -152,10 +164,26 @@ class Vocabulary:
 
         Raises
         ------
-        KeyError
-            When an id is neither an item's nor a marker's (:meth:`label_of`).
+        InvalidParameter
+            When an id is not an integer or is neither an item's nor a
+            marker's, as :meth:`label_of`.
         """
-        return tuple(self.label_of(i) for i in ids)
+        return tuple(self._label(i, "ids") for i in ids)
+
+    def _label(self, ident: Any, name: str) -> str:
+        """:meth:`label_of`, naming parameter ``name`` in errors."""
+        if isinstance(ident, bool) or not isinstance(ident, numbers.Integral):
+            raise InvalidParameter(f"{name}: expected integer ids, got {ident!r}")
+        ident = int(ident)
+        if 0 <= ident < self.size:
+            return self.labels[ident]
+        if ident == self.end_id:
+            return END_LABEL
+        if ident == self.start_id:
+            return START_LABEL
+        raise InvalidParameter(f"{name}: {ident} is not an id of this vocabulary of size "
+                               f"{self.size}: ids are 0 .. {self.start_id} ({self.end_id} is "
+                               f"{END_LABEL!r}, {self.start_id} is {START_LABEL!r})")
 
     def encode(self, labels: Iterable[Any], *, name: str = "labels",
                markers: Sequence[str] = (END_LABEL, START_LABEL)) -> np.ndarray:

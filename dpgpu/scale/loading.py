@@ -45,7 +45,8 @@ import numpy as np
 
 from ..data import text
 from ..data.io import GZIP_MAGIC, gzip_errors, input_errors
-from ..data.load import check_format, check_options, detect_format, is_parquet, load, read
+from ..data.load import (BLANK_LINE_FORMATS, check_format, check_options, detect_format,
+                         is_parquet, load, read)
 from ..data.public_vocab import public_ids, public_vocabulary
 from ..data.sequencedb import SequenceDB, sort_labels
 from ..data.vocabulary import Vocabulary
@@ -182,7 +183,8 @@ def load_distributed(path: Any, client: Any = None, *, format: str | None = None
     p = Path(path).absolute()  # the workers may not share the client's working directory
     head, size, gz = _head(p)
     parquet = is_parquet(format, head)
-    if not parquet and not head.strip() and _all_blank(p, gz):
+    if not parquet and (not head or (format not in BLANK_LINE_FORMATS and not head.strip()
+                                     and _all_blank(p, gz))):
         raise InputError(f"{p}: empty file (no sequences)")
     fmt = format or ("parquet" if parquet else detect_format(p, head))
     check_options(fmt, options)
