@@ -145,8 +145,9 @@ def read_column(path: Any, data: bytes, *, sequence: str | None = None, tokens: 
             columns, cells, where = _parquet_cells(path, data, pick)
         else:
             columns, cells, where, delimiter = _csv_cells(path, data, delimiter, pick)
-        items, lengths, vocab, kind = _items(path, where, columns["sequence"],
-                                             cells["sequence"], tokens)
+        with gc_paused():  # a list of items per distinct cell
+            items, lengths, vocab, kind = _items(path, where, columns["sequence"],
+                                                 cells["sequence"], tokens)
         source: dict[str, Any] = {"path": str(path), "format": "column", "columns": columns,
                                   "tokens": kind}
         if delimiter is not None:
