@@ -42,9 +42,17 @@ def build_parser() -> Parser:
     return parser
 
 
-#: What to lower when a run does not fit in memory (the options that size the work).
-OOM_HINT = ("fewer sequences, or a smaller --l-max, --l-top, --n-max, --n-synthetic or "
-            "--max-length")
+#: What to lower when a command's run does not fit in memory (the options that size its work).
+OOM_OPTIONS = {"ngram": "--l-max or --n-max", "pst": "--l-top, --max-length or --n-synthetic",
+               "pfs2": "--l-upper or --max-candidates",
+               "dpne": "--max-n, --contribution or --max-candidates",
+               "evaluate": "--queries, --query-sizes or --k (or name fewer --task)"}
+
+
+def oom_hint(command: str | None) -> str:
+    """What to try when ``command`` ran out of memory: less data, and its sizing options."""
+    options = OOM_OPTIONS.get(command or "")
+    return "fewer sequences" + (f", or a smaller {options}" if options else "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -75,12 +83,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("dpgpu: interrupted", file=sys.stderr)
         return 130
     except MemoryError:
-        print(f"dpgpu: error: out of memory; try {OOM_HINT}", file=sys.stderr)
+        print(f"dpgpu: error: out of memory; try {oom_hint(args.command)}", file=sys.stderr)
         return 1
     except Exception as exc:  # a bug in dpgpu: show where, for the report
         if type(exc).__name__ == "OutOfMemoryError":  # CuPy's; CuPy is not imported here
             print(f"dpgpu: error: out of GPU memory ({exc}); try --backend numpy, or "
-                  f"{OOM_HINT}", file=sys.stderr)
+                  f"{oom_hint(args.command)}", file=sys.stderr)
             return 1
         traceback.print_exc()
         print("dpgpu: internal error (the traceback above is worth reporting)", file=sys.stderr)
