@@ -177,3 +177,26 @@ def test_mechanisms_release_a_database_of_empty_sequences(tmp_path, run):
     path = tmp_path / "e.txt"
     path.write_bytes(b"\n" * 5)
     assert 0 < run(dpgpu.load(path, format="lines", vocab=["a", "b"])).report["epsilon"] <= 1.0
+
+
+@pytest.mark.parametrize("items, offsets, name", [
+    ([0.5, 1.2], [0, 2], "items"),             # fractions were truncated to ids 0 and 1
+    ([True, False], [0, 2], "items"),
+    ([[0, 1]], [0, 2], "items"),
+    ([0, 2 ** 40], [0, 2], "items"),          # wrapped around int32
+    ([0, 1], [0.0, 2.5], "offsets"),
+    ([0, 1], [0, 3], "offsets"),
+    ([0, 1], [1, 2], "offsets"),
+    ([0, 7], [0, 2], "items"),
+    ([0, -1], [0, 2], "items"),
+])
+def test_the_constructor_refuses_what_it_would_change_naming_the_argument(items, offsets, name):
+    with pytest.raises(InvalidParameter, match=rf"^{name}: "):
+        SequenceDB(items, offsets, Vocabulary(["a", "b"]))
+
+
+def test_the_constructor_takes_integer_arrays_of_any_width():
+    db = SequenceDB(np.array([1, 0, 1], dtype=np.uint8), np.array([0, 1, 3], dtype=np.int32),
+                    Vocabulary(["a", "b"]))
+    assert list(db) == [("b",), ("a", "b")] and db.items.dtype == np.int32
+    assert len(SequenceDB([], [0], Vocabulary(["a"]))) == 0

@@ -61,14 +61,16 @@ class SequenceDB:
 
     def __init__(self, items: Any, offsets: Any, vocab: Vocabulary, *,
                  users: Any = None, source: dict | None = None):
-        self.items = np.ascontiguousarray(items, dtype=np.int32)
-        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        self.items = _integers(items, "items", np.int32)
+        self.offsets = _integers(offsets, "offsets", np.int64)
         self.vocab = vocab
-        if self.offsets.ndim != 1 or self.offsets.size < 1 or self.offsets[0] != 0 \
+        if self.offsets.size < 1 or self.offsets[0] != 0 \
                 or self.offsets[-1] != self.items.size or np.any(np.diff(self.offsets) < 0):
-            raise ValueError("offsets must start at 0, end at len(items) and not decrease")
+            raise InvalidParameter("offsets: must start at 0, end at len(items) and not "
+                                   "decrease")
         if self.items.size and (self.items.min() < 0 or self.items.max() >= vocab.size):
-            raise ValueError("item ids must lie in 0 .. len(vocab) - 1")
+            raise InvalidParameter(f"items: item ids must lie in 0 .. {vocab.size - 1} (the "
+                                   "vocabulary's size less one)")
         self.lengths = np.diff(self.offsets).astype(np.int32)
         self.users = None if users is None else _id_array(users, len(self))
         self.source = dict(source or {})
@@ -542,6 +544,22 @@ def _user_label(value: Any) -> "str | int":
     raise InvalidParameter(f"users: {value!r} is not a user label: labels are strings or "
                            "integers (fractions and booleans are refused: rounding them would "
                            "merge distinct users)")
+
+
+def _integers(values: Any, name: str, dtype: type) -> np.ndarray:
+    """``values`` as a contiguous 1-d array of ``dtype``, refusing what would change on the way
+    (fractions, booleans, values out of the type's range) with InvalidParameter naming ``name``."""
+    array = np.asarray(values)
+    if array.size == 0 and array.ndim == 1:  # [] is a float array
+        array = array.astype(dtype)
+    if array.dtype.kind not in "iu" or array.ndim != 1:
+        raise InvalidParameter(f"{name}: expected a 1-d array of integers, got {array.dtype} of "
+                               f"shape {array.shape}")
+    limits = np.iinfo(dtype)
+    if array.size and array.dtype != dtype and (array.min() < limits.min
+                                                or array.max() > limits.max):
+        raise InvalidParameter(f"{name}: values must fit {np.dtype(dtype).name}")
+    return np.ascontiguousarray(array, dtype=dtype)
 
 
 def _id_array(users: Any, n: int) -> np.ndarray:
