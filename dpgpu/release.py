@@ -476,9 +476,9 @@ def synthetic_reader_options(db: Any, fmt: str) -> dict:
         (empty for ``seq`` and ``spmf``, which need none).
     """
     from .data import column, eventlog, trajectory, wide  # noqa: PLC0415
-    from .data.writers import _chars  # noqa: PLC0415
+    from .data.writers import written_as_chars  # noqa: PLC0415
 
-    tokens = "chars" if _chars(db) else "str"
+    tokens = "chars" if written_as_chars(db) else "str"
     options: dict[str, Any] = {}
     if fmt == "lines":
         options["tokens"] = tokens

@@ -64,14 +64,14 @@ import numpy as np
 
 from ..errors import InputError
 from ..validation import check_choice
-from .eventlog import (PARQUET_HINT, EventNames, _csv_blocks, check_delimiter, check_option,
-                       csv_layout, csv_line, parquet_row, pick_column, table_writer)
+from .eventlog import (PARQUET_HINT, EventNames, check_delimiter, check_option, csv_layout,
+                       csv_line, csv_row_blocks, parquet_row, pick_column, table_writer)
 from .reading import distinct_values, encode_values, gc_paused, numbering, optional_pyarrow
 from .sequencedb import SequenceDB, concat_ranges, sort_labels
 from .text import LINE_TOKENS
-from .users import _csv_fields_up_to
+from .users import csv_fields_up_to
 from .vocabulary import Vocabulary
-from .writers import _INT_TOKEN
+from .writers import INT_TOKEN
 
 #: The columns a column file may have read, by role (each role is also its option's name).
 ROLES = ("sequence", "case", "user")
@@ -140,7 +140,7 @@ def read_column(path: Any, data: bytes, *, sequence: str | None = None, tokens: 
                 for role in ROLES}
 
     # a cell may pass the csv module's 128 KiB (a genome); messages read the rows again
-    with _csv_fields_up_to(len(data)):
+    with csv_fields_up_to(len(data)):
         if data.startswith(b"PAR1"):
             columns, cells, where = _parquet_cells(path, data, pick)
         else:
@@ -181,7 +181,7 @@ def _csv_cells(path: Any, data: bytes, delimiter: str | None,
     def where(i: int) -> str:
         return f"line {csv_line(data, start, delimiter, i)}"
 
-    blocks = _csv_blocks(path, data, start, delimiter)
+    blocks = csv_row_blocks(path, data, start, delimiter)
     header = [h.strip() for h in next(blocks)[0]]
     columns = pick(header)
     fields = {role: header.index(name) for role, name in columns.items() if name is not None}
@@ -288,7 +288,7 @@ def _items(path: Any, where: Callable[[int], str], column: str,
     codes = encode_values(list(chain.from_iterable(pieces)), table)
     words, kind = list(table), "chars" if tokens == "chars" else "str"
     if tokens in ("auto", "int"):
-        bad = next((k for k, word in enumerate(words) if not _INT_TOKEN.fullmatch(word)), None)
+        bad = next((k for k, word in enumerate(words) if not INT_TOKEN.fullmatch(word)), None)
         if bad is None:
             words, kind = [str(int(word)) for word in words], "int"
         elif tokens == "int":  # the first distinct cell that holds it is on the first such row

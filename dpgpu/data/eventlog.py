@@ -622,7 +622,7 @@ def _csv_columns(path: Any, where: Callable[[int], str], data: bytes, start: int
                  delimiter: str, pick: Callable[[list[str]], dict[str, str | None]],
                  numbers: tuple[str, ...]) -> tuple:
     """What :func:`csv_columns` returns, read with the csv module (the same errors too)."""
-    blocks = _csv_blocks(path, data, start, delimiter)
+    blocks = csv_row_blocks(path, data, start, delimiter)
     header = [h.strip() for h in next(blocks)[0]]
     try:
         columns = pick(header)
@@ -636,7 +636,7 @@ def _csv_columns(path: Any, where: Callable[[int], str], data: bytes, start: int
     if times is not None and times.redo:
         _log_redo(path)
         times = _ChunkedTimes(numpy_iso=False)
-        for rows in islice(_csv_blocks(path, data, start, delimiter), 1, None):
+        for rows in islice(csv_row_blocks(path, data, start, delimiter), 1, None):
             times.add(list(map(get["timestamp"], rows)))
     return columns, values, _time_keys(path, where, columns, times)
 
@@ -792,11 +792,25 @@ def _first_line(data: bytes, start: int) -> str:
     return data[start:len(data) if end is None else end.start()].decode("utf-8")
 
 
-def _csv_blocks(path: Any, data: bytes, start: int,
-                delimiter: str) -> Iterator[list[list[str]]]:
+def csv_row_blocks(path: Any, data: bytes, start: int,
+                   delimiter: str) -> Iterator[list[list[str]]]:
     """The rows of a CSV file a block at a time, blank lines left out.
 
     The first block is the header row alone.  Logs the progress of a long read.
+
+    Parameters
+    ----------
+    path : path-like
+        For messages.
+    data : bytes
+        The file's contents.
+    start : int
+        Offset of the header row in ``data`` (after a byte-order mark).
+    delimiter : str
+
+    Yields
+    ------
+    list of list of str
 
     Raises
     ------

@@ -146,7 +146,7 @@ def read_text_csv(path: Any, data: bytes, *, user: str | None = None, text: str 
     user, text = _names(user, text, lowercase)
     delimiter = check_delimiter(delimiter)
     check_text(path, data)
-    with _csv_fields_up_to(len(data)):  # a post may pass the csv module's 128 KiB
+    with csv_fields_up_to(len(data)):  # a post may pass the csv module's 128 KiB
         return _build(path, "text-csv", _csv_blocks(path, data, user, text, delimiter or ","),
                       user, text, lowercase)
 
@@ -258,9 +258,15 @@ def _csv_blocks(path: Any, data: bytes, user: str, text: str,
 
 
 @contextmanager
-def _csv_fields_up_to(size: int) -> Iterator[None]:
+def csv_fields_up_to(size: int) -> Iterator[None]:
     """Let the csv module read fields of up to ``size`` characters, then restore its limit
-    (a setting of the whole process)."""
+    (a setting of the whole process).
+
+    Parameters
+    ----------
+    size : int
+        The longest field to allow: a file's length bounds any of its fields.
+    """
     was = csv.field_size_limit()
     csv.field_size_limit(max(was, min(size + 1, 2 ** 31 - 1)))
     try:

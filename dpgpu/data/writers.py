@@ -35,7 +35,7 @@ WRITE_FORMATS = ("seq", "spmf", "lines", "csv", "parquet", "xes", "wide", "traje
 #: What :func:`write_parts` writes: not ``wide``, whose columns follow the longest sequence.
 PART_FORMATS = tuple(f for f in WRITE_FORMATS if f != "wide")
 #: A token the integer readers parse as a number (ASCII digits, at most 18 of them).
-_INT_TOKEN = re.compile(rf"-?[0-9]{{1,{MAX_DIGITS}}}")
+INT_TOKEN = re.compile(rf"-?[0-9]{{1,{MAX_DIGITS}}}")
 #: An integer as the readers print it back: no leading zero, no "-0".
 _CANONICAL_INT = re.compile(r"0|-?[1-9][0-9]{0,17}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -206,7 +206,7 @@ def open_sink(fmt: str, db: Any, stream: Any, path: Any) -> Any:
     if fmt == "column":
         from .column import ColumnSink  # noqa: PLC0415
 
-        return ColumnSink(db, stream, sep="" if _chars(db) else " ", delimiter=delimiter)
+        return ColumnSink(db, stream, sep="" if written_as_chars(db) else " ", delimiter=delimiter)
     return {"parquet": eventlog.ParquetLogSink, "xes": xes.XesSink}[fmt](db, stream)
 
 
@@ -314,7 +314,7 @@ def _label_problem(db: Any, fmt: str, occurring: list[str]) -> tuple[str, str] |
 
         return trajectory_problem(db)
     if fmt in ("lines", "column"):
-        problem = _chars_problem(labels) if _chars(db) else _lines_problem(labels, fmt)
+        problem = _chars_problem(labels) if written_as_chars(db) else _lines_problem(labels, fmt)
     else:
         problem = {"seq": _seq_problem, "spmf": _spmf_problem}.get(fmt, _event_log_problem)(labels)
     return None if problem is None else (f"item {problem[0]!r}", problem[1])
@@ -361,7 +361,7 @@ def _lines_problem(labels: list[str], fmt: str) -> tuple[str, str] | None:
             return label, f"is empty, and a {fmt} file cannot hold it"
         if any(c.isspace() for c in label):
             return label, f"contains white space, which separates the items of a {fmt} file"
-    if all(_INT_TOKEN.fullmatch(x) for x in labels):
+    if all(INT_TOKEN.fullmatch(x) for x in labels):
         for label in labels:
             if not _CANONICAL_INT.fullmatch(label):
                 return label, (f"would read back as {int(label)}: a {fmt} file whose items "
@@ -523,11 +523,21 @@ def lines_sink(db: Any, stream: TextIO) -> TextSink:
     Labels are written as they are; :func:`write` refuses labels this format
     cannot hold (see :func:`check_writable`).
     """
-    return TextSink(stream, "", list(db.vocab.labels), sep="" if _chars(db) else " ")
+    return TextSink(stream, "", list(db.vocab.labels), sep="" if written_as_chars(db) else " ")
 
 
-def _chars(db: Any) -> bool:
-    """Whether ``db`` was read a character at a time (a lines or column file, tokens chars)."""
+def written_as_chars(db: Any) -> bool:
+    """Whether ``db`` was read a character at a time (a lines or column file, tokens chars),
+    and so is written with its items run together.
+
+    Parameters
+    ----------
+    db : SequenceDB
+
+    Returns
+    -------
+    bool
+    """
     return db.source.get("format") in ("lines", "column") and db.source.get("tokens") == "chars"
 
 
