@@ -73,6 +73,17 @@ def test_stats(tmp_path, capsys):
     assert status == 0 and s["sequences"] == 3 and s["events"] == 5 and s["format"] == "seq"
 
 
+def test_stats_names_the_most_frequent_items_as_the_file_does(tmp_path, capsys):
+    p = tmp_path / "x.seq"
+    p.write_text(SEQ)
+    status, out, _ = run(capsys, "stats", str(p))
+    assert status == 0 and "most frequent        1 front (2), 2 news (2), 3 tech (1)" in out
+    q = tmp_path / "x.spmf"
+    q.write_text("@CONVERTED_FROM_TEXT\n@ITEM=0=apple\n@ITEM=1=1\n0 -1 1 -1 0 -1 -2\n1 -1 2 -1 -2\n")
+    status, out, _ = run(capsys, "stats", str(q))
+    assert status == 0 and "most frequent        0 apple (2), 1 (2), 2 (1)" in out
+
+
 def test_convert_round_trip(tmp_path, capsys):
     p = tmp_path / "x.seq"
     p.write_text(SEQ)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from .common import add_command, add_data_arguments, load_from_args, print_json
 
@@ -16,6 +17,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def item_names(db: Any) -> dict[str, str]:
+    """The names a file gives its items, by label, where they differ from the labels.
+
+    Parameters
+    ----------
+    db : SequenceDB
+        Read from a file that may name its items: the categories of a
+        ``.seq`` header (``vocab.names``), SPMF's ``@ITEM=id=name`` lines
+        (``source["names"]``).
+
+    Returns
+    -------
+    dict
+        Label to name, for the labels whose name is another text.
+    """
+    pairs = zip(db.vocab.labels, db.vocab.names) if db.vocab.names else \
+        (db.source.get("names") or {}).items()
+    return {label: name for label, name in pairs if name != label}
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the summary."""
     db = load_from_args(args)
@@ -24,9 +45,11 @@ def run(args: argparse.Namespace) -> int:
         print_json(stats)
         return 0
     width = max(len(k) for k in stats)
+    names = item_names(db)
     for key, value in stats.items():
         if key == "most_frequent":
-            value = ", ".join(f"{label} ({count})" for label, count in value)
+            value = ", ".join(f"{label}{' ' + names[label] if label in names else ''} ({count})"
+                              for label, count in value)
         elif isinstance(value, float):
             value = f"{value:.3f}"
         print(f"{key.replace('_', ' '):<{width}}  {value}")
