@@ -2,8 +2,11 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-# --system-site-packages lets a machine's preinstalled CuPy (GPU images) be seen.
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# --system-site-packages lets a machine's preinstalled CuPy (GPU images) be seen; there
+# the ci extra (cupy-cuda13x, to compile-check the kernels without a GPU) is left out, as
+# it would shadow that CuPy, which may be built for another CUDA.
+EXTRAS ?= test$(shell $(PYTHON) -c "import cupy" 2> /dev/null || echo ",ci")
+STAMP  := $(VENV)/.installed-$(shell echo "$(EXTRAS)" | cat pyproject.toml - | cksum | cut -d' ' -f1)
 
 .PHONY: run test test-gpu bench clean venv
 
@@ -12,7 +15,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv --system-site-packages $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,ci]"
+	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -29,4 +32,4 @@ bench: venv
 	$(PY) bench/bench_grams.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info demo-release
