@@ -566,13 +566,16 @@ def test_cli_pfs2_max_candidates(tmp_path, capsys):
     assert main(base + ["--epsilon", "14", "--out", str(tmp_path / "a")]) == 2
     err = capsys.readouterr().err
     assert "max_candidates" in err and len(err.strip().splitlines()) == 1
-    assert main(base + ["--epsilon", "14", "--max-candidates", "100000", "--out",
-                        str(tmp_path / "b")]) == 0
+    assert main(base + ["--epsilon", "14", "--max-candidates", "1e5", "--out",
+                        str(tmp_path / "b")]) == 0  # written as the README writes it
     report = json.loads((tmp_path / "b" / "report.json").read_text())
     assert report["parameters"]["max_candidates"] == 100_000
     assert main(base + ["--epsilon", "1", "--max-candidates", "2", "--out",
                         str(tmp_path / "c")]) == 2
     assert capsys.readouterr().err.startswith("dpgpu: error: max_candidates: 2 is below")
+    assert main(base + ["--epsilon", "1", "--max-candidates", "1500.5", "--out",
+                        str(tmp_path / "d")]) == 2
+    assert "--max-candidates: expected a whole number" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ any zeta in (0, 1)

@@ -11,6 +11,7 @@ import re
 import shutil
 import sys
 import time
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -130,6 +131,41 @@ def _config_path(args: Sequence[str]) -> str | None:
     except argparse.ArgumentError:  # no value: the full parse reports it
         return None
 
+
+
+def whole_number(text: str, option: str) -> int:
+    """``text`` as a non-negative integer, written as digits or as ``1e9``, ``2.5e6``.
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``option``, when ``text`` is not a whole number (``1.5``,
+        ``nan``, ``inf``, ``-3``).
+    """
+    try:
+        value = Decimal(text.strip().replace("_", ""))
+    except InvalidOperation:
+        value = None
+    if value is None or not value.is_finite() or value != value.to_integral_value() \
+            or value < 0:
+        raise InvalidParameter(f"{option}: expected a whole number such as 1000000 or 1e6, "
+                               f"got {text!r}")
+    return int(value)
+
+
+def whole_count(text: str) -> int:
+    """argparse ``type`` of a count that may be written ``1e6``: :func:`whole_number`'s value.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        When ``text`` is not a whole number (argparse names the option).
+    """
+    try:
+        return whole_number(text, "value")
+    except InvalidParameter:
+        raise argparse.ArgumentTypeError(f"expected a whole number such as 1000000 or 1e6, got "
+                                         f"{text!r}") from None
 
 
 def check_outside_release(path: Any, release: Any, why: str) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..mechanisms.dpne import MAX_CANDIDATES, METHODS, POLICIES, RULES, SCHEDULES, DPNERelease, dpne
 from .common import (Progress, add_data_arguments, add_engine_arguments, add_mechanism_command,
-                     load_from_args, run_mechanism)
+                     load_from_args, run_mechanism, whole_count)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rule", choices=RULES, default="both", help="valid k-gram rule")
     p.add_argument("--schedule", choices=SCHEDULES, default="equal", help="sigma_k schedule")
     p.add_argument("--decay", type=float, default=1.0, help="c of sigma_k = c sigma_{k-1}")
-    p.add_argument("--max-candidates", type=int, default=None,
+    p.add_argument("--max-candidates", type=whole_count, default=None,
                    help="work cap: a level with more valid candidates |V_k| is not extracted "
                         f"(default {MAX_CANDIDATES:_}; DPNE only)")
     p.add_argument("--method", choices=("dpne",) + METHODS, default="dpne",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from decimal import Decimal, InvalidOperation
 from typing import Any, Iterator
 
 from ..data.generate import CHUNK_TOKENS, markov_chunks
@@ -14,10 +13,9 @@ from ..data.writers import PART_FORMATS, write_parts
 
 #: What ``generate`` writes: its items are no cells of a grid, so not ``trajectory``.
 GENERATED_FORMATS = tuple(f for f in PART_FORMATS if f != "trajectory")
-from ..errors import InvalidParameter
 from ..progress import Step
 from ..validation import check_positive_int, check_positive_real
-from .common import Progress, add_command, print_json
+from .common import Progress, add_command, print_json, whole_number
 from .convert import output_format
 
 #: Most worker processes by default: the writer keeps up with a few at most.
@@ -69,26 +67,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress and no summary line")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
-
-
-def whole_number(text: str, option: str) -> int:
-    """``text`` as a non-negative integer, written as digits or as ``1e9``, ``2.5e6``.
-
-    Raises
-    ------
-    InvalidParameter
-        Naming ``option``, when ``text`` is not a whole number (``1.5``,
-        ``nan``, ``inf``, ``-3``).
-    """
-    try:
-        value = Decimal(text.strip().replace("_", ""))
-    except InvalidOperation:
-        value = None
-    if value is None or not value.is_finite() or value != value.to_integral_value() \
-            or value < 0:
-        raise InvalidParameter(f"{option}: expected a whole number such as 1000000 or 1e6, "
-                               f"got {text!r}")
-    return int(value)
 
 
 def available_cpus() -> int:

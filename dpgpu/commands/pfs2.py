@@ -12,7 +12,7 @@ from typing import Any
 
 from ..mechanisms.pfs2 import MAX_CANDIDATES, PFS2Release, pfs2
 from .common import (Progress, add_data_arguments, add_engine_arguments, add_mechanism_command,
-                     load_from_args, run_mechanism)
+                     load_from_args, run_mechanism, whole_count)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="upper bound l_1 on the sample length constraint (default 20)")
     p.add_argument("--eta", type=float, default=0.85, help="length quantile (default 0.85)")
     p.add_argument("--zeta", type=float, default=0.3, help="relaxation parameter (default 0.3)")
-    p.add_argument("--max-candidates", type=int, default=MAX_CANDIDATES,
+    p.add_argument("--max-candidates", type=whole_count, default=MAX_CANDIDATES,
                    help="public cap on the noisy local supports drawn, at least the number of "
                         f"items (default {MAX_CANDIDATES:_}); lower it to run at a larger "
                         "--epsilon (it sets the samplers' accounted delta)")
