@@ -31,7 +31,7 @@ from dpgpu.eval.metrics import kanonymity_coverage
 from dpgpu.eval.truth import gram_user_counts
 from dpgpu.mechanisms.dpne import dpne
 from parallel import add_jobs_argument, run_repetitions, use_jobs
-from paths import DATASETS
+from paths import DATASETS, require
 
 T = 6
 PAPER = {"dpne": [17, 254, 1273, 1954, 2221, 2020], "dpsu-all": [17, 249, 930, 1145, 1007, 768],
@@ -63,6 +63,7 @@ def main() -> None:
                     help="results folder (default bench/results)")
     add_jobs_argument(ap)
     args = ap.parse_args()
+    require(SPMF)
     runs = args.runs
     jobs = use_jobs(args.jobs, get_backend(None).name)  # dpne() runs on the default backend
     full = dpgpu.load(dpgpu.demo_path())

@@ -43,7 +43,7 @@ from dpgpu.eval.truth import _dedupe, frequent_subsequences, subsequence_support
 from dpgpu.mechanisms.pfs2.shrink import is_subsequence
 from dpgpu.mechanisms.pfs2.support import supports
 from parallel import add_jobs_argument, run_repetitions, use_jobs
-from paths import DATASETS as SHARED
+from paths import DATASETS as SHARED, require
 
 DATASETS = {
     "msnbc": (str(SHARED / "msnbc" / "msnbc990928.seq.gz"), (0.005, 0.01, 0.015, 0.02, 0.025)),
@@ -185,6 +185,7 @@ def main() -> None:
         path_json.write_text(json.dumps(results, indent=2) + "\n")
         write_report(out, results)
 
+    require(*(DATASETS[name][0] for name in args.datasets))
     for name in args.datasets:
         path, thresholds = DATASETS[name]
         thresholds = args.thresholds or thresholds

@@ -47,7 +47,7 @@ from dpgpu.eval import truth as T
 from dpgpu.mechanisms.ngram import ngram
 from dpgpu.mechanisms.privtree import privtree_spatial, pst, uniform_grid
 from parallel import add_jobs_argument, default_jobs, run_repetitions, use_jobs
-from paths import DATASETS
+from paths import DATASETS, require
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MSNBC = DATASETS / "msnbc" / "msnbc990928.seq.gz"
@@ -248,6 +248,7 @@ def main() -> None:
         return
     jobs = use_jobs(args.jobs, args.backend)
     t0 = time.perf_counter()
+    require(MSNBC, AIRPORTS)
     db = dpgpu.load(MSNBC)
     result = {
         "benchmark": "PrivTree (SIGMOD'16): MSNBC PST vs N-gram; spatial PrivTree vs UG",
