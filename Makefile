@@ -8,7 +8,15 @@ PY     := $(VENV)/bin/python
 EXTRAS ?= test$(shell $(PYTHON) -c "import cupy" 2> /dev/null || echo ",ci")
 STAMP  := $(VENV)/.installed-$(shell echo "$(EXTRAS)" | cat pyproject.toml - | cksum | cut -d' ' -f1)
 
-.PHONY: run test test-gpu bench clean venv
+.PHONY: help run test test-gpu bench clean venv
+
+help:
+	@echo "make run       create .venv and run the N-gram release on the bundled MSNBC data"
+	@echo "make test      create .venv and run the test suite (what CI runs)"
+	@echo "make test-gpu  the tests marked gpu (where CuPy sees a GPU)"
+	@echo "make bench     loading and n-gram counting against naive Python"
+	@echo "make venv      only create or update .venv (EXTRAS=test,ci by default without CuPy)"
+	@echo "make clean     remove .venv, build files and demo-release/"
 
 venv: $(STAMP)
 

@@ -24,9 +24,11 @@ from . import __version__
 from .commands.common import Parser
 from .errors import DPGPUError
 
-#: Modules of dpgpu.commands, in the order their subcommands are listed.
-COMMAND_MODULES = ("info", "stats", "demo", "convert", "generate", "ngram", "evaluate", "dpne", "pst",
-                   "privtree_spatial", "calibrate", "pfs2", "report", "advise", "completion")
+#: Modules of dpgpu.commands, in the order their subcommands are listed: data, the
+#: mechanisms, then what judges, explains and sizes a release.
+COMMAND_MODULES = ("info", "stats", "demo", "convert", "generate", "ngram", "pst",
+                   "privtree_spatial", "pfs2", "dpne", "evaluate", "report", "advise",
+                   "calibrate", "completion")
 
 
 def build_parser() -> Parser:

@@ -52,7 +52,7 @@ def test_table_2_and_3_counts():
 
 
 def test_threshold_formula():
-    # theta = l_max / eps' * ln(|I| / 2)  (papers/README.md reading of 4.3.3)
+    # theta = l_max / eps' * ln(|I| / 2)  (the ../shared/papers/README.md reading of 4.3.3)
     assert threshold(20, np.array([0.2]), 17)[0] == pytest.approx(100 * math.log(8.5))
     assert threshold(5, np.array([1.0]), 3)[0] == pytest.approx(5 * math.log(1.5))
 
