@@ -86,7 +86,15 @@ class AuditResult:
     alpha: float
 
     def summary(self) -> str:
-        """A readable one-paragraph verdict."""
+        """A readable one-paragraph verdict.
+
+        Returns
+        -------
+        str
+            PASSED or FAILED, the claim, the confident lower bound on epsilon
+            with the worst event's hits on each dataset, and the audit's size
+            (events, trials, ``alpha``).  It is also ``str(result)``.
+        """
         verdict = "PASSED" if self.passed else "FAILED"
         num, den = (0, 1) if self.worst_direction == "d0/d1" else (1, 0)
         e = self.worst_event

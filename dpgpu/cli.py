@@ -32,7 +32,15 @@ COMMAND_MODULES = ("info", "stats", "demo", "convert", "generate", "ngram", "pst
 
 
 def build_parser() -> Parser:
-    """The full ``dpgpu`` argument parser."""
+    """The full ``dpgpu`` argument parser.
+
+    Returns
+    -------
+    Parser
+        The parser with ``--version``, ``-v/--verbose`` and a subcommand from each
+        of :data:`COMMAND_MODULES`, in that order; each subcommand's parser sets
+        ``func(args) -> int``.
+    """
     parser = Parser(prog="dpgpu", description="Differentially private sequence data "
                     "publishing and mining, on GPU or CPU.")
     parser.add_argument("--version", action="version", version=f"dpgpu {__version__}")
@@ -52,13 +60,40 @@ OOM_OPTIONS = {"ngram": "--l-max or --n-max", "pst": "--l-top, --max-length or -
 
 
 def oom_hint(command: str | None) -> str:
-    """What to try when ``command`` ran out of memory: less data, and its sizing options."""
+    """What to try when ``command`` ran out of memory: less data, and its sizing options.
+
+    Parameters
+    ----------
+    command : str or None
+        The subcommand that ran (``None`` when none was parsed).
+
+    Returns
+    -------
+    str
+        ``"fewer sequences"``, followed by the command's sizing options from
+        :data:`OOM_OPTIONS` when it has any.
+    """
     options = OOM_OPTIONS.get(command or "")
     return "fewer sequences" + (f", or a smaller {options}" if options else "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; return the exit status."""
+    """Run the CLI; return the exit status.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments, without the program name; default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        0 on success (and for ``--help``, ``--version``); 2 for a usage
+        error, a missing subcommand or a bad parameter or input; 3 when the
+        privacy budget is exceeded; 1 for an internal error, running out of
+        (GPU) memory or a broken pipe; 130 on Ctrl-C; ``128 + signum`` on
+        SIGTERM or SIGHUP.  Errors are reported on stderr.
+    """
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

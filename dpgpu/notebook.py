@@ -246,6 +246,16 @@ def decode_gram(text: str) -> tuple[Any, ...]:
     A bare ``&`` is :data:`END` and a bare ``$`` :data:`START`; every other
     token is a label, %-decoded (an item ``&`` is written ``%26``).
 
+    Parameters
+    ----------
+    text : str
+        The gram: tokens separated by single spaces.
+
+    Returns
+    -------
+    tuple
+        One element per token: the str label, or :data:`END` / :data:`START`.
+
     Examples
     --------
     >>> decode_gram("Send%20Fine %26 &")

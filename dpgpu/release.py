@@ -74,6 +74,16 @@ def encode_gram(labels: Sequence[str]) -> str:
     label that is exactly a marker's name (``&`` becomes ``%26``, ``$``
     ``%24``), so that a bare ``&`` or ``$`` is always a marker
     (:func:`encode_ids`).  :func:`dpgpu.eval.truth.parse_gram` reads it.
+
+    Parameters
+    ----------
+    labels : sequence of str
+        The item labels of the gram, in order (no markers).
+
+    Returns
+    -------
+    str
+        The encoded labels joined by single spaces (``""`` for no labels).
     """
     return " ".join(_encode_label(x) for x in labels)
 
@@ -82,6 +92,18 @@ def encode_ids(vocab: Any, ids: Iterable[int]) -> str:
     """A gram of symbol ids (items and the markers ``&``, ``$``) as release files write it.
 
     Items as :func:`encode_gram` writes them, markers as ``&`` and ``$``.
+
+    Parameters
+    ----------
+    vocab : Vocabulary
+        The vocabulary the ids index.
+    ids : iterable of int
+        Item ids (``0 .. vocab.size-1``), ``vocab.end_id`` or ``vocab.start_id``.
+
+    Returns
+    -------
+    str
+        The encoded symbols joined by single spaces.
     """
     return " ".join(_encode_symbol(vocab, i) for i in map(int, ids))
 
@@ -149,7 +171,17 @@ def _text_column(values: Any) -> np.ndarray:
 
 
 def vocabulary_fingerprint(vocab: Any) -> str:
-    """SHA-256 of the vocabulary's labels in id order (identifies the item universe)."""
+    """SHA-256 of the vocabulary's labels in id order (identifies the item universe).
+
+    Parameters
+    ----------
+    vocab : Vocabulary
+
+    Returns
+    -------
+    str
+        The hex digest of the labels' UTF-8 bytes, each followed by a NUL byte.
+    """
     h = hashlib.sha256()
     for label in vocab.labels:
         h.update(label.encode("utf-8") + b"\x00")
@@ -165,6 +197,20 @@ def vocabulary_facts(vocab: Any, *, shown: bool = False) -> dict:
     fingerprint are exact statistics of the data -- unless the release shows
     the vocabulary anyway (``shown``; it is then not private, see
     :func:`add_vocabulary`).
+
+    Parameters
+    ----------
+    vocab : Vocabulary
+        The release's item universe.
+    shown : bool
+        Whether the release shows every item (size and fingerprint are then
+        given even for a vocabulary taken from the data).
+
+    Returns
+    -------
+    dict
+        ``{"public": False}``, or ``{"public": vocab.public, "size": ...,
+        "sha256": ...}`` (:func:`vocabulary_fingerprint`).
     """
     if not (vocab.public or shown):
         return {"public": False}
@@ -188,6 +234,13 @@ def add_vocabulary(report: dict, vocab: Any) -> dict:
     is marked ``"private": false`` with epsilon infinite, delta 1 and a
     warning, as the non-private baselines are, and the warning is logged.
 
+    Parameters
+    ----------
+    report : dict
+        The release's report, to update.
+    vocab : Vocabulary
+        The vocabulary whose every item the release shows.
+
     Returns
     -------
     dict
@@ -209,10 +262,20 @@ def note_users(report: dict, db: Any) -> dict:
     (``--user``, text formats), a user with ``k`` sequences is protected at
     ``k`` times epsilon; DPNE is the mechanism with user-level privacy.
 
+    Parameters
+    ----------
+    report : dict
+        The release's report, to update.
+    db : SequenceDB or any
+        The input data; it names users when its ``has_users`` is true or,
+        lacking that attribute, its ``users`` is not None.
+
     Returns
     -------
     dict
         ``report``, updated in place.
+        With users, its ``privacy_unit`` is set to :data:`USERS_IGNORED`;
+        otherwise it is unchanged.
     """
     has_users = getattr(db, "has_users", None)
     if has_users is None:
@@ -304,7 +367,26 @@ class ReleaseWriter:
             shutil.rmtree(self.staging, ignore_errors=True)
 
     def path(self, name: str) -> Path:
-        """Path of release file ``name`` inside the staging directory."""
+        """Path of release file ``name`` inside the staging directory.
+
+        The name is recorded as one of the release's ``files``.
+
+        Parameters
+        ----------
+        name : str
+            A plain file name: no ``/``, not empty, ``.``, ``..``, :data:`REPORT`
+            or :data:`DIAGNOSTICS`.
+
+        Returns
+        -------
+        Path
+            Where to write the file (it is not created).
+
+        Raises
+        ------
+        ValueError
+            A bad file name.
+        """
         if "/" in name or name in ("", ".", "..", REPORT, DIAGNOSTICS):
             raise ValueError(f"bad release file name {name!r}")
         self.files.append(name)
@@ -348,6 +430,21 @@ class ReleaseWriter:
         finished release is not lost at its last step.  The other formats are
         checked (:func:`dpgpu.data.writers.label_problem`) only then: checking
         the event-log formats means building every sequence's case name.
+
+        Parameters
+        ----------
+        db : SequenceDB
+            The synthetic database; ``db.source["format"]`` (default
+            ``lines``) is its input's format.
+
+        Returns
+        -------
+        name : str
+            The release file, ``synthetic.<ext>`` (``.txt`` for ``lines`` and
+            ``spmf``, ``.csv`` for ``wide``, ``trajectory`` and ``column``, else
+            the format's name).
+        format : str
+            The format it is written in.
         """
         from .data.writers import WRITE_FORMATS, label_problem  # noqa: PLC0415
 
@@ -368,6 +465,11 @@ class ReleaseWriter:
         """Write ``db`` as the release's synthetic data (:meth:`write_synthetic`); return the
         report entries that say where it is and how to read it back.
 
+        Parameters
+        ----------
+        db : SequenceDB
+            The synthetic database.
+
         Returns
         -------
         dict
@@ -386,6 +488,17 @@ class ReleaseWriter:
         With ``items = (key, iterable)``, ``obj[key]`` is the list of the
         iterable's items, written one at a time, each on one line: a list
         too large to hold as Python objects is never built.
+
+        Parameters
+        ----------
+        name : str
+            The release file (:meth:`path`).
+        obj : any
+            The value to write, made JSON-ready (:func:`json_ready`: no
+            infinite or NaN floats); a dict when ``items`` is given.
+        items : tuple of (str, iterable), optional
+            A key of ``obj``'s, not already in it, and the items of its list,
+            written after the rest of ``obj``.
         """
         self.progress(f"writing {name}")
         with open(self.path(name), "w", encoding="utf-8") as f:
@@ -407,6 +520,17 @@ class ReleaseWriter:
         ``timings`` go to ``diagnostics.json`` instead (module doc).  The
         target is checked again (it may have changed during the run); a
         release it replaces is moved aside, then removed.
+
+        Parameters
+        ----------
+        report : dict
+            The release's report (a ``timings`` entry is moved out of it); it
+            is not modified.
+
+        Returns
+        -------
+        Path
+            The release directory, as given to the writer.
 
         Raises
         ------
@@ -444,7 +568,19 @@ class ReleaseWriter:
 
 def synthetic_format(input_format: Any) -> Any:
     """The format synthetic data of an input in ``input_format`` is written in, unless the
-    labels send it elsewhere (:meth:`ReleaseWriter.write_synthetic`)."""
+    labels send it elsewhere (:meth:`ReleaseWriter.write_synthetic`).
+
+    Parameters
+    ----------
+    input_format : str or None
+        The format the input was read in (``db.source["format"]``).
+
+    Returns
+    -------
+    str or None
+        ``lines`` for a user-level text format (``jsonl``, ``text-csv``,
+        ``text-parquet``), else ``input_format`` unchanged.
+    """
     return _SYNTHETIC_FORMATS.get(input_format, input_format)
 
 
@@ -505,6 +641,12 @@ def synthetic_reader_options(db: Any, fmt: str) -> dict:
 
 def synthetic_reading(report: dict) -> tuple[str | None, dict | None]:
     """How a release's synthetic file is read, from its report.
+
+    Parameters
+    ----------
+    report : dict
+        The release's report: its ``synthetic_format``, ``synthetic_options``
+        and, failing the first, ``input["format"]`` are used.
 
     Returns
     -------
@@ -615,6 +757,18 @@ def named_vocabulary(db: Any, report: dict) -> Any:
 def read_report(release_dir: Any) -> dict:
     """The ``report.json`` of a release directory, with the timings of its ``diagnostics.json``.
 
+    Parameters
+    ----------
+    release_dir : str or path-like
+        The release directory.
+
+    Returns
+    -------
+    dict
+        The parsed report, with ``timings`` from ``diagnostics.json`` where
+        that file exists.  That it is a JSON object is not checked
+        (:func:`dpgpu.report.read_release_report` checks it).
+
     Raises
     ------
     InputError
@@ -650,6 +804,18 @@ def json_ready(obj: Any) -> Any:
     written ``null`` (its report says ``"private": false``).  Arrays and
     NumPy scalars become lists and numbers, paths strings; other objects are
     left for the caller's ``default``.
+
+    Parameters
+    ----------
+    obj : any
+        A value to write as JSON; dicts, lists and tuples are converted
+        recursively.
+
+    Returns
+    -------
+    any
+        The converted value: dicts and lists are rebuilt (tuples become
+        lists); other values are returned as they are.
     """
     if isinstance(obj, Path):
         return str(obj)

@@ -116,7 +116,25 @@ def summarize(release_dir: Any, *, with_evaluation: bool = False) -> dict:
 
 
 def report_facts(report: dict, where: str = "(not saved yet)") -> dict:
-    """The facts of a summary from a report dict (file sizes unknown: listed as 0)."""
+    """The facts of a summary from a report dict (file sizes unknown: listed as 0).
+
+    Parameters
+    ----------
+    report : dict
+        A release's report (``report.json``); missing keys take defaults
+        (mechanism ``"unknown"``, private, no parameters, steps or files).
+    where : str
+        The release directory, shown as the summary's ``"release"``.
+
+    Returns
+    -------
+    dict
+        The keys ``release``, ``mechanism``, ``paper``, ``private``, ``warning``,
+        ``epsilon``, ``delta``, ``unit`` (:data:`UNITS`), ``seeded``,
+        ``parameters``, ``steps`` (the ledger's), ``files`` (name to size, 0),
+        ``caveat`` (:data:`CAVEATS` and the report's privacy unit),
+        ``backend``, ``device``, ``timings`` and ``version``.
+    """
     mechanism = report.get("mechanism", "unknown")
     return {
         "release": where,
@@ -150,7 +168,13 @@ class Displayed:
         return page[page.index("<body>") + len("<body>"):page.index("</body>")]
 
     def summary(self) -> str:
-        """The text summary ``dpgpu report`` prints."""
+        """The text summary ``dpgpu report`` prints.
+
+        Returns
+        -------
+        str
+            :func:`as_text` of the release's facts (without an evaluation).
+        """
         return as_text(self._facts())
 
     def _facts(self) -> dict:
@@ -210,9 +234,15 @@ class Displayed:
 class LoadedRelease(Displayed):
     """A release directory read back (:func:`load_release`).
 
+    Parameters
+    ----------
+    path : str or path-like
+        The release directory.
+
     Attributes
     ----------
     path : Path
+        The release directory.
     report : dict
         ``report.json``.
     files : list of str
@@ -266,12 +296,43 @@ class LoadedRelease(Displayed):
 
 
 def load_release(path: Any) -> LoadedRelease:
-    """Read a release directory written by any dpgpu mechanism."""
+    """Read a release directory written by any dpgpu mechanism.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The release directory (holding ``report.json``).
+
+    Returns
+    -------
+    LoadedRelease
+        Its report and the release files present; shows its summary in a
+        notebook, ``.summary()`` gives the text.
+
+    Raises
+    ------
+    InputError
+        When ``path`` is not a directory, or its ``report.json`` is missing,
+        unreadable or not a JSON object.
+    """
     return LoadedRelease(path)
 
 
 def guarantee(facts: dict) -> str:
-    """The privacy statement in one sentence."""
+    """The privacy statement in one sentence.
+
+    Parameters
+    ----------
+    facts : dict
+        A summary's facts (:func:`report_facts`): ``private``, ``warning``,
+        ``epsilon``, ``delta`` and ``unit`` are used.
+
+    Returns
+    -------
+    str
+        The (epsilon, delta) guarantee for the protected unit, or, for a
+        non-private output, a warning not to publish it.
+    """
     if not facts["private"]:
         why = facts.get("warning") or "a non-private baseline for comparison"
         return f"This output is NOT differentially private ({why}): do not publish it."
@@ -283,14 +344,38 @@ def guarantee(facts: dict) -> str:
 
 
 def utility_table(evaluation: dict) -> str:
-    """The evaluation's tables, as ``dpgpu evaluate`` prints them."""
+    """The evaluation's tables, as ``dpgpu evaluate`` prints them.
+
+    Parameters
+    ----------
+    evaluation : dict
+        The contents of ``evaluation.json``.
+
+    Returns
+    -------
+    str
+        :func:`dpgpu.eval.evaluate.format_table` of it.
+    """
     from .eval.evaluate import format_table  # noqa: PLC0415 - only with an evaluation
 
     return format_table(evaluation)
 
 
 def as_text(facts: dict) -> str:
-    """The summary for a terminal (opening with its ``banner``, when it has one)."""
+    """The summary for a terminal (opening with its ``banner``, when it has one).
+
+    Parameters
+    ----------
+    facts : dict
+        A summary's facts (:func:`report_facts`, :func:`summarize`).
+
+    Returns
+    -------
+    str
+        Lines of text: the release, guarantee, caveat, parameters, ledger
+        steps, files, the utility tables (with an ``evaluation``) and what
+        made it; no trailing newline.
+    """
     lines = [*([facts["banner"], ""] if facts.get("banner") else []),
              f"release {facts['release']}: {facts['mechanism']}"
              + (f" ({facts['paper']})" if facts["paper"] else ""),
@@ -314,7 +399,18 @@ def as_text(facts: dict) -> str:
 
 
 def as_html(facts: dict) -> str:
-    """A self-contained HTML page of the summary (its ``banner``, if any, heads the page)."""
+    """A self-contained HTML page of the summary (its ``banner``, if any, heads the page).
+
+    Parameters
+    ----------
+    facts : dict
+        A summary's facts (:func:`report_facts`, :func:`summarize`).
+
+    Returns
+    -------
+    str
+        The whole HTML document (inline style, every value escaped).
+    """
     e = html.escape
     steps = "".join(
         f"<tr><td>{e(str(s.get('index', '')))}</td><td>{e(str(s.get('name')))}</td>"

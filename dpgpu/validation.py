@@ -17,7 +17,28 @@ from .errors import InvalidParameter
 
 def check_positive_int(value: Any, name: str, *, minimum: int = 1,
                        maximum: int | None = None) -> int:
-    """Return ``value`` as an int if it is an integer in ``[minimum, maximum]``."""
+    """Return ``value`` as an int if it is an integer in ``[minimum, maximum]``.
+
+    Parameters
+    ----------
+    value : any
+        The value given; an integral number, not a bool.
+    name : str
+        The parameter's name, for the error message.
+    minimum : int
+        The smallest value allowed.
+    maximum : int, optional
+        The largest value allowed; no bound when omitted.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    InvalidParameter
+        ``value`` is not an integer (or is a bool), or is out of range.
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise InvalidParameter(f"{name}: expected an integer, got {value!r}")
     value = int(value)
@@ -28,7 +49,27 @@ def check_positive_int(value: Any, name: str, *, minimum: int = 1,
 
 
 def check_positive_real(value: Any, name: str, *, allow_zero: bool = False) -> float:
-    """Return ``value`` as a float if it is finite and ``> 0`` (``>= 0`` with allow_zero)."""
+    """Return ``value`` as a float if it is finite and ``> 0`` (``>= 0`` with allow_zero).
+
+    Parameters
+    ----------
+    value : any
+        The value given; a real number, not a bool.
+    name : str
+        The parameter's name, for the error message.
+    allow_zero : bool
+        Accept 0 as well.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    InvalidParameter
+        ``value`` is not a real number (or is a bool), is NaN or infinite
+        (or an int beyond float range), or is not positive.
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidParameter(f"{name}: expected a number, got {value!r}")
     try:
@@ -43,7 +84,27 @@ def check_positive_real(value: Any, name: str, *, allow_zero: bool = False) -> f
 
 
 def check_probability(value: Any, name: str, *, allow_zero: bool = False) -> float:
-    """Return ``value`` if it is a finite number in ``(0, 1)`` (``[0, 1)`` with allow_zero)."""
+    """Return ``value`` if it is a finite number in ``(0, 1)`` (``[0, 1)`` with allow_zero).
+
+    Parameters
+    ----------
+    value : any
+        The value given; a real number, not a bool.
+    name : str
+        The parameter's name, for the error message.
+    allow_zero : bool
+        Accept 0 as well.
+
+    Returns
+    -------
+    float
+        ``value`` as a float.
+
+    Raises
+    ------
+    InvalidParameter
+        ``value`` is not a real number (or is a bool), or is not in the range.
+    """
     x = check_positive_real(value, name, allow_zero=allow_zero)
     if not x < 1:
         raise InvalidParameter(f"{name}: must be below 1, got {value!r}")
@@ -51,14 +112,53 @@ def check_probability(value: Any, name: str, *, allow_zero: bool = False) -> flo
 
 
 def check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
-    """Return ``value`` if it is one of ``choices``."""
+    """Return ``value`` if it is one of ``choices``.
+
+    Parameters
+    ----------
+    value : any
+        The value given.
+    name : str
+        The parameter's name, for the error message.
+    choices : tuple of str
+        The values allowed.
+
+    Returns
+    -------
+    str
+        ``value`` unchanged.
+
+    Raises
+    ------
+    InvalidParameter
+        ``value`` is not one of ``choices``.
+    """
     if value not in choices:
         raise InvalidParameter(f"{name}: must be one of {', '.join(choices)}, got {value!r}")
     return value
 
 
 def check_positive_reals(values: Any, name: str) -> list[float]:
-    """Return ``values`` as floats if it is a non-empty sequence of finite numbers ``> 0``."""
+    """Return ``values`` as floats if it is a non-empty sequence of finite numbers ``> 0``.
+
+    Parameters
+    ----------
+    values : any
+        The values given: a sized sequence, not a str, bytes or dict.
+    name : str
+        The parameter's name, for the error message.
+
+    Returns
+    -------
+    list of float
+        Each value as by :func:`check_positive_real`.
+
+    Raises
+    ------
+    InvalidParameter
+        ``values`` is not a non-empty sequence, or one of them is not a
+        finite number ``> 0``.
+    """
     if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__len__") or not len(values):
         raise InvalidParameter(f"{name}: expected a non-empty sequence of numbers, got {values!r}")
     return [check_positive_real(v, name) for v in values]

@@ -338,6 +338,17 @@ def output_columns(db: SequenceDB) -> tuple[str | None, str, str | None]:
     The input's, when it was a column file (no row-id column where it had
     none); else ``id`` and ``sequence``.  The user column only for
     user-level data: the input's, else ``user``.
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The database to write; its ``source`` names the input's columns.
+
+    Returns
+    -------
+    tuple of (str or None, str, str or None)
+        The row-id column (None: none), the sequence column and the user
+        column (None: ``db`` has no users).
     """
     columns = db.source.get("columns") if db.source.get("format") == "column" else None
     case, sequence, user = (columns["case"], columns["sequence"], columns.get("user")) \
@@ -374,7 +385,16 @@ class ColumnSink:
         self.writer.writerow([name for name in self.header if name is not None])
 
     def write(self, part: SequenceDB, first: int) -> None:
-        """Write the rows of ``part`` (``first``: sequences written before it)."""
+        """Write the rows of ``part`` (``first``: sequences written before it).
+
+        Parameters
+        ----------
+        part : SequenceDB
+            The next sequences of the database, in its vocabulary.
+        first : int
+            How many sequences were written before ``part``: generated row
+            ids (``case-1``, ``case-2``, ...) number on from there.
+        """
         labels = self.labels[part.items].tolist()
         bounds = part.offsets.tolist()
         case, _, user = self.header

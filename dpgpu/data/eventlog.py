@@ -1060,6 +1060,16 @@ def looks_like_csv_log(head: bytes) -> bool:
     True when the first line is a header of at least two non-empty, non-numeric
     column names split by ``, TAB ; |``, among which a case or an activity
     column of a common name (:data:`CANDIDATES`).
+
+    Parameters
+    ----------
+    head : bytes
+        The start of the file; only its first line is looked at.
+
+    Returns
+    -------
+    bool
+        False also where that line is not UTF-8 or holds a NUL.
     """
     try:
         line = (head.splitlines() or [b""])[0].decode("utf-8").lstrip("\ufeff").strip()
@@ -1490,6 +1500,14 @@ def write_parquet_log(db: SequenceDB, target: Any) -> None:
 
     See :class:`ParquetLogSink` for the columns, the targets it takes and
     the error raised where pyarrow is not installed.
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The database to write, whole.
+    target : path-like or binary stream
+        A path, or a binary stream such as ``atomic_output(path, binary=True)``
+        yields.
     """
     from .writers import write_all  # noqa: PLC0415 - writers imports this module
 

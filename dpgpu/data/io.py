@@ -32,7 +32,19 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 @contextlib.contextmanager
 def input_errors(path: Any) -> Iterator[None]:
-    """Turn a failure to open or read ``path`` inside the block into an InputError naming it."""
+    """Turn a failure to open or read ``path`` inside the block into an InputError naming it.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file the block opens or reads, named in the error.
+
+    Raises
+    ------
+    InputError
+        In place of an OSError of the block: the file is missing, a directory,
+        or cannot be read.
+    """
     try:
         yield
     except FileNotFoundError:
@@ -45,7 +57,19 @@ def input_errors(path: Any) -> Iterator[None]:
 
 @contextlib.contextmanager
 def gzip_errors(path: Any) -> Iterator[None]:
-    """Turn a gzip decoding failure inside the block into an InputError naming ``path``."""
+    """Turn a gzip decoding failure inside the block into an InputError naming ``path``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file whose data the block decompresses, named in the error.
+
+    Raises
+    ------
+    InputError
+        In place of an EOFError, :class:`gzip.BadGzipFile` or :class:`zlib.error`
+        of the block: truncated or corrupt gzip data.
+    """
     try:
         yield
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
@@ -59,6 +83,17 @@ def read_bytes(path: Any) -> bytes:
     (``/dev/stdin``) gives all its data.  One byte-order mark at the start
     of the (decompressed) data is dropped, so every text format reads clean
     text.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file (or pipe) to read.
+
+    Returns
+    -------
+    bytes
+        The whole contents, decompressed, without a leading UTF-8 byte-order
+        mark.
 
     Raises
     ------
@@ -79,12 +114,44 @@ def read_bytes(path: Any) -> bytes:
 
 
 def line_number(data: bytes, offset: int) -> int:
-    """1-based line number of byte ``offset`` in ``data``."""
+    """1-based line number of byte ``offset`` in ``data``.
+
+    Parameters
+    ----------
+    data : bytes
+        The file's contents.
+    offset : int
+        A byte offset into ``data``.
+
+    Returns
+    -------
+    int
+        One more than the number of newlines before ``offset``.
+    """
     return data.count(b"\n", 0, offset) + 1
 
 
 def decode_text(path: Any, data: bytes) -> str:
-    """``data`` as text, or an InputError naming the first line that is not text."""
+    """``data`` as text, or an InputError naming the first line that is not text.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file ``data`` came from, named in the error.
+    data : bytes
+        The contents to decode.
+
+    Returns
+    -------
+    str
+        ``data`` decoded as UTF-8.
+
+    Raises
+    ------
+    InputError
+        ``data`` holds a NUL byte, or is not valid UTF-8 (the message names
+        the line).
+    """
     nul = data.find(b"\x00")
     if nul >= 0:
         raise InputError(f"{path}: line {line_number(data, nul)}: binary data (NUL byte); "
@@ -97,12 +164,31 @@ def decode_text(path: Any, data: bytes) -> str:
 
 
 def check_not_binary(path: Any, data: bytes) -> None:
-    """Raise InputError if ``data`` holds a NUL byte or is not UTF-8."""
+    """Raise InputError if ``data`` holds a NUL byte or is not UTF-8.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file ``data`` came from, named in the error.
+    data : bytes
+        The contents to check (:func:`decode_text`).
+
+    Raises
+    ------
+    InputError
+        ``data`` is not text; the message names the line.
+    """
     decode_text(path, data)
 
 
 def current_umask() -> int:
-    """The process umask (temporary files are created 0600; renamed ones get the usual mode)."""
+    """The process umask (temporary files are created 0600; renamed ones get the usual mode).
+
+    Returns
+    -------
+    int
+        The umask's permission bits (read by setting it and setting it back).
+    """
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
@@ -224,6 +310,12 @@ def atomic_output(path: Any, *, force: bool = False, binary: bool = False,
     inputs : iterable of path-like
         The files the run reads, which ``path`` may not be
         (:func:`check_output`).
+
+    Yields
+    ------
+    binary or text stream
+        The temporary file: a binary stream (gzip-compressing for ``.gz``)
+        with ``binary``, else a UTF-8 text stream with ``\\n`` newlines.
 
     Raises
     ------

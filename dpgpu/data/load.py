@@ -58,7 +58,14 @@ BLANK_LINE_FORMATS = ("lines", "spmf")
 
 
 def demo_path() -> Path:
-    """Path of the bundled MSNBC dataset (UCI, CC BY 4.0; see datasets/README.md)."""
+    """Path of the bundled MSNBC dataset (UCI, CC BY 4.0; see datasets/README.md).
+
+    Returns
+    -------
+    Path
+        The gzip-compressed ``.seq`` file :data:`DEMO_FILE` inside the installed
+        package, ready for :func:`load`.
+    """
     return Path(str(resources.files("dpgpu") / "datasets" / DEMO_FILE))
 
 
@@ -143,7 +150,23 @@ def load(path: Any, format: str | None = None, *, vocab: Any = None,
 
 
 def check_format(format: str | None) -> str | None:
-    """Return ``format`` if it is ``None`` or one of :data:`FORMATS`."""
+    """Return ``format`` if it is ``None`` or one of :data:`FORMATS`.
+
+    Parameters
+    ----------
+    format : str or None
+        A format name, or ``None`` for "detect it".
+
+    Returns
+    -------
+    str or None
+        ``format`` unchanged.
+
+    Raises
+    ------
+    InvalidParameter
+        ``format`` is not ``None`` and not one of :data:`FORMATS`.
+    """
     if format is not None and format not in FORMATS:
         raise InvalidParameter(f"format: unknown format {format!r}; choose one of "
                                f"{', '.join(FORMATS)}")
@@ -151,7 +174,21 @@ def check_format(format: str | None) -> str | None:
 
 
 def is_parquet(format: str | None, head: bytes) -> bool:
-    """Whether a file starting with ``head`` is read as Parquet (asked for, or detected)."""
+    """Whether a file starting with ``head`` is read as Parquet (asked for, or detected).
+
+    Parameters
+    ----------
+    format : str or None
+        The format asked for, or ``None`` to detect it.
+    head : bytes
+        The start of the file (its whole contents will do).
+
+    Returns
+    -------
+    bool
+        True if ``format`` is ``parquet`` or ``text-parquet``, or it is ``None``
+        and ``head`` starts with Parquet's magic number ``PAR1``.
+    """
     return format in ("parquet", "text-parquet") or (format is None and head.startswith(b"PAR1"))
 
 
@@ -166,7 +203,20 @@ def _whole_characters(data: bytes) -> bytes:
 
 
 def check_options(fmt: str, options: dict) -> None:
-    """Raise InvalidParameter for an option the format ``fmt`` does not take."""
+    """Raise InvalidParameter for an option the format ``fmt`` does not take.
+
+    Parameters
+    ----------
+    fmt : str
+        One of :data:`FORMATS`.
+    options : dict
+        The format options given (names to values); only the names are checked.
+
+    Raises
+    ------
+    InvalidParameter
+        An option ``fmt`` does not take (the first such, in sorted order).
+    """
     unknown = set(options) - set(_OPTIONS[fmt])
     if unknown:
         raise InvalidParameter(f"{sorted(unknown)[0]}: not an option of the '{fmt}' format "
@@ -184,6 +234,26 @@ def detect_format(path: Path, data: bytes) -> str:
     line, the cut line is checked for text up to its last whole character.
     ``data`` may itself be a head of exactly :data:`DETECT_BYTES` (as the
     distributed loader reads), so a head that long is taken as cut.
+
+    Parameters
+    ----------
+    path : Path
+        The file, named in errors; its extension breaks a tie between
+        ``jsonl``, ``csv`` and ``lines`` (:func:`extension_format`).
+    data : bytes
+        The file's contents (decompressed), or at least its first
+        :data:`DETECT_BYTES`.
+
+    Returns
+    -------
+    str
+        ``"seq"``, ``"xes"``, ``"spmf"``, ``"jsonl"``, ``"csv"`` or, failing
+        all these, ``"lines"``.
+
+    Raises
+    ------
+    InputError
+        The data looks binary (:func:`~dpgpu.data.io.check_not_binary`).
     """
     head = data[:DETECT_BYTES]
     whole = _whole_characters(head) if len(head) == DETECT_BYTES else head
@@ -206,7 +276,20 @@ def detect_format(path: Path, data: bytes) -> str:
 
 def extension_format(path: Any) -> tuple[str, str | None]:
     """The extension of ``path`` after any ``.gz`` (lower case, ``""`` if none), and the
-    format it names (:data:`EXTENSIONS`; ``None`` if it names none)."""
+    format it names (:data:`EXTENSIONS`; ``None`` if it names none).
+
+    Parameters
+    ----------
+    path : str or path-like
+        A file name; only its name is looked at.
+
+    Returns
+    -------
+    tuple of (str, str or None)
+        The last suffix other than ``.gz``, lower-cased with its dot
+        (``".csv"``), or ``""``; and the format :data:`EXTENSIONS` maps it to,
+        or ``None``.
+    """
     suffixes = [s for s in Path(path).suffixes if s != ".gz"]
     suffix = suffixes[-1].lower() if suffixes else ""
     return suffix, EXTENSIONS.get(suffix)
@@ -226,6 +309,30 @@ def read(fmt: str, p: Path, data: bytes, options: dict) -> SequenceDB:
     """Parse ``data``, the contents of ``p``, in the format ``fmt`` (options already checked).
 
     ``text-parquet`` reads ``p`` itself (a regular file) and ignores ``data``.
+
+    Parameters
+    ----------
+    fmt : str
+        One of :data:`FORMATS` (not ``None``: detected before).
+    p : Path
+        The file, named in errors (and read by ``text-parquet``).
+    data : bytes
+        The file's contents, decompressed.
+    options : dict
+        The format's options (:func:`check_options`), passed on as keywords
+        to the format's reader.
+
+    Returns
+    -------
+    SequenceDB
+
+    Raises
+    ------
+    InputError
+        The contents are malformed for ``fmt`` (or, for ``text-parquet``,
+        ``p`` is not a regular file).
+    InvalidParameter
+        An option value the format's reader does not take.
     """
     if fmt == "seq":
         return text.read_seq(p, data)

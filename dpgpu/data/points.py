@@ -25,7 +25,22 @@ from .io import read_bytes
 
 
 def parse_columns(columns: "str | Sequence[str]") -> list[str]:
-    """Column names from ``"x,y"`` or a sequence; at least one, no duplicates."""
+    """Column names from ``"x,y"`` or a sequence; at least one, no duplicates.
+
+    Parameters
+    ----------
+    columns : str or sequence of str
+        Comma-separated names (each stripped of white space), or the names.
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    InvalidParameter
+        An empty name, a duplicate, or no name at all.
+    """
     names = [c.strip() for c in columns.split(",")] if isinstance(columns, str) else \
         [str(c) for c in columns]
     if not names or any(not c for c in names) or len(set(names)) != len(names):

@@ -35,6 +35,16 @@ def read_vocabulary(path: Any) -> Vocabulary:
     Surrounding white space is dropped and blank lines are skipped; labels
     keep their order as ids.
 
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+
+    Returns
+    -------
+    Vocabulary
+        Public, with the labels in the file's order.
+
     Raises
     ------
     InputError
@@ -65,6 +75,11 @@ def public_vocabulary(vocab: Any) -> Vocabulary:
     vocab : Vocabulary, path-like or sequence of str
         A public vocabulary, a file for :func:`read_vocabulary`, or the
         labels in id order.
+
+    Returns
+    -------
+    Vocabulary
+        ``vocab`` itself when it is a public Vocabulary, else a new one.
 
     Raises
     ------
@@ -100,6 +115,15 @@ def check_seq_header(header_names: list[str], vocab: Vocabulary, what: str) -> N
     file keeps its ids; ``vocab``'s labels (or names) must be the header's
     names, in order.
 
+    Parameters
+    ----------
+    header_names : list of str or None
+        The categories the file's header declares, in order.
+    vocab : Vocabulary
+        The public vocabulary given.
+    what : str
+        The file, for the message.
+
     Raises
     ------
     InvalidParameter
@@ -113,6 +137,20 @@ def check_seq_header(header_names: list[str], vocab: Vocabulary, what: str) -> N
 
 def label_ids(labels: list[str], vocab: Vocabulary, what: str) -> np.ndarray:
     """Id in ``vocab`` of each of ``labels``.
+
+    Parameters
+    ----------
+    labels : list of str
+        Item labels (as :func:`item_keys` gives them).
+    vocab : Vocabulary
+        The public vocabulary.
+    what : str
+        The data, for the message.
+
+    Returns
+    -------
+    numpy.ndarray of int32
+        One id per label, in order.
 
     Raises
     ------
@@ -143,6 +181,11 @@ def item_keys(labels: list[str], source: dict, what: str) -> list[str]:
     what : str
         The file, for messages.
 
+    Returns
+    -------
+    list of str
+        One key per label, in order: its ``@ITEM`` name, or the label itself.
+
     Raises
     ------
     InputError
@@ -171,6 +214,25 @@ def public_ids(labels: list[str], names: Any, source: dict, vocab: Vocabulary,
     that ``None`` is returned once its header's ``names`` are checked to be
     ``vocab``'s labels (or names), in order.
 
+    Parameters
+    ----------
+    labels : list of str
+        The labels of the file's items, in their id order.
+    names : list of str or None
+        The categories a ``.seq`` file's header declares (else unused).
+    source : dict
+        The ``source`` of the database read from the file.
+    vocab : Vocabulary
+        The public vocabulary.
+    what : str
+        The file, for messages.
+
+    Returns
+    -------
+    numpy.ndarray of int32 or None
+        The id in ``vocab`` of each of the file's items (indexed by the item's
+        id in the file), or ``None`` for a ``.seq`` file, whose ids stand.
+
     Raises
     ------
     InputError
@@ -187,7 +249,23 @@ def public_ids(labels: list[str], names: Any, source: dict, vocab: Vocabulary,
 
 def on_vocabulary(db: SequenceDB, vocab: Vocabulary, what: str) -> SequenceDB:
     """``db``, read from the file ``what``, with its items as ids of the public ``vocab``
-    (:func:`public_ids`, whose errors it raises)."""
+    (:func:`public_ids`, whose errors it raises).
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The database as read, in the vocabulary of the items that occur (or a
+        ``.seq`` header's).
+    vocab : Vocabulary
+        The public vocabulary.
+    what : str
+        The file, for messages.
+
+    Returns
+    -------
+    SequenceDB
+        The same sequences, users and ``source``, in ``vocab``.
+    """
     ids = public_ids(db.vocab.labels, db.vocab.names, db.source, vocab, what)
     items = db.items if ids is None else ids[db.items] if db.items.size \
         else db.items.astype(np.int32)

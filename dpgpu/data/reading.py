@@ -33,7 +33,19 @@ _CHECK_BYTES = 1 << 24
 
 # ------------------------------------------------------------------ checks
 def is_utf8(data: bytes) -> bool:
-    """Whether ``data`` is UTF-8, checked without holding all of it decoded."""
+    """Whether ``data`` is UTF-8, checked without holding all of it decoded.
+
+    Parameters
+    ----------
+    data : bytes
+        The bytes to check, decoded a chunk at a time.
+
+    Returns
+    -------
+    bool
+        True for ASCII and for valid UTF-8 (a character cut off at the end
+        is invalid).
+    """
     if data.isascii():
         return True
     decoder = codecs.getincrementaldecoder("utf-8")()
@@ -49,7 +61,20 @@ def is_utf8(data: bytes) -> bool:
 
 def check_text(path: Any, data: bytes) -> None:
     """The InputError :func:`~dpgpu.data.io.decode_text` raises for ``data`` that is not
-    UTF-8 text (naming the line), without decoding all of a file that is."""
+    UTF-8 text (naming the line), without decoding all of a file that is.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file ``data`` came from, named in the error.
+    data : bytes
+        The contents to check.
+
+    Raises
+    ------
+    InputError
+        ``data`` holds a NUL byte or is not UTF-8.
+    """
     if b"\x00" in data or not is_utf8(data):
         decode_text(path, data)
 
@@ -78,9 +103,17 @@ def encode_values(values: list, table: defaultdict) -> np.ndarray:
     """The number of each value in ``table`` (a :func:`numbering`); new values are numbered
     as they come.
 
+    Parameters
+    ----------
+    values : list
+        The values (hashable) to number.
+    table : collections.defaultdict
+        From :func:`numbering`; values it lacks are added to it.
+
     Returns
     -------
     numpy.ndarray of int64
+        The number of each value, in order.
     """
     return np.fromiter(map(table.__getitem__, values), dtype=np.int64, count=len(values))
 
@@ -124,6 +157,23 @@ def csv_reader(data: bytes, start: int, delimiter: str) -> tuple[Any, io.TextIOW
     """A csv reader of UTF-8 ``data[start:]``, and the text stream it reads.
 
     Lines split as in ``io.StringIO(text, newline="")``, decoded a little at a time.
+
+    Parameters
+    ----------
+    data : bytes
+        The file's contents, UTF-8.
+    start : int
+        The byte offset to read from (after a header already read, say).
+    delimiter : str
+        The field delimiter.
+
+    Returns
+    -------
+    reader : csv.reader
+        Yields each row's fields as a list of str.
+    stream : io.TextIOWrapper
+        The text stream it reads (``stream.buffer.tell()``: bytes read so
+        far, for progress).
     """
     raw = io.BytesIO(data)
     raw.seek(start)
@@ -132,7 +182,14 @@ def csv_reader(data: bytes, start: int, delimiter: str) -> tuple[Any, io.TextIOW
 
 
 def optional_pyarrow() -> tuple[Any, Any]:
-    """``(pyarrow, pyarrow.parquet)``, or ``(None, None)`` when not installed."""
+    """``(pyarrow, pyarrow.parquet)``, or ``(None, None)`` when not installed.
+
+    Returns
+    -------
+    tuple of (module or None, module or None)
+        The ``pyarrow`` and ``pyarrow.parquet`` modules, imported, or ``None``
+        twice when either import fails.
+    """
     try:
         import pyarrow  # noqa: PLC0415 - optional dependency
         import pyarrow.parquet  # noqa: PLC0415

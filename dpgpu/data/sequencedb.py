@@ -475,6 +475,21 @@ def synthetic_like(db: SequenceDB, items: Any, lengths: Any) -> SequenceDB:
 
     Only the format options of ``db.source`` are kept: never its path, case
     names or user labels, which identify the original records.
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The original: its vocabulary, and the format options of its ``source``
+        (:data:`FORMAT_KEYS`).
+    items : array_like of int
+        The synthetic sequences' item ids, concatenated.
+    lengths : array_like of int
+        The length of each synthetic sequence, summing to ``len(items)``.
+
+    Returns
+    -------
+    SequenceDB
+        Without users.
     """
     offsets = np.concatenate([[0], np.cumsum(np.asarray(lengths, dtype=np.int64))])
     source = {k: v for k, v in db.source.items() if k in FORMAT_KEYS}
@@ -578,7 +593,18 @@ def _id_array(users: Any, n: int) -> np.ndarray:
 
 
 def sort_labels(labels: Iterable[str]) -> list[str]:
-    """Labels sorted numerically when all are integers, else as strings."""
+    """Labels sorted numerically when all are integers, else as strings.
+
+    Parameters
+    ----------
+    labels : iterable of str
+
+    Returns
+    -------
+    list of str
+        A new sorted list (equal numbers, ``"1"`` and ``"01"``, by their
+        text).
+    """
     labels = list(labels)
     try:
         return sorted(labels, key=lambda s: (int(s), s))
@@ -587,7 +613,20 @@ def sort_labels(labels: Iterable[str]) -> list[str]:
 
 
 def concat_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(s, s + l)`` for each pair, vectorized."""
+    """Concatenation of ``arange(s, s + l)`` for each pair, vectorized.
+
+    Parameters
+    ----------
+    starts : numpy.ndarray of int
+        The first value of each range.
+    lens : numpy.ndarray of int
+        The length of each range (non-negative), as many as ``starts``.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        ``lens.sum()`` values.
+    """
     lens = np.asarray(lens, dtype=np.int64)
     total = int(lens.sum())
     if total == 0:
@@ -604,6 +643,25 @@ def check_db(db: Any, name: str = "data", *, items: bool = False) -> SequenceDB:
     dataset read on Dask workers) passes too: mechanisms count it through
     its partitions.  With ``items``, its vocabulary must hold an item (the
     tree mechanisms branch over the items).
+
+    Parameters
+    ----------
+    db : any
+        The value given.
+    name : str
+        The parameter's name, for the message.
+    items : bool
+        Also require a non-empty vocabulary.
+
+    Returns
+    -------
+    SequenceDB or HeldData
+        ``db`` unchanged.
+
+    Raises
+    ------
+    InvalidParameter
+        ``db`` is neither, or (``items``) its vocabulary is empty.
     """
     from ..scale.partitions import HeldData  # noqa: PLC0415 - avoid an import cycle
 

@@ -303,7 +303,19 @@ SEQ_DATA_VOCABULARY = "% dpgpu: categories taken from the data, not a public voc
 
 
 def looks_like_seq(head: bytes) -> bool:
-    """True for the UCI ``.seq`` header (MSNBC)."""
+    """True for the UCI ``.seq`` header (MSNBC).
+
+    Parameters
+    ----------
+    head : bytes
+        The start of a file.
+
+    Returns
+    -------
+    bool
+        Whether, after leading white space, it opens with
+        ``% Different categories``.
+    """
     return head.lstrip().startswith(b"% Different categories")
 
 
@@ -314,6 +326,23 @@ def read_seq(path: Any, data: bytes) -> SequenceDB:
     category names become ``vocab.names``.  All K declared categories are in
     the vocabulary, occurring or not (the item universe is public, unless
     the header holds :data:`SEQ_DATA_VOCABULARY`).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file, named in ``source`` and in errors.
+    data : bytes
+        Its contents, decompressed.
+
+    Returns
+    -------
+    SequenceDB
+
+    Raises
+    ------
+    InputError
+        No ``.seq`` header, a header without categories, a token that is
+        not an integer, or a category the header does not declare.
     """
     names, body_start, public = seq_header(path, data)
     return read_seq_body(path, data, body_start, names, public)
@@ -325,6 +354,28 @@ def seq_header(path: Any, data: bytes) -> tuple[list[str], int, bool]:
 
     ``data`` must hold the whole header (the ``% Sequences:`` line and the
     blank line after it).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file, named in errors.
+    data : bytes
+        The file's contents, or a head of them holding the header.
+
+    Returns
+    -------
+    names : list of str
+        The category names, in order (category ``i`` is ``names[i - 1]``).
+    body_start : int
+        The byte offset of the first sequence line.
+    public : bool
+        False when the header holds :data:`SEQ_DATA_VOCABULARY`.
+
+    Raises
+    ------
+    InputError
+        No ``% Different categories`` header or ``% Sequences:`` line, a
+        header that is not text, or one that names no categories.
     """
     mark = data.find(SEQ_MARK)
     if not looks_like_seq(data[:200]) or mark < 0:
@@ -352,6 +403,31 @@ def read_seq_body(path: Any, data: bytes, body_start: int, names: list[str],
     """The sequences of ``data[body_start:]``, one line each, categories ``1 .. len(names)``.
 
     Lines are numbered from the start of ``data`` in messages.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file, named in ``source`` and in errors.
+    data : bytes
+        The file's contents.
+    body_start : int
+        Where the sequences start (:func:`seq_header`).
+    names : list of str
+        The header's category names: the vocabulary's ``names``.
+    public : bool
+        Whether the categories are a public vocabulary.
+
+    Returns
+    -------
+    SequenceDB
+        Items labelled ``"1"`` .. ``str(len(names))`` (ids one less), every
+        category in the vocabulary.
+
+    Raises
+    ------
+    InputError
+        A token that is not an integer, or a category outside
+        ``1 .. len(names)``.
     """
     k = len(names)
     values, counts, undeclared = [], [], None
@@ -376,7 +452,19 @@ _INT_BYTES = re.compile(rb"-?[0-9]+")
 
 
 def looks_like_spmf(head: bytes) -> bool:
-    """True when the text uses SPMF's ``-2`` sequence terminator."""
+    """True when the text uses SPMF's ``-2`` sequence terminator.
+
+    Parameters
+    ----------
+    head : bytes
+        Text (a file's start, its metadata lines blanked).
+
+    Returns
+    -------
+    bool
+        Whether a ``-2`` token, standing apart from its neighbours by white
+        space or the text's ends, occurs.
+    """
     return re.search(rb"(^|\s)-2(\s|$)", head) is not None
 
 
@@ -388,6 +476,15 @@ def looks_like_spmf_file(head: bytes) -> bool:
     occurs and the first line of data ends with ``-2`` or holds only
     integers.  A line of words or an event log's header row that merely
     contains a ``-2`` is not SPMF.
+
+    Parameters
+    ----------
+    head : bytes
+        The start of the file.
+
+    Returns
+    -------
+    bool
     """
     if _SPMF_OPENING.match(head):
         return True
@@ -517,7 +614,20 @@ def _check_one_sequence_per_line(path: Any, block: _IntBlock) -> None:
 
 
 def spmf_without_metadata(data: bytes) -> bytes:
-    """``data`` with its SPMF metadata lines (``#``, ``%``, ``@``) blanked, line feeds kept."""
+    """``data`` with its SPMF metadata lines (``#``, ``%``, ``@``) blanked, line feeds kept.
+
+    Parameters
+    ----------
+    data : bytes
+        SPMF text.
+
+    Returns
+    -------
+    bytes
+        Of the same length (each metadata character replaced by a space, so
+        offsets and line numbers are kept); ``data`` itself when it has no
+        metadata.
+    """
     return _blanked(_SPMF_META, data) if _SPMF_META.search(data) else data
 
 
@@ -533,6 +643,10 @@ def read_lines(path: Any, data: bytes, *, tokens: str = "auto") -> SequenceDB:
 
     Parameters
     ----------
+    path : str or path-like
+        The file, named in ``source`` and in errors.
+    data : bytes
+        Its contents, decompressed.
     tokens : {"auto", "int", "str", "chars"}
         ``"int"`` requires integer items, ``"str"`` takes any non-blank
         strings, ``"auto"`` uses ``"int"`` when every token is an integer;
@@ -541,10 +655,20 @@ def read_lines(path: Any, data: bytes, *, tokens: str = "auto") -> SequenceDB:
 
     A blank line is an empty sequence.
 
+    Returns
+    -------
+    SequenceDB
+        In a vocabulary of the items that occur (not public), sorted
+        (integers by value, else as :func:`~dpgpu.data.sequencedb.sort_labels`
+        sorts them); ``source["tokens"]`` says how the items were read
+        (``"int"``, ``"str"`` or ``"chars"``).
+
     Raises
     ------
     InvalidParameter
         ``tokens`` not one of :data:`LINE_TOKENS`.
+    InputError
+        ``data`` is not text, or (``tokens="int"``) a token is not an integer.
     """
     if tokens not in LINE_TOKENS:
         raise InvalidParameter(f"tokens: expected one of {', '.join(LINE_TOKENS)}, got "

@@ -73,7 +73,15 @@ _GRID = re.compile(r"\s*(\d+)\s*(?:[xX,]\s*(\d+)\s*)?")
 
 @dataclass(frozen=True)
 class Grid:
-    """``nx`` columns by ``ny`` rows of equal cells over ``bounds = (xmin, xmax, ymin, ymax)``."""
+    """``nx`` columns by ``ny`` rows of equal cells over ``bounds = (xmin, xmax, ymin, ymax)``.
+
+    Attributes
+    ----------
+    nx, ny : int
+        Columns (along x) and rows (along y) of cells.
+    bounds : tuple of 4 float
+        ``(xmin, xmax, ymin, ymax)``: the rectangle the cells divide.
+    """
 
     nx: int
     ny: int
@@ -89,6 +97,10 @@ class Grid:
             ``n`` (n by n cells), ``"NX"``, ``"NXxNY"`` or ``(nx, ny)``.
         bounds : str or sequence of 4 numbers
             ``"xmin,xmax,ymin,ymax"`` or the four numbers (or their strings).
+
+        Returns
+        -------
+        Grid
 
         Raises
         ------
@@ -116,13 +128,31 @@ class Grid:
 
     @classmethod
     def from_source(cls, source: dict) -> "Grid | None":
-        """The grid recorded in a database's ``source`` (:meth:`as_source`), or None."""
+        """The grid recorded in a database's ``source`` (:meth:`as_source`), or None.
+
+        Parameters
+        ----------
+        source : dict
+            A database's ``source``.
+
+        Returns
+        -------
+        Grid or None
+            None when ``source`` lacks ``grid`` or ``bounds``.
+        """
         if "grid" not in source or "bounds" not in source:
             return None
         return cls(*source["grid"], tuple(source["bounds"]))
 
     def as_source(self) -> dict:
-        """The grid as ``source`` keys (``grid``, ``bounds``)."""
+        """The grid as ``source`` keys (``grid``, ``bounds``).
+
+        Returns
+        -------
+        dict
+            ``{"grid": [nx, ny], "bounds": [xmin, xmax, ymin, ymax]}`` (lists,
+            as JSON holds them).
+        """
         return {"grid": [self.nx, self.ny], "bounds": list(self.bounds)}
 
     @property
@@ -131,27 +161,66 @@ class Grid:
         return self.nx * self.ny
 
     def labels(self) -> list[str]:
-        """Item label of every cell, in id order (``"i_j"``: column i, row j)."""
+        """Item label of every cell, in id order (``"i_j"``: column i, row j).
+
+        Returns
+        -------
+        list of str
+            :attr:`size` labels, row by row (the id of ``"i_j"`` is ``j * nx + i``).
+        """
         return [f"{i}_{j}" for j in range(self.ny) for i in range(self.nx)]
 
     def cells(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Cell id (int64) of each point, and whether it lies within the bounds.
 
         A point outside the bounds gets the id of the nearest cell.
+
+        Parameters
+        ----------
+        x, y : numpy.ndarray of float
+            The points' finite coordinates, as many of each.
+
+        Returns
+        -------
+        ids : numpy.ndarray of int64
+            The cell of each point (``j * nx + i``).
+        inside : numpy.ndarray of bool
+            Whether each point lies within the bounds (their edges included).
         """
         xmin, xmax, ymin, ymax = self.bounds
         inside = (x >= xmin) & (x <= xmax) & (y >= ymin) & (y <= ymax)
         return _index(y, ymin, ymax, self.ny) * self.nx + _index(x, xmin, xmax, self.nx), inside
 
     def centers(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Coordinates ``(x, y)`` of the centre of each cell ``ids``."""
+        """Coordinates ``(x, y)`` of the centre of each cell ``ids``.
+
+        Parameters
+        ----------
+        ids : numpy.ndarray of int
+            Cell ids, ``0 .. size-1``.
+
+        Returns
+        -------
+        x, y : numpy.ndarray of float
+            The centres' coordinates, one per id.
+        """
         xmin, xmax, ymin, ymax = self.bounds
         i, j = ids % self.nx, ids // self.nx  # (2i + 1) / 2n last: 0.15, not 0.15000000000000002
         return (xmin + (xmax - xmin) * (2 * i + 1) / (2 * self.nx),
                 ymin + (ymax - ymin) * (2 * j + 1) / (2 * self.ny))
 
     def ids_of(self, labels: list[str]) -> np.ndarray:
-        """Cell id of each label (``"i_j"``), -1 for a label that names no cell of the grid."""
+        """Cell id of each label (``"i_j"``), -1 for a label that names no cell of the grid.
+
+        Parameters
+        ----------
+        labels : list of str
+            Item labels.
+
+        Returns
+        -------
+        numpy.ndarray of int64
+        """
         index = {label: k for k, label in enumerate(self.labels())}
         return np.array([index.get(label, -1) for label in labels], dtype=np.int64)
 
@@ -340,6 +409,16 @@ def output_columns(db: SequenceDB) -> tuple[str, str, str]:
     """The trajectory, x and y column names a trajectory file of ``db`` gets.
 
     The input's, when it was a trajectory file; else ``trajectory``, ``x``, ``y``.
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The database to write; its ``source`` names the input's columns.
+
+    Returns
+    -------
+    tuple of 3 str
+        The trajectory, x and y column names.
     """
     columns = db.source.get("columns") if db.source.get("format") == "trajectory" else None
     if columns:
@@ -353,6 +432,17 @@ def trajectory_problem(db: SequenceDB) -> tuple[str, str] | None:
     No grid in ``source`` (the cells' places are unknown), an occurring
     item that names no cell of the grid, or users (a trajectory file of
     user-level data would need its user column, which is not written).
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The database to write.
+
+    Returns
+    -------
+    tuple of (str, str) or None
+        What cannot be held (``"user-level data"``, ``"the database"``,
+        ``"item 'label'"``) and why, or None when the file can hold ``db``.
     """
     if db.users is not None:
         return "user-level data", "has users, and the trajectory writer has no user column"
@@ -393,7 +483,16 @@ class TrajectorySink:
         self.writer.writerow(output_columns(db))
 
     def write(self, part: SequenceDB, first: int) -> None:
-        """Write the rows of ``part`` (``first``: sequences written before it)."""
+        """Write the rows of ``part`` (``first``: sequences written before it).
+
+        Parameters
+        ----------
+        part : SequenceDB
+            The next sequences of the database, in its vocabulary.
+        first : int
+            How many sequences were written before ``part``: generated
+            trajectory names (``case-1``, ``case-2``, ...) number on from there.
+        """
         names = np.array(self.names.cases(part, first), dtype=object)
         rows = np.repeat(names, np.diff(part.offsets))
         self.writer.writerows(zip(rows.tolist(), self.x[part.items].tolist(),

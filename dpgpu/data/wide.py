@@ -123,6 +123,21 @@ def read_wide(path: Any, data: bytes, *, states: Any = None, case: str | None = 
 def state_columns(path: Any, header: list[str], states: Any) -> list[int]:
     """Indices in ``header`` of the state columns ``states`` names (see :func:`read_wide`).
 
+    Parameters
+    ----------
+    path : str or path-like
+        The file, named in errors.
+    header : list of str
+        The file's column names.
+    states : str or sequence of str
+        One column name, ``"FIRST:LAST"`` (the columns from ``FIRST`` to
+        ``LAST``, in header order), ``"a,b,c"`` or a list of names.
+
+    Returns
+    -------
+    list of int
+        The columns' indices in ``header``, in the order named.
+
     Raises
     ------
     InputError
@@ -195,6 +210,18 @@ def output_columns(db: SequenceDB) -> tuple[str, list[str]]:
 
     The input's, when it was a wide file; else ``id`` and ``1`` .. ``L``
     (``L``: the longest sequence of ``db``).
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The database to write; its ``source`` names the input's columns.
+
+    Returns
+    -------
+    id_column : str
+        The id column (``id`` also for a wide input without one).
+    states : list of str
+        The state columns, in order.
     """
     columns = db.source.get("columns") if db.source.get("format") == "wide" else None
     if columns:
@@ -209,6 +236,17 @@ def wide_problem(db: SequenceDB) -> tuple[str, str] | None:
     occurring state that reads back as missing (:data:`MISSING`) or with
     white space at an end (values are read stripped), or users (user-level
     data: the format has no user column).
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The database to write.
+
+    Returns
+    -------
+    tuple of (str, str) or None
+        What cannot be held (``"user-level data"``, the longest sequence, or
+        ``"item 'label'"``) and why, or None when a wide file can hold ``db``.
     """
     if db.users is not None:
         return "user-level data", "has users, and the wide format has no user column"
@@ -249,6 +287,14 @@ class WideSink:
 
     def write(self, part: SequenceDB, first: int) -> None:
         """Write the rows of ``part`` (``first``: sequences written before it).
+
+        Parameters
+        ----------
+        part : SequenceDB
+            The next sequences of the database, in its vocabulary.
+        first : int
+            How many sequences were written before ``part``: generated row
+            ids (``case-1``, ``case-2``, ...) number on from there.
 
         Raises
         ------

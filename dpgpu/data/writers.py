@@ -52,6 +52,18 @@ def write(db: Any, path: Any, format: str | None = None, *, force: bool = False)
     A CSV log is tab-separated in a ``.tsv`` file and comma-separated in a
     ``.csv`` one (otherwise delimited as its input, if that was a CSV log).
 
+    Parameters
+    ----------
+    db : SequenceDB
+        The database to write.
+    path : str or path-like
+        The file to write (``.gz`` to compress), written atomically.
+    format : str, optional
+        One of :data:`WRITE_FORMATS`.  Default: the format ``db`` was read
+        from (``db.source["format"]``), else ``"lines"``.
+    force : bool
+        Replace an existing file.
+
     Returns
     -------
     int
@@ -63,6 +75,9 @@ def write(db: Any, path: Any, format: str | None = None, *, force: bool = False)
     ------
     InvalidParameter
         An unknown format, or one that cannot hold the labels (:func:`check_writable`).
+    InputError
+        ``path`` may not be written (it exists without ``force``, or is not
+        a regular file; :func:`~dpgpu.data.io.check_output`).
     """
     fmt = _write_format(format or db.source.get("format") or "lines")
     check_writable(db, fmt, path)
@@ -187,6 +202,16 @@ def open_sink(fmt: str, db: Any, stream: Any, path: Any) -> Any:
         The file being written (a CSV log is tab-separated in a ``.tsv``
         file and comma-separated in a ``.csv`` one, otherwise delimited as
         its input, if that was a CSV log).
+
+    Returns
+    -------
+    sink
+        A :class:`TextSink` (``seq``, ``spmf``, ``lines``), or the format's
+        sink (:class:`~dpgpu.data.eventlog.CsvLogSink`,
+        :class:`~dpgpu.data.eventlog.ParquetLogSink`,
+        :class:`~dpgpu.data.xes.XesSink`, :class:`~dpgpu.data.wide.WideSink`,
+        :class:`~dpgpu.data.trajectory.TrajectorySink`,
+        :class:`~dpgpu.data.column.ColumnSink`); opening it writes the header.
     """
     if fmt in ("seq", "spmf", "lines"):
         return {"seq": seq_sink, "spmf": spmf_sink, "lines": lines_sink}[fmt](db, stream)
@@ -242,6 +267,7 @@ def check_writable(db: Any, fmt: str, path: Any) -> None:
     Parameters
     ----------
     db : SequenceDB
+        The database (or the first part of one) to write.
     fmt : str
         One of :data:`WRITE_FORMATS`.
     path : path-like
@@ -265,14 +291,38 @@ def check_writable(db: Any, fmt: str, path: Any) -> None:
 
 
 def label_problem(db: Any, fmt: str) -> str | None:
-    """Why ``fmt`` cannot hold ``db``'s labels unchanged (:func:`check_writable`), or None."""
+    """Why ``fmt`` cannot hold ``db``'s labels unchanged (:func:`check_writable`), or None.
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The database to write.
+    fmt : str
+        One of :data:`WRITE_FORMATS`.
+
+    Returns
+    -------
+    str or None
+        What cannot be held and why, in words (``"item 'a b' contains
+        white space, ..."``), or None when ``fmt`` can hold ``db``.
+    """
     problem = _label_problem(db, fmt, _occurring_labels(db))
     return None if problem is None else f"{problem[0]} {problem[1]}"
 
 
 def writable_formats(db: Any) -> list[str]:
     """The formats of :data:`WRITE_FORMATS` that hold every label of ``db`` unchanged
-    (:func:`check_writable`), in that order."""
+    (:func:`check_writable`), in that order.
+
+    Parameters
+    ----------
+    db : SequenceDB
+
+    Returns
+    -------
+    list of str
+        Possibly empty.
+    """
     occurring = _occurring_labels(db)
     return [f for f in WRITE_FORMATS if _label_problem(db, f, occurring) is None]
 
@@ -456,7 +506,17 @@ class TextSink:
         stream.write(header)
 
     def write(self, part: Any, first: int) -> None:
-        """Write the sequences of ``part`` (``first``: the number of sequences before it)."""
+        """Write the sequences of ``part`` (``first``: the number of sequences before it).
+
+        Parameters
+        ----------
+        part : SequenceDB
+            The next sequences, in the vocabulary whose ``tokens`` the sink
+            was given.
+        first : int
+            How many sequences were written before ``part`` (text formats
+            name no sequence, so it is not used).
+        """
         ids, offsets = part.items, part.offsets
         ends = offsets[1:]  # each sequence's end, in ids
         at_end = ends + np.arange(len(part))  # where its `end` goes among the pieces
@@ -488,6 +548,18 @@ def seq_sink(db: Any, stream: TextIO) -> TextSink:
     :func:`check_writable` for the names a header can hold).  A vocabulary
     taken from the data is marked so in the header
     (:data:`dpgpu.data.text.SEQ_DATA_VOCABULARY`).
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The whole database, or its first part: its vocabulary makes the
+        header.
+    stream : text stream
+
+    Returns
+    -------
+    TextSink
+        Having written the header.
     """
     names = db.vocab.names or db.vocab.labels
     header = f"% Different categories found in input file:\n\n{' '.join(names)}\n\n"
@@ -505,6 +577,18 @@ def spmf_sink(db: Any, stream: TextIO) -> TextSink:
     id and named in an ``@ITEM=id=label`` line, as SPMF does for text; the
     vocabulary's items that never occur are named too, and
     ``dpgpu.load(..., vocab=...)`` matches items by these names.
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The whole database, or its first part: its vocabulary makes the
+        ``@ITEM`` lines, its ``source`` says whether it was read stripped.
+    stream : text stream
+
+    Returns
+    -------
+    TextSink
+        Having written the header (if any).
     """
     labels, header = db.vocab.labels, ""
     if not all(_spmf_number(x) for x in labels):
@@ -522,6 +606,16 @@ def lines_sink(db: Any, stream: TextIO) -> TextSink:
 
     Labels are written as they are; :func:`write` refuses labels this format
     cannot hold (see :func:`check_writable`).
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The whole database, or its first part.
+    stream : text stream
+
+    Returns
+    -------
+    TextSink
     """
     return TextSink(stream, "", list(db.vocab.labels), sep="" if written_as_chars(db) else " ")
 
@@ -542,17 +636,41 @@ def written_as_chars(db: Any) -> bool:
 
 
 def write_seq(db: Any, stream: TextIO) -> None:
-    """Write ``db`` to ``stream`` as UCI ``.seq`` text (:func:`seq_sink`)."""
+    """Write ``db`` to ``stream`` as UCI ``.seq`` text (:func:`seq_sink`).
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The database, whole.
+    stream : text stream
+        Where to write; the labels are not checked (:func:`check_writable`).
+    """
     write_all(seq_sink(db, stream), db)
 
 
 def write_spmf(db: Any, stream: TextIO) -> None:
-    """Write ``db`` to ``stream`` as SPMF text (:func:`spmf_sink`)."""
+    """Write ``db`` to ``stream`` as SPMF text (:func:`spmf_sink`).
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The database, whole.
+    stream : text stream
+        Where to write; the labels are not checked (:func:`check_writable`).
+    """
     write_all(spmf_sink(db, stream), db)
 
 
 def write_lines(db: Any, stream: TextIO) -> None:
-    """Write ``db`` to ``stream`` as one line of labels per sequence (:func:`lines_sink`)."""
+    """Write ``db`` to ``stream`` as one line of labels per sequence (:func:`lines_sink`).
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The database, whole.
+    stream : text stream
+        Where to write; the labels are not checked (:func:`check_writable`).
+    """
     write_all(lines_sink(db, stream), db)
 
 

@@ -358,6 +358,15 @@ def looks_like_xes(head: bytes) -> bool:
     and processing instructions, the first element is ``<log`` (or a
     DOCTYPE, which :func:`read_xes` then rejects), or when ``head`` holds
     only an XML declaration and such prolog.
+
+    Parameters
+    ----------
+    head : bytes
+        The start of the file.
+
+    Returns
+    -------
+    bool
     """
     head = head.removeprefix(b"\xef\xbb\xbf")
     rest = head[_XML_LEAD.match(head).end():]
@@ -400,7 +409,16 @@ class XesSink:
             f'\t<classifier name="Activity" keys="{self.act_key}"/>\n')
 
     def write(self, part: SequenceDB, first: int) -> None:
-        """Write the traces of ``part``'s sequences (``first``: sequences written before it)."""
+        """Write the traces of ``part``'s sequences (``first``: sequences written before it).
+
+        Parameters
+        ----------
+        part : SequenceDB
+            The next sequences of the database, in its vocabulary.
+        first : int
+            How many sequences were written before ``part``: generated trace
+            names (``case-1``, ``case-2``, ...) number on from there.
+        """
         times = synthetic_times(part.max_length, millis=True)
         for i, name in enumerate(self.names.cases(part, first)):
             pieces = [f'\t<trace>\n\t\t<string key="concept:name" value="{_attr(name)}"/>\n']

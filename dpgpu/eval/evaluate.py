@@ -92,6 +92,16 @@ def release_files(release_dir: Any) -> dict[str, Path]:
     An ``ngrams.tsv`` with just the columns ``k`` and ``gram`` (DPNE's) is a
     set of extracted grams without counts and counts as ``kgrams``.
 
+    Parameters
+    ----------
+    release_dir : str or path-like
+        The release directory.
+
+    Returns
+    -------
+    dict of str to Path
+        Each kind found and its file; kinds absent are left out.
+
     Raises
     ------
     InputError
@@ -118,7 +128,18 @@ def release_files(release_dir: Any) -> dict[str, Path]:
 
 
 def is_spatial_release(release_dir: Any) -> bool:
-    """Whether a release directory holds a spatial decomposition (``leaves.csv``)."""
+    """Whether a release directory holds a spatial decomposition (``leaves.csv``).
+
+    Parameters
+    ----------
+    release_dir : str or path-like
+        The release directory.
+
+    Returns
+    -------
+    bool
+        True when it holds a regular file :data:`LEAVES`.
+    """
     return (Path(release_dir) / LEAVES).is_file()
 
 
@@ -129,6 +150,17 @@ def _header(path: Path) -> list[str]:
 
 def check_vocabulary(report: dict, original: Any, release_dir: Any, original_name: str) -> None:
     """Refuse a release whose vocabulary fingerprint differs from the original's.
+
+    Parameters
+    ----------
+    report : dict
+        The release's report; its ``vocabulary`` entry is checked.
+    original : SequenceDB
+        The original data.
+    release_dir : str or path-like
+        The release directory, for messages.
+    original_name : str
+        The original data's file, for messages.
 
     Raises
     ------
@@ -160,7 +192,21 @@ def check_vocabulary(report: dict, original: Any, release_dir: Any, original_nam
 
 
 def applicable_tasks(files: dict[str, Path], has_threshold: bool) -> list[str]:
-    """Tasks that the release files allow, in :data:`TASKS` order."""
+    """Tasks that the release files allow, in :data:`TASKS` order.
+
+    Parameters
+    ----------
+    files : dict of str to Path
+        The release files by kind (:func:`release_files`).
+    has_threshold : bool
+        Whether a support threshold is known (given, or in the report), so
+        that ``frequent`` applies to a synthetic dataset.
+
+    Returns
+    -------
+    list of str
+        Names of :data:`TASKS`.
+    """
     out = []
     if "synthetic" in files:
         out += ["count-queries", "top-k", "lengths"]
@@ -180,6 +226,20 @@ def applicable_tasks(files: dict[str, Path], has_threshold: bool) -> list[str]:
 def choose_tasks(tasks: Iterable[str] | None, allowed: Sequence[str], release_dir: Any
                  ) -> list[str]:
     """The tasks to compute: ``tasks`` (checked against ``allowed``), default all allowed.
+
+    Parameters
+    ----------
+    tasks : iterable of str or None
+        The tasks asked for, or None for every allowed one.
+    allowed : sequence of str
+        The tasks the release allows (:func:`applicable_tasks`).
+    release_dir : str or path-like
+        The release directory, for messages.
+
+    Returns
+    -------
+    list of str
+        The tasks, in the order asked, each once (or ``allowed``'s order).
 
     Raises
     ------
@@ -271,7 +331,31 @@ def read_gram_file(path: Path, vocab: Any, columns: Sequence[str]
 
 
 def release_threshold(report: dict, n_sequences: int, threshold: float | None) -> int | None:
-    """Absolute support threshold: ``threshold`` (relative), else the report's parameters."""
+    """Absolute support threshold: ``threshold`` (relative), else the report's parameters.
+
+    Parameters
+    ----------
+    report : dict
+        The release's report: its ``parameters``' ``min_support`` (absolute,
+        at least 1), else ``threshold``, ``relative_threshold`` or ``theta``
+        (relative, in ``(0, 1]``) are used, the first such found.
+    n_sequences : int
+        Sequences of the original data.
+    threshold : float or None
+        A relative threshold in ``(0, 1]`` that wins over the report's.
+
+    Returns
+    -------
+    int or None
+        The threshold in sequences (:func:`dpgpu.eval.truth.support_threshold`
+        of a relative one, the ceiling of an absolute one), or None when
+        neither gives one.
+
+    Raises
+    ------
+    InvalidParameter
+        ``threshold`` not a finite number in ``(0, 1]``.
+    """
     if threshold is not None:
         return T.support_threshold(_check_theta(threshold, "threshold"), n_sequences)
     params = report.get("parameters") or {}
@@ -931,6 +1015,20 @@ def evaluate_spatial_release(points_path: Any, release_dir: Any, *,
 def spatial_layout(report: dict, release_dir: Any) -> tuple[list[str], np.ndarray]:
     """Coordinate names and public domain ``(d, 2)`` recorded in a spatial release's report.
 
+    Parameters
+    ----------
+    report : dict
+        The release's report.
+    release_dir : str or path-like
+        The release directory, for messages.
+
+    Returns
+    -------
+    columns : list of str
+        The coordinate columns (``parameters.columns``), ``d`` of them.
+    bounds : numpy.ndarray of float, shape (d, 2)
+        The domain (``domain.bounds``), a ``[lo, hi]`` row per column.
+
     Raises
     ------
     InputError
@@ -951,6 +1049,23 @@ def spatial_layout(report: dict, release_dir: Any) -> tuple[list[str], np.ndarra
 def read_original_points(path: Any, columns: Sequence[str], format: str | None,
                          name: str) -> np.ndarray:
     """The original points ``(n, d)`` of a spatial release, from the named columns.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The original points file (CSV or Parquet).
+    columns : sequence of str
+        The coordinate columns (:func:`spatial_layout`).
+    format : str or None
+        ``"csv"`` or ``"parquet"`` to require that format; None to take the
+        file as it is.
+    name : str
+        The file, for messages.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n, d)
+        At least one point.
 
     Raises
     ------
@@ -984,6 +1099,13 @@ def _is_parquet(path: Any) -> bool:
 
 def read_leaves(path: Path, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Leaf boxes and noisy counts of a ``leaves.csv`` (``lo_<c>``, ``hi_<c>``, ``count``).
+
+    Parameters
+    ----------
+    path : Path
+        The ``leaves.csv`` file.
+    columns : sequence of str
+        The coordinate names ``c``, in the order of the output's columns.
 
     Returns
     -------
@@ -1028,6 +1150,22 @@ def range_workload(bounds: Any, n_queries: int, seed: int) -> dict[str, np.ndarr
     One generator seeded with ``seed`` draws the sets in turn
     (:func:`dpgpu.eval.metrics.random_range_queries`); each set is a
     ``(n_queries, 2 d)`` array of boxes ``(lo_1, .., lo_d, hi_1, .., hi_d)``.
+
+    Parameters
+    ----------
+    bounds : array_like of float
+        The domain, ``(d, 2)`` rows ``[lo, hi]`` (or flat,
+        :func:`dpgpu.eval.metrics.domain_bounds`).
+    n_queries : int
+        Queries per set.
+    seed : int
+        The generator's seed.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``small``, ``medium`` and ``large``
+        (:data:`dpgpu.eval.metrics.RANGE_SETS`) to their query boxes.
     """
     rng = np.random.default_rng(seed)
     return {name: M.random_range_queries(bounds, n_queries, name, seed=rng)
@@ -1150,7 +1288,20 @@ def _epsilon(release: dict) -> str:
 
 
 def format_table(result: dict) -> str:
-    """A plain-text table of an evaluation."""
+    """A plain-text table of an evaluation.
+
+    Parameters
+    ----------
+    result : dict
+        An evaluation (as ``evaluation.json`` holds it): ``release``,
+        ``original`` and the ``tasks`` computed.
+
+    Returns
+    -------
+    str
+        A heading line, a section per task present and the closing warning
+        that the figures are not private; no trailing newline.
+    """
     rel, orig, tasks = result["release"], result["original"], result["tasks"]
     lines = [f"release {rel['path']} (mechanism {rel.get('mechanism')}, epsilon "
              f"{_epsilon(rel)}) vs {orig['path']} "
@@ -1248,6 +1399,11 @@ def format_table(result: dict) -> str:
 # ---------------------------------------------------------------------- plot
 def require_matplotlib():
     """Import matplotlib with the headless ``Agg`` backend.
+
+    Returns
+    -------
+    module
+        ``matplotlib.pyplot``.
 
     Raises
     ------

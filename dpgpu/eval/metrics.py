@@ -56,6 +56,17 @@ def sanity_bound(n_records: int, fraction: float = SANITY_FRACTION) -> float:
         ``|D|``: sequences (count queries) or points (range queries) of the
         *original* dataset.
     fraction : float
+        The share of the records, finite and ``> 0``.
+
+    Returns
+    -------
+    float
+        ``fraction * n_records``.
+
+    Raises
+    ------
+    InvalidParameter
+        ``fraction`` is not a finite number ``> 0``.
     """
     fraction = check_positive_real(fraction, "fraction")
     return float(fraction) * int(n_records)
@@ -124,7 +135,19 @@ def random_count_queries(n_items: int, max_size: int, n_queries: int = 10_000, *
 
 
 def summarize(errors: Any) -> dict[str, float]:
-    """Mean, median, 90th percentile and max of a vector of errors (0 for none)."""
+    """Mean, median, 90th percentile and max of a vector of errors (0 for none).
+
+    Parameters
+    ----------
+    errors : array_like of float
+        The errors (any shape; all of them are summarized).
+
+    Returns
+    -------
+    dict
+        ``mean``, ``median``, ``p90``, ``max`` (float) and ``n`` (int, the
+        number of errors); all 0 for no errors.
+    """
     e = np.asarray(errors, dtype=np.float64)
     if e.size == 0:
         return {"mean": 0.0, "median": 0.0, "p90": 0.0, "max": 0.0, "n": 0}
@@ -202,6 +225,13 @@ def precision_recall_fscore(true_set: Iterable[Any], released_set: Iterable[Any]
     when nothing is released (no false positive), recall is 1 when nothing
     is truly frequent; F is 0 when ``p + r = 0``.
 
+    Parameters
+    ----------
+    true_set : iterable of patterns
+        The truly frequent patterns ``T`` (hashable).
+    released_set : iterable of patterns
+        The released patterns ``R``.
+
     Returns
     -------
     (float, float, float)
@@ -227,6 +257,11 @@ def support_relative_errors(released: Mapping[Any, float], true_support: Mapping
     ----------
     released : mapping pattern -> released (noisy) support
     true_support : mapping pattern -> exact support (must cover ``released``)
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        One error per released pattern, in ``released``'s order.
     """
     vals = []
     for f, s in released.items():
@@ -288,19 +323,58 @@ def kanonymity_coverage(released: Iterable[Any], holders: Mapping[Any, int], K: 
 
 
 def spurious_fraction(released: Iterable[Any], present: Iterable[Any] | Mapping) -> float:
-    """Fraction of released grams that occur in no user's text (DPNE's eta check)."""
+    """Fraction of released grams that occur in no user's text (DPNE's eta check).
+
+    Parameters
+    ----------
+    released : iterable of patterns
+        The extracted grams (counted once each).
+    present : iterable of patterns, or mapping
+        The grams that occur in the original data (a mapping's keys).
+
+    Returns
+    -------
+    float
+        In ``[0, 1]``; 0.0 when nothing is released.
+    """
     r = set(released)
     p = present if isinstance(present, (set, frozenset, Mapping)) else set(present)
     return spurious_share(sum(1 for g in r if g not in p), len(r))
 
 
 def covered_share(covered: int, eligible: int) -> float | None:
-    """:func:`kanonymity_coverage` from its counts: None when no gram is eligible."""
+    """:func:`kanonymity_coverage` from its counts: None when no gram is eligible.
+
+    Parameters
+    ----------
+    covered : int
+        Eligible grams (held by at least ``K`` users) that the release contains.
+    eligible : int
+        Grams held by at least ``K`` users.
+
+    Returns
+    -------
+    float or None
+        ``covered / eligible``, or None when ``eligible`` is 0.
+    """
     return covered / eligible if eligible else None
 
 
 def spurious_share(absent: int, released: int) -> float:
-    """:func:`spurious_fraction` from its counts: 0.0 when nothing is released."""
+    """:func:`spurious_fraction` from its counts: 0.0 when nothing is released.
+
+    Parameters
+    ----------
+    absent : int
+        Released grams that occur in no user's text.
+    released : int
+        Released grams.
+
+    Returns
+    -------
+    float
+        ``absent / released``, or 0.0 when ``released`` is 0.
+    """
     return absent / released if released else 0.0
 
 
@@ -314,6 +388,10 @@ def domain_bounds(domain: Any) -> np.ndarray:
         Either ``(d, 2)`` rows ``[lo_j, hi_j]`` (the layout of
         ``report.json``'s ``domain.bounds``) or a flat ``(lo_1, .., lo_d,
         hi_1, .., hi_d)`` (in 2-D ``(x0, y0, x1, y1)``, like a query box).
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (d, 2)
 
     Raises
     ------
@@ -468,5 +546,20 @@ def histogram_range_estimates(leaf_boxes: Any, leaf_counts: Any, query_boxes: An
 
 def range_relative_errors(estimates: Any, truth: Any, n_points: int,
                           fraction: float = SANITY_FRACTION) -> np.ndarray:
-    """PrivTree's RE: ``|est - true| / max(true, Delta)`` with ``Delta = 0.1 % of n``."""
+    """PrivTree's RE: ``|est - true| / max(true, Delta)`` with ``Delta = 0.1 % of n``.
+
+    Parameters
+    ----------
+    estimates, truth : array_like of float
+        Answers on the release and on the original data, of one shape.
+    n_points : int
+        Points of the original data.
+    fraction : float
+        The sanity bound's share of them (:func:`sanity_bound`).
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        One error per query (:func:`relative_errors`).
+    """
     return relative_errors(estimates, truth, sanity_bound(n_points, fraction))

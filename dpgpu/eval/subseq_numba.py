@@ -154,7 +154,31 @@ def sequence_hits(items, a, b, last, seen, s, pre_flat, pre_off, grp_off, ext_it
 @numba.njit(parallel=True, nogil=True, cache=True)
 def support_counts(items, offsets, weights, pre_flat, pre_off, grp_off, ext_item, n_sym,
                    n_chunks):
-    """Weighted number of sequences containing each grouped pattern."""
+    """Weighted number of sequences containing each grouped pattern.
+
+    Parameters
+    ----------
+    items : numpy.ndarray of int
+        The sequences' item ids, concatenated.
+    offsets : numpy.ndarray of int64
+        ``n + 1`` offsets: sequence ``s`` is ``items[offsets[s]:offsets[s + 1]]``.
+    weights : numpy.ndarray of int64
+        The weight of each sequence (such as its multiplicity, where each
+        distinct sequence is counted once).
+    pre_flat, pre_off, grp_off, ext_item : numpy.ndarray of int64
+        The patterns grouped by prefix (module doc): pattern ``e`` is the
+        prefix of its group followed by ``ext_item[e]``.
+    n_sym : int
+        Number of item ids (every id is below it).
+    n_chunks : int
+        Chunks of sequences counted in parallel, each into its own row.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        ``ext_item.size`` supports: the summed weights of the sequences
+        that contain each pattern.
+    """
     n_seq = offsets.size - 1
     first_off, first_grp, empty = groups_by_first_item(pre_flat, pre_off, n_sym)
     partial = np.zeros((n_chunks, ext_item.size), dtype=np.int64)
@@ -277,7 +301,24 @@ def group_rows(items, offsets, hashes, weights):
 @one_caller_when_unsafe
 @numba.njit(parallel=True, nogil=True, cache=True)
 def gather_rows(items, offsets, rows):
-    """The sequences ``rows`` of a flat batch, concatenated: ``(items, offsets)``."""
+    """The sequences ``rows`` of a flat batch, concatenated: ``(items, offsets)``.
+
+    Parameters
+    ----------
+    items : numpy.ndarray
+        The batch's item ids, concatenated.
+    offsets : numpy.ndarray of int64
+        ``n + 1`` offsets of the batch's sequences into ``items``.
+    rows : numpy.ndarray of int
+        The sequences to take, in order (repeats allowed).
+
+    Returns
+    -------
+    items : numpy.ndarray
+        Their items, concatenated (``items``' dtype).
+    offsets : numpy.ndarray of int64
+        ``rows.size + 1`` offsets into it.
+    """
     out_off = np.zeros(rows.size + 1, dtype=np.int64)
     for i in range(rows.size):
         out_off[i + 1] = out_off[i] + offsets[rows[i] + 1] - offsets[rows[i]]

@@ -149,7 +149,21 @@ def _token_id(token: str, vocab: Any) -> int:
 
 
 def decode_pattern(vocab: Any, pattern: Iterable[int]) -> str:
-    """A pattern of ids for people to read: labels joined by spaces (``&`` for the end marker)."""
+    """A pattern of ids for people to read: labels joined by spaces (``&`` for the end marker).
+
+    Parameters
+    ----------
+    vocab : Vocabulary
+        The vocabulary the ids index.
+    pattern : iterable of int
+        Item ids and marker ids.
+
+    Returns
+    -------
+    str
+        The labels as they are (not %-encoded, unlike
+        :func:`dpgpu.release.encode_ids`).
+    """
     return " ".join(vocab.decode(pattern))
 
 
@@ -504,6 +518,19 @@ def gsp_join(level: Iterable[tuple[int, ...]], parents: Iterable[tuple[int, ...]
     ``c = p + (q[-1],)`` with ``q`` in ``level`` and ``p[1:] == q[:-1]``, kept only when
     every subsequence obtained by deleting one item is in ``level`` (supports are
     anti-monotone under taking subsequences); lazily, so a caller may stop early.
+
+    Parameters
+    ----------
+    level : iterable of tuple of int
+        The frequent patterns of one length ``k``.
+    parents : iterable of tuple of int
+        The patterns of ``level`` to extend, in the order wanted.
+
+    Yields
+    ------
+    tuple of (tuple of int, tuple of int)
+        A parent ``p`` and a candidate ``c`` of length ``k + 1``; a parent's
+        candidates in ascending order of their last item.
     """
     have = set(level)
     by_prefix: dict[tuple[int, ...], list[int]] = {}
@@ -712,6 +739,18 @@ def support_threshold(theta: float, n_sequences: int) -> int:
     A pattern is frequent when its support is no less than ``theta * |D|``
     (PFS^2 Section III-B); supports are integers, hence the ceiling (with a
     relative tolerance of 1e-12 against floating-point noise).
+
+    Parameters
+    ----------
+    theta : float
+        The relative threshold, in ``(0, 1]`` (not checked here).
+    n_sequences : int
+        ``|D|``: the sequences of the database.
+
+    Returns
+    -------
+    int
+        At least 1.
     """
     return max(1, int(math.ceil(theta * n_sequences * (1 - 1e-12))))
 
@@ -725,6 +764,12 @@ def length_distribution(db: Any, *, l_max: int | None = None) -> np.ndarray:
     db : SequenceDB
     l_max : int, optional
         Cut lengths at ``l_max`` first (the truncated database).
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        ``L + 1`` counts, ``L`` the longest (cut) length; ``[0]`` for no
+        sequences.
     """
     lens = db.lengths if l_max is None else np.minimum(db.lengths, l_max)
     return np.bincount(lens.astype(np.int64), minlength=1).astype(np.int64)
