@@ -641,6 +641,8 @@ LINE_TOKENS = ("auto", "int", "str", "chars")
 def read_lines(path: Any, data: bytes, *, tokens: str = "auto") -> SequenceDB:
     """Read one sequence per line, items separated by white space.
 
+    A blank line is an empty sequence.
+
     Parameters
     ----------
     path : str or path-like
@@ -652,8 +654,6 @@ def read_lines(path: Any, data: bytes, *, tokens: str = "auto") -> SequenceDB:
         strings, ``"auto"`` uses ``"int"`` when every token is an integer;
         ``"chars"`` makes every character but white space an item (strings
         of one-letter symbols: DNA, proteins).
-
-    A blank line is an empty sequence.
 
     Returns
     -------
