@@ -50,9 +50,6 @@ _EXTENSIONS = {"lines": "txt", "spmf": "txt", "wide": "csv", "trajectory": "csv"
 _SYNTHETIC_FORMATS = {"jsonl": "lines", "text-csv": "lines", "text-parquet": "lines"}
 #: Tried in order when the input's format cannot hold every generated label.
 _FALLBACK_FORMATS = ("spmf", "lines", "csv", "xes", "seq", "parquet")
-#: Formats whose synthetic file is a CSV table: named ``synthetic.csv``, so comma-separated
-#: (:func:`dpgpu.data.writers.write` delimits a ``.csv`` file with commas).
-_CSV_TABLES = ("csv", "wide", "trajectory", "column")
 
 
 #: How an item label that is exactly a marker's name is written in release files.
@@ -634,7 +631,7 @@ def synthetic_reader_options(db: Any, fmt: str) -> dict:
         grid = trajectory.Grid.from_source(db.source)
         options.update(zip(("case", "x", "y"), trajectory.output_columns(db)))
         options.update(grid=f"{grid.nx}x{grid.ny}", bounds=list(grid.bounds), repeats="keep")
-    if fmt in _CSV_TABLES:
+    if _EXTENSIONS.get(fmt, fmt) == "csv":  # synthetic.csv: writers delimit it with commas
         options["delimiter"] = ","
     return options
 

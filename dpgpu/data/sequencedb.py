@@ -72,7 +72,11 @@ class SequenceDB:
             raise InvalidParameter(f"items: item ids must lie in 0 .. {vocab.size - 1} (the "
                                    "vocabulary's size less one)")
         self.lengths = np.diff(self.offsets).astype(np.int32)
-        self.users = None if users is None else _id_array(users, len(self))
+        self.users = None if users is None else _integers(users, "users", np.int32)
+        if self.users is not None and self.users.size != len(self):
+            raise InvalidParameter(f"users: one user id per sequence is needed ({len(self)}), "
+                                   f"got {self.users.size}; SequenceDB.from_sequences takes "
+                                   "user labels of any kind")
         self.source = dict(source or {})
 
     # ------------------------------------------------------------------ basics
@@ -575,21 +579,6 @@ def _integers(values: Any, name: str, dtype: type) -> np.ndarray:
                                                 or array.max() > limits.max):
         raise InvalidParameter(f"{name}: values must fit {np.dtype(dtype).name}")
     return np.ascontiguousarray(array, dtype=dtype)
-
-
-def _id_array(users: Any, n: int) -> np.ndarray:
-    """``users`` as ``n`` int32 user ids, checked (:class:`SequenceDB`'s ``users``)."""
-    ids = np.asarray(users)
-    if ids.size == 0 and ids.ndim == 1:  # [] is a float array
-        ids = ids.astype(np.int32)
-    if ids.dtype.kind not in "iu" or ids.shape != (n,):
-        raise InvalidParameter(f"users: expected {n} integer user ids, one per sequence, got "
-                               f"{ids.dtype} of shape {ids.shape}; SequenceDB.from_sequences "
-                               "takes user labels of other kinds")
-    if n and (ids.min() < -USER_ID_LIMIT or ids.max() >= USER_ID_LIMIT):
-        raise InvalidParameter("users: user ids must fit int32; SequenceDB.from_sequences "
-                               "numbers larger labels")
-    return np.ascontiguousarray(ids, dtype=np.int32)
 
 
 def sort_labels(labels: Iterable[str]) -> list[str]:
