@@ -37,8 +37,8 @@ import numpy as np
 import dpgpu
 from bench_grams import naive_load
 from dpgpu.scale.dask import close, connect
+from paths import add_out_argument, results_dir
 
-RESULTS = Path(__file__).resolve().parent / "results"
 
 #: The releases compared: (name, function of (db, **engine) -> release, what must be equal).
 RELEASES = [
@@ -78,6 +78,7 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=dpgpu.demo_path())
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--partitions", type=int, default=None)
+    add_out_argument(ap)
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="dpgpu-bench-dask-"))
@@ -94,7 +95,7 @@ def main() -> None:
             close(client)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    write(rows)
+    write(rows, results_dir(args))
 
 
 def run(args: argparse.Namespace, plain: Path, client, t_start: float) -> dict:
@@ -126,10 +127,9 @@ def run(args: argparse.Namespace, plain: Path, client, t_start: float) -> dict:
     return result
 
 
-def write(result: dict) -> None:
-    """``dask-numpy-cpu.{json,md}`` in ``bench/results``."""
-    RESULTS.mkdir(exist_ok=True)
-    stem = RESULTS / "dask-numpy-cpu"
+def write(result: dict, folder: Path) -> None:
+    """``dask-numpy-cpu.{json,md}`` in ``folder``."""
+    stem = folder / "dask-numpy-cpu"
     stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     load = result["load"]
     lines = [

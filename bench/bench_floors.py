@@ -15,7 +15,9 @@ tokens; ``dpgpu.data.generate.markov_sequences``) with
   divided by the nominal INT32 rate (multiprocessors x clock x 64 lanes on a
   GPU; cores x clock x 8 on the CPU, an AVX2 estimate),
 
-and the ratio of measured time to the larger floor.  It then times all
+and the ratio of measured time to the larger floor, and, for scale, the time of
+the naive Python ``Counter`` loop (:mod:`naive`) on the corpus's first
+``--naive-tokens`` tokens scaled up to the whole corpus.  It then times all
 levels at once (:meth:`GramEngine.count_levels`: the longest level counted
 from the windows, the shorter ones derived from it), against the summed
 per-level floors and against the floor of the joint job (tokens read once,
@@ -37,7 +39,7 @@ N-gram release (epsilon 1, l_max 20, n_max 5) on the bundled MSNBC file on
 this backend and, once, on NumPy for the ratio.  Results, with the device
 name and versions: ``bench/results/floors-<backend>-<device>.{json,md}``.
 
-Usage: ``python bench/bench_floors.py [--backend cupy] [--tokens 1e8]``
+Usage: ``python bench/bench_floors.py [--backend cupy] [--tokens 1e8] [--out DIR]``
 """
 
 from __future__ import annotations
@@ -58,8 +60,9 @@ from dpgpu.backend import cuda, get_backend
 from dpgpu.data.generate import markov_sequences
 from dpgpu.mechanisms.ngram import ngram
 from dpgpu.ops.grams import GramEngine
+from naive import naive_seconds
+from paths import add_out_argument, results_dir
 
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def seconds(fn, be, repeat: int = 1) -> float:
@@ -260,11 +263,10 @@ def device_facts(be) -> dict:
     return facts
 
 
-def write(result: dict) -> Path:
-    """Write the JSON and a markdown table; return the JSON path."""
-    RESULTS.mkdir(exist_ok=True)
+def write(result: dict, folder: Path) -> Path:
+    """Write the JSON and a markdown table into ``folder``; return the JSON path."""
     stem = f"floors-{result['backend']}-{result['device'].replace(' ', '_')}"
-    path = RESULTS / f"{stem}.json"
+    path = folder / f"{stem}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     lines = [f"# Hot-op floors on {result['device']} ({result['backend']}), {result['date']}",
              "", f"Corpus: {result['tokens']:,} tokens, {result['sequences']:,} sequences "
@@ -292,6 +294,10 @@ def write(result: dict) -> Path:
                  if "kernel_s" in joint else "")
               + f".  Building the padded blocks on the device (host to "
               f"device copy included) took {result['blocks_s']} s more, once.", "",
+              f"Naive Python (a `Counter` loop over every window, bench/naive.py) on the "
+              f"first {result['naive_tokens']:,} tokens, scaled to the corpus: "
+              f"{result['naive_python_s']} s, {result['naive_x']}x the one-by-one levels' "
+              f"time.", "",
               f"Full N-gram release on MSNBC (989,818 sequences; epsilon 1, l_max 20, "
               f"n_max 5): {result['msnbc_release_s']} s on {result['backend']}, "
               f"{result['msnbc_release_numpy_s']} s on numpy in the same run "
@@ -299,7 +305,7 @@ def write(result: dict) -> Path:
               "Versions: " + ", ".join(f"{k} {result[k]}" for k in
                                       ("python", "numpy", "cupy", "cuda_runtime", "dpgpu")
                                       if k in result)]
-    (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    (folder / f"{stem}.md").write_text("\n".join(lines) + "\n")
     return path
 
 
@@ -310,6 +316,9 @@ def main() -> None:
     ap.add_argument("--tokens", type=float, default=1e8)
     ap.add_argument("--n-max", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--naive-tokens", type=float, default=1e6,
+                    help="tokens the naive Python loop counts, its time scaled to --tokens")
+    add_out_argument(ap)
     args = ap.parse_args()
     be = get_backend(args.backend)
     result = {"benchmark": "hot-op floors", **device_facts(be),
@@ -330,6 +339,9 @@ def main() -> None:
     result.update(tokens=db.n_events, sequences=len(db), levels=levels,
                   blocks_s=round(t_blocks, 4),
                   count_total_s=round(total, 4), count_x_floor=round(total / floor, 1))
+    naive_s = naive_seconds(db, args.n_max, None, sample_tokens=int(args.naive_tokens))
+    result.update(naive_tokens=int(args.naive_tokens), naive_python_s=round(naive_s, 1),
+                  naive_x=round(naive_s / total, 1))
     del db
 
     msnbc = dpgpu.load(dpgpu.demo_path())
@@ -339,7 +351,7 @@ def main() -> None:
     result["msnbc_speedup"] = round(result["msnbc_release_numpy_s"]
                                     / result["msnbc_release_s"], 1)
     print(json.dumps(result, indent=2))
-    print(f"written to {write(result)}")
+    print(f"written to {write(result, results_dir(args))}")
 
 
 if __name__ == "__main__":

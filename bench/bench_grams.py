@@ -28,8 +28,8 @@ import dpgpu
 from dpgpu.backend import get_backend, to_numpy
 from dpgpu.ops.grams import GramEngine
 from naive import naive_grams
+from paths import add_out_argument, results_dir
 
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def naive_load(path: Path) -> list[list[int]]:
@@ -59,6 +59,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--n-max", type=int, default=5)
     ap.add_argument("--l-max", type=int, default=20)
+    add_out_argument(ap)
     args = ap.parse_args()
     be = get_backend(args.backend)
 
@@ -90,8 +91,7 @@ def main() -> None:
         "grams_speedup": round(t_naive_grams / t_grams, 1),
     }
     print(json.dumps(result, indent=2))
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"grams-{be.name}-{be.device_name().replace(' ', '_')}.json"
+    out = results_dir(args) / f"grams-{be.name}-{be.device_name().replace(' ', '_')}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"written to {out}")
 

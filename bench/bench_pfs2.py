@@ -43,7 +43,7 @@ from dpgpu.eval.truth import _dedupe, frequent_subsequences, subsequence_support
 from dpgpu.mechanisms.pfs2.shrink import is_subsequence
 from dpgpu.mechanisms.pfs2.support import supports
 from parallel import add_jobs_argument, run_repetitions, use_jobs
-from paths import DATASETS as SHARED, require
+from paths import DATASETS as SHARED, add_out_argument, require, results_dir
 
 DATASETS = {
     "msnbc": (str(SHARED / "msnbc" / "msnbc990928.seq.gz"), (0.005, 0.01, 0.015, 0.02, 0.025)),
@@ -164,11 +164,10 @@ def main() -> None:
     ap.add_argument("--thresholds", nargs="+", type=float, help="override the thresholds")
     ap.add_argument("--no-ngram", action="store_true", help="skip the N-gram baseline")
     ap.add_argument("--report-only", action="store_true", help="rewrite the .md from the .json")
-    ap.add_argument("--out", default="bench/results")
+    add_out_argument(ap)
     add_jobs_argument(ap)
     args = ap.parse_args()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = results_dir(args)
     path_json = out / "pfs2-numpy.json"
     results = json.loads(path_json.read_text()) if path_json.exists() else {}
     if args.report_only:

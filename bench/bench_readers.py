@@ -37,7 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from paths import add_out_argument, results_dir
+
 HERE = Path(__file__).resolve().parent
 #: File name of each format's corpus.
 FILES = {"seq": "corpus.seq", "spmf": "corpus.spmf", "lines": "corpus.txt",
@@ -251,6 +252,7 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, default=None,
                     help="write the corpus files here and keep them (default: a temporary folder)")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    add_out_argument(ap)
     args = ap.parse_args()
     if args.child:
         child(*args.child)
@@ -282,7 +284,7 @@ def main() -> None:
             row["dpgpu_bytes_per_event"] = round(row["dpgpu_peak_mib"] * 2 ** 20 / row["events"], 1)
             rows.append(row)
             print(row, flush=True)
-    write_results(rows, int(args.tokens), base)
+    write_results(rows, int(args.tokens), base, results_dir(args))
 
 
 def _above(run: dict, base: dict) -> float:
@@ -290,8 +292,8 @@ def _above(run: dict, base: dict) -> float:
     return round(max(run["peak_kib"] - base["peak_kib"], 0) / 1024, 1)
 
 
-def write_results(rows: list[dict], tokens: int, base: dict) -> None:
-    """bench/results/readers-numpy-cpu.{json,md}."""
+def write_results(rows: list[dict], tokens: int, base: dict, folder: Path) -> None:
+    """``readers-numpy-cpu.{json,md}`` in ``folder``."""
     import dpgpu  # noqa: PLC0415
 
     meta = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -299,8 +301,7 @@ def write_results(rows: list[dict], tokens: int, base: dict) -> None:
             "python": platform.python_version(), "numpy": np.__version__,
             "dpgpu": dpgpu.__version__, "tokens": tokens,
             "import_peak_mib": round(base["peak_kib"] / 1024, 1)}
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "readers-numpy-cpu.json").write_text(json.dumps({**meta, "rows": rows}, indent=1)
+    (folder / "readers-numpy-cpu.json").write_text(json.dumps({**meta, "rows": rows}, indent=1)
                                                     + "\n")
     lines = [f"# Reading each format ({tokens:.0e} generated events)", "",
              f"{meta['date']}, {meta['machine']}, Python {meta['python']}, NumPy "
@@ -315,7 +316,7 @@ def write_results(rows: list[dict], tokens: int, base: dict) -> None:
         lines.append(f"| {r['format']} | {r['file_mb']} | {r['dpgpu_s']} | {r['dpgpu_mb_per_s']} "
                      f"| {r['dpgpu_peak_mib']} | {r['dpgpu_bytes_per_event']} | {r['naive_s']} "
                      f"| {r['naive_peak_mib']} | {r['speedup']}x | {r['same_as_naive']} |")
-    (RESULTS / "readers-numpy-cpu.md").write_text("\n".join(lines) + "\n")
+    (folder / "readers-numpy-cpu.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

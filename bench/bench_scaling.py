@@ -38,8 +38,8 @@ from dpgpu.backend import get_backend
 from dpgpu.data.generate import markov_chunks, markov_sequences
 from dpgpu.ops.grams import GramEngine
 from naive import naive_seconds
+from paths import add_out_argument, results_dir
 
-RESULTS = Path(__file__).resolve().parent / "results"
 
 #: The releases measured, each with the parameters its paper's MSNBC runs use.
 RELEASES = {
@@ -104,6 +104,7 @@ def main() -> None:
     ap.add_argument("--tag", default="",
                     help="suffix of the results' name (scaling-<backend>-<tag>), so that a run "
                          "of some mechanisms or sizes keeps the recorded ones")
+    add_out_argument(ap)
     args = ap.parse_args()
     be = get_backend(args.backend)
     mechanisms = [m for m in args.mechanisms.split(",") if m]
@@ -148,8 +149,7 @@ def main() -> None:
            "mechanisms": mechanisms, "rows": rows,
            "fitted_exponent": {"count": exponent("count_s"),
                                **{name: exponent(f"{name}_s") for name in mechanisms}}}
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"scaling-{be.name}{'-' + args.tag if args.tag else ''}.json"
+    path = results_dir(args) / f"scaling-{be.name}{'-' + args.tag if args.tag else ''}.json"
     path.write_text(json.dumps(out, indent=2) + "\n")
     fits = ", ".join(f"{NAMES[m]} release {out['fitted_exponent'][m]}" for m in mechanisms)
     lines = [f"# Scaling ({be.name}, {be.device_name()}, {out['processor']})\n",

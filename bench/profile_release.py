@@ -16,14 +16,13 @@ import cProfile
 import io
 import pstats
 import time
-from pathlib import Path
 
 import numpy as np
 
 import dpgpu
 from dpgpu.backend import get_backend
+from paths import add_out_argument, results_dir
 
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def releases(db, points, be) -> dict:
@@ -61,6 +60,7 @@ def main() -> None:
     ap.add_argument("--backend", default=None)
     ap.add_argument("--only", nargs="+", help="mechanisms to profile (default: all)")
     ap.add_argument("--top", type=int, default=12)
+    add_out_argument(ap)
     args = ap.parse_args()
     be = get_backend(args.backend)
     db = dpgpu.load(dpgpu.demo_path())
@@ -77,8 +77,7 @@ def main() -> None:
         seconds, body = profile(lambda: fn(2), be, args.top)
         print(f"== {name}: {seconds:.3f} s\n{body}", flush=True)
         lines += [f"## {name}: {seconds:.3f} s", "", "```", body.rstrip(), "```", ""]
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"profile-{be.name}-{be.device_name().replace(' ', '_')}.md"
+    out = results_dir(args) / f"profile-{be.name}-{be.device_name().replace(' ', '_')}.md"
     out.write_text("\n".join(lines) + "\n")
     print(f"written to {out}")
 

@@ -50,8 +50,8 @@ from dpgpu.eval.truth import pattern_counts, top_k_strings
 from dpgpu.mechanisms.ngram import ngram
 from naive import naive_seconds
 from parallel import add_jobs_argument, run_repetitions, use_jobs
+from paths import add_out_argument, results_dir
 
-RESULTS = Path(__file__).resolve().parent / "results"
 K_VALUES = (20, 40, 60, 80, 100)
 PAPER_TABLE5 = {"epsilon=0.1": [100, 90, 93, 94, 96], "epsilon=1.0": [100, 93, 97, 99, 97]}
 QUERY_SIZES = (4, 8, 12, 16, 20)
@@ -64,7 +64,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--queries", type=int, default=2000, help="random queries per size class")
     ap.add_argument("--seed", type=int, help="base seed of the releases (default: fresh keys)")
-    ap.add_argument("--out", default=str(RESULTS), help="results folder (default bench/results)")
+    add_out_argument(ap)
     add_jobs_argument(ap)
     args = ap.parse_args()
     be = get_backend(args.backend)
@@ -144,8 +144,7 @@ def main() -> None:
                       run_repetitions(count_run, range(len(settings)), jobs)))
     out["count_queries"] = {"max_sizes": list(QUERY_SIZES), "queries_per_size": args.queries,
                             "sanity_bound": bound, "average_relative_error": errors}
-    results = Path(args.out)
-    results.mkdir(parents=True, exist_ok=True)
+    results = results_dir(args)
     path = results / f"ngram-{be.name}.json"
     path.write_text(json.dumps(out, indent=2) + "\n")
     path.with_suffix(".md").write_text(summary(out))
