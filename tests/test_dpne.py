@@ -180,6 +180,20 @@ def test_invalid_parameters(bad):
         dpne(db, 1.0, 1e-6, eta=bad)
 
 
+@pytest.mark.parametrize("decay", [1e-200, 1e200])
+def test_a_decay_beyond_the_floats_is_refused_by_name(decay):
+    with pytest.raises(InvalidParameter, match="^decay: "):
+        dpne(_popular_db(), 1.0, 1e-6, max_n=4, schedule="geometric", decay=decay)
+
+
+def test_geometric_schedule_splits_the_budget_by_decay():
+    sigmas = sigma_schedule(5.0, 4, "geometric", 0.5)
+    assert sum(s ** -2 for s in sigmas) <= 5.0 ** -2
+    assert sum(s ** -2 for s in sigmas) == pytest.approx(5.0 ** -2)
+    for a, b in zip(sigmas, sigmas[1:]):
+        assert b / a == pytest.approx(0.5)
+
+
 # ------------------------------------------------------------------ audit
 # The DP core of a level: the noisy weights of the grams a user touches.  d1 adds a
 # user holding 8 distinct grams; with the cap (Delta = 2) its L2 shift is at most

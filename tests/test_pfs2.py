@@ -546,6 +546,25 @@ def test_samplers_bound_is_checked_up_front_naming_pfs2s_options(no_data_read):
     assert "l_top" not in str(info.value)
 
 
+@pytest.mark.parametrize("max_candidates", [60, 10_000_000])
+def test_an_epsilon_too_small_for_any_levels_noise_is_refused_up_front(no_data_read,
+                                                                       max_candidates):
+    """Regression: epsilon 1e-14 passed the up-front checks and failed at level 1's supports
+    on D, after pre-mining had been charged, with a scale set by the noisy survivor count."""
+    db = SequenceDB.from_sequences([[str(i)] for i in range(60)],
+                                   vocab=[str(i) for i in range(60)])
+    with pytest.raises(InvalidParameter, match=rf"^epsilon: too small for "
+                                               rf"max_candidates={max_candidates} and "
+                                               r"l_upper=20"):
+        pfs2(db, 1e-14, 0.1, max_candidates=max_candidates)
+
+
+def test_an_epsilon_whose_worst_level_noise_is_drawable_runs():
+    # the worst level scale, 6 / (an l_upper-th of eps_5 = 1e-8 x its weight), is drawable
+    r = pfs2(toy_db(0, 50), 1e-8, 0.1, max_candidates=6, seed=1)
+    assert r.report["epsilon"] == pytest.approx(1e-8)
+
+
 def test_sampling_bound_covers_every_step_of_a_run():
     """No step can be refused on what the data gives: the bound checked up front holds the
     sampling delta the run's steps charge together (here at the default budget split)."""

@@ -122,6 +122,7 @@ privacy argument; ``policy="laplace"`` for Policy Laplace), on either engine.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -227,10 +228,23 @@ class DPNERelease(Displayed):
 def sigma_schedule(sigma_star: float, max_n: int, schedule: str, decay: float) -> list[float]:
     """``sigma_1 .. sigma_T`` with ``sum sigma_k**-2 = sigma***-2``.
 
-    Equal, or geometric: ``sigma_k = c sigma_{k-1}``.
+    Equal, or geometric: ``sigma_k = c sigma_{k-1}`` with ``c = decay``.
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``decay``, when ``decay ** (2 (max_n - 1))`` lies outside the
+        floats, so that some level's share of the budget would round to 0.
     """
-    weights = [1.0] * max_n if schedule == "equal" else \
-        [decay ** (-2 * k) for k in range(max_n)]
+    if schedule == "equal":
+        return split_gaussian_sigma(sigma_star, [1.0] * max_n)
+    # weights decay**(-2k), scaled so the largest is 1 (in logs: no overflow on the way)
+    logs = [-2 * k * math.log(decay) for k in range(max_n)]
+    weights = [math.exp(x - max(logs)) for x in logs]
+    if min(weights) == 0.0:
+        raise InvalidParameter(f"decay: {decay:g} makes sigma_k differ by a factor of "
+                               f"{decay:g}**{max_n - 1} between levels 1 and {max_n}, beyond "
+                               "floating point; choose a decay nearer 1 or a smaller max_n")
     return split_gaussian_sigma(sigma_star, weights)
 
 
@@ -340,7 +354,9 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     grid_sigmas = [GRID * s for s in sigmas]
     if max(grid_sigmas) > MAX_GAUSSIAN_SIGMA:
         raise InvalidParameter(f"epsilon: {epsilon:g} needs sigma_k above "
-                               f"{MAX_GAUSSIAN_SIGMA / GRID:g}; raise epsilon or delta")
+                               f"{MAX_GAUSSIAN_SIGMA / GRID:g}; raise epsilon or delta"
+                               + (f", or bring decay ({decay:g}) nearer 1"
+                                  if schedule == "geometric" else ""))
     max_candidates = check_positive_int(MAX_CANDIDATES if max_candidates is None
                                         else max_candidates, "max_candidates")
     if Fraction(eta) / max_candidates <= TAIL_RESOLUTION:  # q_k >= eta / max_candidates

@@ -301,6 +301,7 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
     ledger = PrivacyLedger(epsilon, max_sampling_delta=MAX_SAMPLING_DELTA, seed=seed)
     ledger.check_sampling("pfs2: all steps (public bound)", max(eps),
                           sampling_bound(eps, l_upper, max_candidates), hint=DRAWS_HINT)
+    check_noise_scales(eps, l_upper, max_candidates)
     progress = progress or (lambda msg: log.info("pfs2: %s", msg))
     be = get_backend(backend)
     data = partition(db, engine, client)
@@ -368,6 +369,32 @@ def sampling_bound(epsilons: Sequence[float], l_upper: int, max_candidates: int)
     parts = (tv_delta(1, e1), tv_delta(l_upper, e2), tv_delta(queries, e3),
              tv_delta(max_candidates, e4), tv_delta(max_candidates, e5))
     return float_at_least(sum(map(Fraction, parts), Fraction(0)))
+
+
+def check_noise_scales(epsilons: Sequence[float], l_upper: int, max_candidates: int) -> None:
+    """Refuse parameters under which some level's noise could pass the samplers' limit.
+
+    A level's pruning noise has scale ``Delta_k / eps_4`` and its support noise
+    ``|C'_k| / eps_k`` (``eps_k`` an ``L_f``-th of ``eps_5``), where ``Delta_k`` and
+    ``|C'_k|`` are at most ``max_candidates`` and ``L_f <= l_upper``: checking those
+    worst cases before any data is read keeps a run from failing mid-way, its
+    budget spent, on what the data gives (module doc).
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``epsilon``, ``max_candidates`` and ``l_upper``.
+    """
+    smallest_share = min(split_budget(epsilons[4], [1.0] * l_upper))
+    for eps in (epsilons[3], smallest_share):
+        try:
+            laplace_scale(eps, max_candidates)
+        except InvalidParameter:
+            raise InvalidParameter(
+                f"epsilon: too small for max_candidates={max_candidates} and "
+                f"l_upper={l_upper}: a level's support noise could need a scale of "
+                f"{max_candidates / eps:.3g}, beyond what the samplers draw; raise epsilon or "
+                "lower max_candidates or l_upper") from None
 
 
 def check_max_candidates(max_candidates: int, n_items: int) -> None:
