@@ -133,7 +133,9 @@ def report_facts(report: dict, where: str = "(not saved yet)") -> dict:
         ``epsilon``, ``delta``, ``unit`` (:data:`UNITS`), ``seeded``,
         ``parameters``, ``steps`` (the ledger's), ``files`` (name to size, 0),
         ``caveat`` (:data:`CAVEATS` and the report's privacy unit),
-        ``backend``, ``device``, ``timings`` and ``version``.
+        ``backend``, ``device`` and ``version``.  The run's timings are left
+        out: they grow with the data, so they are not public facts
+        (``diagnostics.json``).
     """
     mechanism = report.get("mechanism", "unknown")
     return {
@@ -153,7 +155,6 @@ def report_facts(report: dict, where: str = "(not saved yet)") -> dict:
                                        and f"Privacy unit: {report['privacy_unit']}.") if c),
         "backend": report.get("backend"),
         "device": report.get("device"),
-        "timings": report.get("timings", {}),
         "version": report.get("dpgpu"),
     }
 

@@ -281,8 +281,9 @@ def add_data_arguments(parser: argparse.ArgumentParser, name: str = "data") -> N
     group = parser.add_argument_group("input format")
     group.add_argument("--format", choices=FORMATS, help="input format (default: detect)")
     group.add_argument("--tokens", choices=LINE_TOKENS,
-                       help="lines/column formats: token type (chars: every character an "
-                            "item)")
+                       help="lines/column formats: token type (default auto: integers when "
+                            "every token is one, else strings; str keeps labels such as 007 "
+                            "as written; chars: every character but white space an item)")
     group.add_argument("--case", help="csv/parquet: case (sequence) id column; wide/column: row "
                        "id column; trajectory: trajectory id column")
     group.add_argument("--activity", help="csv/parquet/xes: activity column or attribute")
@@ -290,8 +291,8 @@ def add_data_arguments(parser: argparse.ArgumentParser, name: str = "data") -> N
                        "attribute")
     group.add_argument("--user", help="csv/parquet/jsonl/text-*/trajectory/column: user id "
                        "column or field (user-level data; jsonl/text-*: default author)")
-    group.add_argument("--delimiter", help="csv/wide/trajectory/column: field delimiter "
-                       "(default: detect)")
+    group.add_argument("--delimiter", help="csv/wide/trajectory/column/text-csv: field "
+                       "delimiter (default: detect)")
     group.add_argument("--states", metavar="FIRST:LAST",
                        help="wide: the state columns, in time order (FIRST:LAST, or a,b,c)")
     group.add_argument("--sequence", metavar="COLUMN",
@@ -312,7 +313,7 @@ def add_data_arguments(parser: argparse.ArgumentParser, name: str = "data") -> N
     group.add_argument("--text", help="jsonl/text-csv/text-parquet: text column or field "
                        "(default: content)")
     group.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
-                       help="jsonl/text-*: lower-case the words")
+                       help="jsonl/text-*: lower-case the words (default: on)")
     group.add_argument("--vocab", metavar="FILE",
                        help="the public item vocabulary, one label per line (gzip allowed); "
                             "default: the .seq header, else the items that occur, which "
@@ -330,7 +331,8 @@ def add_engine_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGro
     parser.add_argument("--engine", choices=ENGINES, default="local",
                         help="count here, or over Dask partitions (same release for the same key)")
     parser.add_argument("--scheduler", help="with --engine dask: scheduler address "
-                        "(default: a local cluster of two workers)")
+                        "(default: a local cluster of two workers; with --backend cupy, "
+                        "one worker per GPU, with dask-cuda)")
 
 
 @contextlib.contextmanager

@@ -2,7 +2,8 @@
 
 Writes a release directory: ``report.json``, ``ngrams.tsv`` (every node of
 the exploration tree: gram, noisy count, consistent count) and
-``synthetic.<ext>`` in the input's format (unless ``--no-synthetic``).
+``synthetic.<ext>`` in the input's format (unless ``--no-synthetic``) and ``diagnostics.json``
+(timings; not private, not part of the release).
 """
 
 from __future__ import annotations

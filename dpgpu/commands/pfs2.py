@@ -1,7 +1,8 @@
 """``dpgpu pfs2 DATA --epsilon E --threshold T --out DIR``: frequent subsequences (PFS^2, ICDE'16).
 
-Writes a release directory: ``report.json`` and ``frequent.tsv`` (pattern,
-noisy support).  ``--threshold`` is relative (0.01: contained in 1% of the
+Writes a release directory: ``report.json``, ``frequent.tsv`` (pattern,
+noisy support) and ``diagnostics.json`` (timings; not private, not part of
+the release).  ``--threshold`` is relative (0.01: contained in 1% of the
 sequences).
 """
 

@@ -1,8 +1,9 @@
 """``dpgpu privtree-spatial POINTS --epsilon E --columns x,y --out DIR``: PrivTree on points.
 
 Writes a release directory: ``report.json``, ``leaves.csv`` (one row per leaf:
-``lo_<column>``, ``hi_<column>`` for each dimension and the noisy ``count``)
-and ``tree.json`` (every node by depth).  Pass the public domain with
+``lo_<column>``, ``hi_<column>`` for each dimension and the noisy ``count``),
+``tree.json`` (every node by depth) and ``diagnostics.json`` (timings; not
+private, not part of the release).  Pass the public domain with
 ``--bounds lo,hi,lo,hi,...``; points outside it are clipped onto its edge.
 Without it the data's bounding box is used and the release is NOT private:
 the report says ``"private": false`` with epsilon infinite and delta 1.
@@ -35,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                     "hi - lo finite; points outside are clipped onto the "
                                     "domain's edge (default: the data's bounding box, NOT "
                                     "private)")
-    p.add_argument("--fanout", type=int, help="power of two up to 2**d (default 2**d)")
+    p.add_argument("--fanout", type=int, help="children per split: 2, 4, ... up to 2**d (default 2**d)")
     add_engine_arguments(p)
     p.set_defaults(func=run)
 
