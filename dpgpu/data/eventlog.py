@@ -154,22 +154,64 @@ def pick_column(path: Any, header: list[str], role: str, chosen: str | None, *,
     Raises
     ------
     InputError
-        The chosen column is missing, or none was chosen or found and ``required``.
+        The chosen column is missing, or none was chosen or found and
+        ``required``, or the header repeats the column's name (:func:`single_column`).
     """
     listing = ", ".join(header)
     if chosen is not None:
         if chosen not in header:
             raise InputError(f"{path}: no column {chosen!r} for --{role} "
                              f"(columns: {listing})")
-        return chosen
+        return _only(path, header, chosen, role)
     normal = {_normal(h): h for h in reversed(header)}
     for name in CANDIDATES.get(role, ()) if candidates is None else candidates:
         if name in normal:
-            return normal[name]
+            return _only(path, header, normal[name], role)
     if required:
         raise InputError(f"{path}: no {role} column found; choose one with --{role} "
                          f"(columns: {listing}){hint}")
     return None
+
+
+def _only(path: Any, header: list[str], name: str, role: str) -> str:
+    """``name``, checked to be in ``header`` once (:func:`single_column`)."""
+    single_column(path, [i for i, h in enumerate(header) if h == name], name, role)
+    return name
+
+
+def single_column(path: Any, found: list[int], name: str, option: str) -> int:
+    """The one index in ``found``: where the header has the column ``name`` a run uses.
+
+    Parameters
+    ----------
+    path : path-like
+        For messages.
+    found : list of int
+        The indices (from 0) of the header's columns named ``name``; not empty.
+    name : str
+        The column's name.
+    option : str
+        The option (role) the column is for, named in the message.
+
+    Returns
+    -------
+    int
+        ``found[0]``.
+
+    Raises
+    ------
+    InputError
+        ``found`` has more than one index: which of the equally named
+        columns is meant cannot be told (the message gives their numbers,
+        from 1).
+    """
+    if len(found) > 1:
+        times = "twice" if len(found) == 2 else f"{len(found)} times"
+        numbers = [str(i + 1) for i in found]
+        listing = ", ".join(numbers[:-1]) + " and " + numbers[-1]
+        raise InputError(f"{path}: column {name!r} for --{option} appears {times} in the "
+                         f"header (columns {listing}); rename one")
+    return found[0]
 
 
 def _normal(name: str) -> str:
@@ -531,8 +573,9 @@ def read_csv_log(path: Any, data: bytes, *, case: str | None = None,
     ------
     InputError
         Missing column (the message lists the columns and names the option),
-        a row with the wrong number of fields, an empty case or activity, an
-        unparsable timestamp, a case with two users.  Messages name the line.
+        a used column whose name the header repeats, a row with the wrong
+        number of fields, an empty case or activity, an unparsable
+        timestamp, a case with two users.  Messages name the line.
     InvalidParameter
         An option that is not a column name, or a delimiter that is not one character.
 
@@ -1059,7 +1102,9 @@ def looks_like_csv_log(head: bytes) -> bool:
 
     True when the first line is a header of at least two non-empty, non-numeric
     column names split by ``, TAB ; |``, among which a case or an activity
-    column of a common name (:data:`CANDIDATES`).
+    column of a common name (:data:`CANDIDATES`).  Columns with an empty name
+    (the index column of pandas' ``to_csv``, the trailing columns of an Excel
+    export) may stand beside them: they are not read.
 
     Parameters
     ----------
@@ -1077,8 +1122,9 @@ def looks_like_csv_log(head: bytes) -> bool:
         return False
     if not line or "\x00" in line:
         return False
-    names = [h.strip() for h in next(csv.reader([line], delimiter=_sniff_delimiter(line)))]
-    if len(names) < 2 or not all(names) or any(_is_finite_number(h) for h in names):
+    fields = next(csv.reader([line], delimiter=_sniff_delimiter(line)))
+    names = [h for h in map(str.strip, fields) if h]
+    if len(names) < 2 or any(_is_finite_number(h) for h in names):
         return False
     normal = {_normal(h) for h in names}
     return bool(normal & (set(CANDIDATES["case"]) | set(CANDIDATES["activity"])))
@@ -1107,7 +1153,8 @@ def read_parquet_log(path: Any, data: bytes | None = None, *, case: str | None =
     ------
     InputError
         pyarrow is missing, the file is not Parquet, a column is missing or
-        has nulls, empties or bad timestamps (the message names the row).
+        repeated or has nulls, NaNs, empties or bad timestamps (the message
+        names the row).
     InvalidParameter
         An option that is not a column name.
     """
@@ -1142,15 +1189,16 @@ def parquet_columns(path: Any, data: bytes | None,
     ------
     InputError
         pyarrow is missing, the file is not Parquet, ``pick``'s error, a
-        null value, a bad timestamp, a number column of another type
-        (messages name the row).
+        null value, a NaN in a column read as strings, a bad timestamp, a
+        number column of another type (messages name the row).
     """
     pa, pq = optional_pyarrow()
     if pa is None:
         raise InputError(f"{path}: reading Parquet needs pyarrow: {PARQUET_HINT}")
     data = read_bytes(path) if data is None else data
     try:
-        table = pq.read_table(pa.BufferReader(data))
+        # not pq.read_table: it refuses a file with two columns of one name, used or not
+        table = pq.ParquetFile(pa.BufferReader(data)).read()
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
     columns = pick(table.column_names)
@@ -1162,6 +1210,11 @@ def parquet_columns(path: Any, data: bytes | None,
         if col.null_count:
             i = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
             raise InputError(f"{path}: {parquet_row(i)}: empty {role} (column {name!r})")
+        if role not in numbers and role != "timestamp" and pa.types.is_floating(col.type):
+            nan = np.flatnonzero(np.isnan(col.to_numpy()))  # no label: 'nan' would be one
+            if nan.size:
+                raise InputError(f"{path}: {parquet_row(int(nan[0]))}: {role} is NaN "
+                                 f"(column {name!r}), which names no {role}")
         if role in numbers:
             values[role] = _parquet_numbers(pa, path, name, col)
         elif role != "timestamp":

@@ -33,7 +33,8 @@ from typing import Any, Sequence, TextIO
 import numpy as np
 
 from ..errors import InputError, InvalidParameter
-from .eventlog import case_names, check_delimiter, check_option, csv_layout, table_writer
+from .eventlog import (case_names, check_delimiter, check_option, csv_layout, single_column,
+                       table_writer)
 from .reading import ReadProgress, csv_reader, encode_values, gc_paused, numbering
 from .sequencedb import SequenceDB, sort_labels
 from .vocabulary import Vocabulary
@@ -77,7 +78,8 @@ def read_wide(path: Any, data: bytes, *, states: Any = None, case: str | None = 
         No ``states``, or a ``case``/``delimiter`` of the wrong type.
     InputError
         A state or case column the header does not have (the message lists
-        the columns and names the option), a malformed line, a row with
+        the columns and names the option) or has more than once (of a
+        ``FIRST:LAST`` range, FIRST or LAST), a malformed line, a row with
         another number of fields than the header, an empty or repeated row
         id.  Messages name the file and line.
     """
@@ -141,7 +143,8 @@ def state_columns(path: Any, header: list[str], states: Any) -> list[int]:
     Raises
     ------
     InputError
-        A name the header does not have, naming ``states`` and listing the columns.
+        A name the header does not have, naming ``states`` and listing the
+        columns, or one it has more than once (of a range, the first or last).
     InvalidParameter
         ``states`` of the wrong type, empty, or a range whose last column
         comes before its first.
@@ -168,13 +171,14 @@ def state_columns(path: Any, header: list[str], states: Any) -> list[int]:
 
 
 def _column(path: Any, header: list[str], name: str, option: str) -> int:
-    """Index of column ``name`` in ``header`` (first of equal names), else InputError."""
-    if name in header:
-        return header.index(name)
-    stripped = [h.strip() for h in header]
-    if name.strip() in stripped:
-        return stripped.index(name.strip())
-    raise InputError(f"{path}: no column {name!r} for --{option} (columns: {', '.join(header)})")
+    """Index of column ``name`` in ``header`` (else of the one whose stripped name is
+    ``name`` stripped); InputError where there is none, or several."""
+    found = [i for i, h in enumerate(header) if h == name] \
+        or [i for i, h in enumerate(header) if h.strip() == name.strip()]
+    if not found:
+        raise InputError(f"{path}: no column {name!r} for --{option} "
+                         f"(columns: {', '.join(header)})")
+    return single_column(path, found, name, option)
 
 
 def _row_id(path: Any, value: str, line: int, seen: dict, case: str) -> str:
