@@ -67,6 +67,11 @@ def test_example_4_2_pmax_and_heights():
     # undefined logarithms fall back to the levels left; never below 1
     assert subtree_height(np.array([5, 2]), np.array([-1.0, 3.0]), np.array([0.5, 0.5]),
                           3).tolist() == [3, 1]
+    # P_max = 0 is the limit of P_max -> 0+, a height of 1 (regression: it took the levels
+    # left, the opposite extreme, spreading the budget thinnest); P_max = 1 the levels left
+    heights = subtree_height(np.array([10, 10, 10]), np.array([3.0, 3.0, 3.0]),
+                             np.array([0.0, 1e-9, 1.0]), 4)
+    assert heights.tolist() == [1, 1, 4]
 
 
 def _level(grams, noisy, theta, parent, child_start=None):

@@ -96,15 +96,19 @@ def subtree_height(noisy: np.ndarray, theta: np.ndarray, p_max: np.ndarray,
                    levels_left: int) -> np.ndarray:
     """Predicted height ``h_v = min(ceil(log_{P_max}(theta / c(v))), n_max - i)``, at least 1.
 
-    Section 4.3.2; the logarithm is rounded up (Example 4.2).  Where the
-    logarithm is undefined (``P_max`` not in (0, 1), ``theta <= 0``) the
-    height is ``n_max - i``.
+    Section 4.3.2; the logarithm is rounded up (Example 4.2).  ``P_max = 0``
+    (every child of the Markov parent counted at most 0) takes the formula's
+    limit, a height of 1: ``log_p(x)`` with ``x < 1`` goes to 0 as ``p`` does,
+    so the children get the whole remaining budget.  Where the logarithm is
+    otherwise undefined (``P_max >= 1``: the limit is infinite; ``theta <= 0``)
+    the height is ``n_max - i``.
     """
     noisy = np.asarray(noisy, dtype=float)
+    p_max = np.asarray(p_max, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         h = np.ceil(np.log(theta / noisy) / np.log(p_max))
     ok = (p_max > 0) & (p_max < 1) & (theta > 0) & (noisy > 0) & np.isfinite(h)
-    h = np.where(ok, h, levels_left)
+    h = np.where(ok, h, np.where(p_max <= 0, 1, levels_left))
     return np.clip(h, 1, levels_left).astype(np.int64)
 
 
