@@ -5,7 +5,11 @@ matrix operation per level: the children of every expanded node form a row
 of a ``(F, |I| + 1)`` matrix.  Children below their threshold ("missing")
 get counts estimated through their Markov parents or, failing that, an even
 share of what their passing siblings leave of the parent's count; then each
-row is rescaled to its parent's count.
+row is rescaled to its parent's count.  The unigrams have no parent count
+to be consistent with (the paper is silent on them): each keeps its noisy
+count clamped at 0, below its threshold or not, so an item whose unigram
+failed the threshold can still appear in the synthetic data, as in the
+authors' code.
 """
 
 from __future__ import annotations
