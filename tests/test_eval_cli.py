@@ -439,3 +439,30 @@ def test_an_original_without_items_is_refused_by_name(tmp_path, original, capsys
                            "--release", str(rel))
     one_line_error(status, err, f"{empty}: holds no items", "nothing to compare")
     assert out == ""
+
+
+def test_a_k_beyond_the_patterns_that_exist_scores_a_perfect_release_1(tmp_path, original,
+                                                                       capsys):
+    """Regression: the ratio was divided by K even when the original has fewer patterns (here
+    7 strings of length >= 2), so identical data scored 7/100 beside a utility loss of 0."""
+    rel = make_release(tmp_path, original, {"synthetic.txt": ORIGINAL})
+    r = evaluate(capsys, original, rel, "--task", "top-k", "--k", "3,100")
+    for kind in ("strings", "subsequences"):
+        row = r["tasks"]["top-k"][kind]["by_k"]["100"]
+        assert row["available"] < 100
+        assert row["true_positive_ratio"] == 1.0 and row["utility_loss"] == 0.0
+
+
+def test_ties_are_broken_alike_whatever_order_the_public_vocabulary_lists(tmp_path, capsys):
+    """Regression: the true top-K broke ties by the original's (public, unsorted) item ids and
+    the synthetic top-K by its own file's sorted ids, so identical data scored 0 here."""
+    text = "a b\nb a\nc d\nd c\n"  # every 2-gram occurs once: all four tie
+    data, vocab = tmp_path / "o.txt", tmp_path / "vocab.txt"
+    data.write_text(text)
+    vocab.write_text("d\nc\nb\na\n")
+    db = dpgpu.load(data, vocab=["d", "c", "b", "a"])
+    rel = make_release(tmp_path, data, {"synthetic.txt": text},
+                       sha=vocabulary_fingerprint(db.vocab))
+    r = evaluate(capsys, data, rel, "--vocab", str(vocab), "--task", "top-k", "--k", "2")
+    row = r["tasks"]["top-k"]["strings"]["by_k"]["2"]
+    assert row["true_positive_ratio"] == 1.0 and row["utility_loss"] == 0.0

@@ -167,8 +167,9 @@ def true_positive_ratio(true_top: Iterable[Any], released_top: Iterable[Any],
     released_top : iterable of hashable patterns
         ``F_K(D~)``, the top-K found on (or returned by) the release.
     k : int, optional
-        ``K``; default ``len(true_top)``.  When the data has fewer than K
-        patterns the ratio is taken over those that exist.
+        The divisor ``K``; default ``len(true_top)``.  Pass the true top-K
+        itself and leave ``k`` out to take the ratio over the patterns that
+        exist when the data has fewer than K.
 
     Returns
     -------
