@@ -11,9 +11,11 @@ private), so that file says ``"private": false`` and is not one of the
 release's ``files``; publish the directory without it.  Files
 are written into a hidden staging directory beside the target, which is
 renamed to the target only when the whole release is complete, so a failed
-run leaves nothing half-written.  An existing target is replaced only with
-``force``, and only when it is a release directory (it holds ``report.json``)
-that holds none of the run's inputs (:func:`check_release_target`).
+run leaves nothing half-written (a folder that cannot be written or a full
+disk is an InputError naming the release directory).  An existing target is
+replaced only with ``force``, and only when it is a release directory (it
+holds ``report.json``) that holds none of the run's inputs
+(:func:`check_release_target`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import numpy as np
 
 from . import __version__
 from .backend import to_numpy
-from .data.io import check_output, current_umask
+from .data.io import check_output, current_umask, output_error, output_errors
 from .errors import InputError
 
 log = logging.getLogger("dpgpu")
@@ -336,6 +338,14 @@ class ReleaseWriter:
         to the mechanism's run.  Default: logged at INFO level (``dpgpu -v``
         prints it).
 
+    Raises
+    ------
+    InputError
+        ``out_dir`` may not be written (:func:`check_release_target`), or the
+        file system fails to write the release, here or in the ``with``
+        block (a folder that cannot be written, a full disk): the staging
+        directory is removed and an existing release is left as it was.
+
     Examples
     --------
     >>> with ReleaseWriter(out) as rel:            # doctest: +SKIP
@@ -350,8 +360,9 @@ class ReleaseWriter:
         self.target = check_release_target(out_dir, force=force, inputs=self.inputs)
         self.force = force
         self.progress = progress or (lambda msg: log.info("release: %s", msg))
-        self.staging = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.",
-                                             suffix=".part", dir=self.target.parent))
+        with output_errors(out_dir):
+            self.staging = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.",
+                                                 suffix=".part", dir=self.target.parent))
         os.chmod(self.staging, 0o777 & ~current_umask())
         self.files: list[str] = []
         self.done = False
@@ -360,8 +371,12 @@ class ReleaseWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
+        """Remove the staging directory of a release not finished; a failure of the file
+        system to write the release (an OSError) becomes an InputError naming it."""
         if not self.done:
             shutil.rmtree(self.staging, ignore_errors=True)
+            if isinstance(exc, OSError):
+                raise output_error(self.out_dir, exc) from None
 
     def path(self, name: str) -> Path:
         """Path of release file ``name`` inside the staging directory.

@@ -324,7 +324,7 @@ WORDS = st.lists(st.sampled_from(["a", "b", "é", "10", "9", "01", "x-y", "-", "
 
 
 @SETTINGS
-@given(st.lists(st.tuples(WORDS, st.sampled_from([" ", "\t", "  ", " \r"])), max_size=12),
+@given(st.lists(st.tuples(WORDS, st.sampled_from([" ", "\t", "  ", " \v"])), max_size=12),
        st.booleans(), st.integers(1, 24))
 def test_lines_of_words_equal_plain_split_with_tiny_blocks(lines, final_newline, block):
     data = "\n".join(sep.join(words) for words, sep in lines)

@@ -1,16 +1,20 @@
 """File plumbing shared by readers and writers.
 
 Reading: whole files as bytes, read once (so a pipe works), gzip detected by
-its magic number (not the file name), a UTF-8 byte-order mark dropped, every
-failure turned into an :class:`~dpgpu.errors.InputError` that names the file
-(and line, where there is one).  Inputs are only ever opened for reading.
+its magic number (not the file name), a UTF-8 byte-order mark dropped, line
+ends of every kind (LF, CRLF, a lone CR) read alike (:func:`unix_line_ends`,
+:func:`line_number`), every failure turned into an
+:class:`~dpgpu.errors.InputError` that names the file (and line, where there
+is one).  Inputs are only ever opened for reading.
 
 Writing: :func:`check_output` says whether a path may be written: a new
 path, or with ``force`` an existing regular file (a release directory, for
 release outputs), never a link, a device, another kind of directory, an
 input or a folder that holds one.  :func:`atomic_output` writes to a
 temporary file beside the target and renames it into place only when
-everything was written, so a failed run leaves nothing half-written.
+everything was written, so a failed run leaves nothing half-written; a
+folder that cannot be written or a full disk is an InputError naming the
+output (:func:`output_errors`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import codecs
 import contextlib
 import gzip
 import os
+import re
 import stat
 import tempfile
 import zlib
@@ -28,6 +33,8 @@ from typing import Any, BinaryIO, Iterable, Iterator
 from ..errors import InputError
 
 GZIP_MAGIC = b"\x1f\x8b"
+_CR_TO_LF = bytes.maketrans(b"\r", b"\n")
+_LONE_CR = re.compile(rb"\r(?!\n)")
 
 
 @contextlib.contextmanager
@@ -116,6 +123,9 @@ def read_bytes(path: Any) -> bytes:
 def line_number(data: bytes, offset: int) -> int:
     """1-based line number of byte ``offset`` in ``data``.
 
+    A line ends with a line feed, a carriage return and line feed (Windows)
+    or a lone carriage return (old Mac OS).
+
     Parameters
     ----------
     data : bytes
@@ -126,9 +136,41 @@ def line_number(data: bytes, offset: int) -> int:
     Returns
     -------
     int
-        One more than the number of newlines before ``offset``.
+        One more than the number of line ends before ``offset``.
     """
-    return data.count(b"\n", 0, offset) + 1
+    if offset > 0 and data[offset - 1:offset + 1] == b"\r\n":
+        offset -= 1  # the line feed of a CRLF is on the line its carriage return ends
+    return (data.count(b"\n", 0, offset) + data.count(b"\r", 0, offset)
+            - data.count(b"\r\n", 0, offset) + 1)
+
+
+def unix_line_ends(data: bytes) -> bytes:
+    """``data`` with every line ending in a line feed, of the same length.
+
+    A lone carriage return (old Mac OS; Excel's "CSV (Macintosh)") becomes a
+    line feed, and the carriage return of a CRLF a space, so that byte
+    offsets are kept and line feeds number the lines.  Text that has no
+    lone carriage return (LF or CRLF line ends) is returned as it is.
+
+    Parameters
+    ----------
+    data : bytes
+        Text, whole lines (a CRLF must not be cut between its two bytes).
+
+    Returns
+    -------
+    bytes
+        ``data`` itself, or a copy with its carriage returns replaced.
+    """
+    if b"\r" not in data or not _LONE_CR.search(data):
+        return data
+    return data.replace(b"\r\n", b" \n").translate(_CR_TO_LF)
+
+
+#: Byte-order marks of text that is not UTF-8 (longest first: UTF-32 LE starts as UTF-16 LE).
+_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+         (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
+_SAVE_AS_UTF8 = "dpgpu reads UTF-8 text: save the file as UTF-8"
 
 
 def decode_text(path: Any, data: bytes) -> str:
@@ -149,9 +191,13 @@ def decode_text(path: Any, data: bytes) -> str:
     Raises
     ------
     InputError
-        ``data`` holds a NUL byte, or is not valid UTF-8 (the message names
-        the line).
+        ``data`` is UTF-16 or UTF-32 text (it starts with a byte-order
+        mark), holds a NUL byte (binary data), or is not valid UTF-8 (the
+        message names the line, the byte and its column).
     """
+    encoding = next((name for bom, name in _BOMS if data.startswith(bom)), None)
+    if encoding:
+        raise InputError(f"{path}: line 1: {encoding} text (byte-order mark); {_SAVE_AS_UTF8}")
     nul = data.find(b"\x00")
     if nul >= 0:
         raise InputError(f"{path}: line {line_number(data, nul)}: binary data (NUL byte); "
@@ -159,8 +205,11 @@ def decode_text(path: Any, data: bytes) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: line {line_number(data, exc.start)}: not UTF-8 text "
-                         "(binary data?)") from None
+        line_start = max(data.rfind(b"\n", 0, exc.start), data.rfind(b"\r", 0, exc.start)) + 1
+        column = len(data[line_start:exc.start].decode("utf-8")) + 1
+        raise InputError(f"{path}: line {line_number(data, exc.start)}: not UTF-8 text (byte "
+                         f"0x{data[exc.start]:02x} at column {column}); {_SAVE_AS_UTF8}"
+                         ) from None
 
 
 def check_not_binary(path: Any, data: bytes) -> None:
@@ -294,6 +343,51 @@ def check_output(path: Any, *, force: bool = False, release: str | None = None,
 
 
 @contextlib.contextmanager
+def output_errors(path: Any) -> Iterator[None]:
+    """Turn a failure of the file system inside the block into an InputError naming ``path``.
+
+    For the block that writes the output ``path`` (its temporary file or
+    staging directory): a folder that cannot be written, a full disk.  The
+    block cleans up after itself; only an OSError is turned, any other
+    error passes unchanged.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The output the block writes, named in the error.
+
+    Raises
+    ------
+    InputError
+        In place of an OSError of the block: ``<path>: cannot write here
+        (<the system's reason>)``.
+    """
+    try:
+        yield
+    except OSError as exc:
+        raise output_error(path, exc) from None
+
+
+def output_error(path: Any, exc: OSError) -> InputError:
+    """The InputError for a failure ``exc`` of the file system to write the output ``path``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The output, named in the error.
+    exc : OSError
+        The failure; its reason (``strerror``) is quoted, not the name of the
+        temporary file it may name.
+
+    Returns
+    -------
+    InputError
+        ``<path>: cannot write here (<reason>)``.
+    """
+    return InputError(f"{path}: cannot write here ({exc.strerror or exc})")
+
+
+@contextlib.contextmanager
 def atomic_output(path: Any, *, force: bool = False, binary: bool = False,
                   inputs: Iterable[Any] = ()) -> Iterator[BinaryIO]:
     """Open a temporary file that replaces ``path`` only if the block succeeds.
@@ -321,29 +415,32 @@ def atomic_output(path: Any, *, force: bool = False, binary: bool = False,
     ------
     InputError
         When :func:`check_output` refuses ``path`` (checked again before the
-        rename, since the target may change while the data is written).
+        rename, since the target may change while the data is written), or
+        the file system fails to write it (:func:`output_errors`): the
+        temporary file is removed and an existing ``path`` is left as it was.
     """
     inputs = tuple(inputs)
     target = check_output(path, force=force, inputs=inputs)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            stream: Any = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) \
-                if target.name.endswith(".gz") else raw
-            with stream if stream is not raw else contextlib.nullcontext(raw):
-                if binary:
-                    yield stream
-                else:
-                    import io  # noqa: PLC0415
+    with output_errors(path):
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+        try:
+            with os.fdopen(fd, "wb") as raw:
+                stream: Any = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) \
+                    if target.name.endswith(".gz") else raw
+                with stream if stream is not raw else contextlib.nullcontext(raw):
+                    if binary:
+                        yield stream
+                    else:
+                        import io  # noqa: PLC0415
 
-                    text = io.TextIOWrapper(stream, encoding="utf-8", newline="\n")
-                    yield text
-                    text.flush()
-                    text.detach()
-        os.chmod(tmp, 0o666 & ~current_umask())
-        check_output(path, force=force, inputs=inputs)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+                        text = io.TextIOWrapper(stream, encoding="utf-8", newline="\n")
+                        yield text
+                        text.flush()
+                        text.detach()
+            os.chmod(tmp, 0o666 & ~current_umask())
+            check_output(path, force=force, inputs=inputs)
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise

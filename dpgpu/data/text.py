@@ -13,6 +13,11 @@ rank: a character that cannot be part of an integer, a lone ``-``, too
 many digits, a ``-`` inside a number), then the checks of the format (an
 undeclared category, a negative item, an SPMF line without its ``-2``);
 each names the file and the first offending line.
+
+A line ends with a line feed, a CRLF or a lone carriage return (old Mac
+OS): each reader first makes every line end a line feed, keeping the byte
+offsets (:func:`~dpgpu.data.io.unix_line_ends`), so blocks end after line
+feeds only.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import numpy as np
 
 from ..errors import InputError, InvalidParameter
 from ..ops.keys import sorted_unique
-from .io import decode_text, line_number
+from .io import decode_text, line_number, unix_line_ends
 from .reading import encode_values, numbering
 from .sequencedb import SequenceDB, sort_labels
 from .vocabulary import Vocabulary
@@ -83,6 +88,7 @@ def _int_blocks(path: Any, data: bytes, fmt: str, start: int = 0,
                 blank: re.Pattern | None = None) -> Iterator[_IntBlock]:
     """The integer tokens of ``data[start:]``, a block of whole lines at a time.
 
+    ``data``'s lines end with line feeds (:func:`~dpgpu.data.io.unix_line_ends`).
     Bytes before ``start`` are read as blank (lines are numbered from the
     start of ``data``), and so are the lines that ``blank`` matches.  After
     the last block, an InputError names the token that a scan of the whole
@@ -300,6 +306,7 @@ SEQ_MARK = b"% Sequences:"
 #: A header line dpgpu writes when the categories were taken from the data
 #: (a ``.seq`` made from another format): they are then not a public vocabulary.
 SEQ_DATA_VOCABULARY = "% dpgpu: categories taken from the data, not a public vocabulary"
+_LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
 def looks_like_seq(head: bytes) -> bool:
@@ -386,14 +393,11 @@ def seq_header(path: Any, data: bytes) -> tuple[list[str], int, bool]:
              for w in line.split()]
     if not names:
         raise InputError(f"{path}: line 3: the header names no categories")
-    body_start = data.find(b"\n", mark) + 1
-    if body_start == 0:
-        body_start = len(data)
-    # the blank line after "% Sequences:" belongs to the header
-    if data[body_start:body_start + 1] == b"\n":
-        body_start += 1
-    elif data[body_start:body_start + 2] == b"\r\n":
-        body_start += 2
+    line_end = _LINE_END.search(data, mark)
+    body_start = line_end.end() if line_end else len(data)
+    blank = _LINE_END.match(data, body_start)  # the blank line after "% Sequences:"
+    if blank:
+        body_start = blank.end()
     public = not any(line.strip() == SEQ_DATA_VOCABULARY for line in header)
     return names, body_start, public
 
@@ -431,7 +435,7 @@ def read_seq_body(path: Any, data: bytes, body_start: int, names: list[str],
     """
     k = len(names)
     values, counts, undeclared = [], [], None
-    for block in _int_blocks(path, data, "seq", body_start):
+    for block in _int_blocks(path, unix_line_ends(data), "seq", body_start):
         if undeclared is None:
             undeclared = _first_where(block, (block.values < 1) | (block.values > k))
         values.append(block.values)
@@ -444,7 +448,7 @@ def read_seq_body(path: Any, data: bytes, body_start: int, names: list[str],
 
 
 # ------------------------------------------------------------------- SPMF
-_SPMF_META = re.compile(rb"^[ \t]*[#%@][^\n]*", re.MULTILINE)
+_SPMF_META = re.compile(rb"(?:^|(?<=\r))[ \t]*[#%@][^\r\n]*", re.MULTILINE)
 _SPMF_ITEM = re.compile(r"^@ITEM=(-?\d+)=(.*)$")
 #: The metadata SPMF opens a file with when its items were text.
 _SPMF_OPENING = re.compile(rb"\s*@(?:CONVERTED_FROM_TEXT|ITEM=)")
@@ -488,7 +492,7 @@ def looks_like_spmf_file(head: bytes) -> bool:
     """
     if _SPMF_OPENING.match(head):
         return True
-    body = spmf_without_metadata(head)
+    body = spmf_without_metadata(unix_line_ends(head))
     first = next((line.split() for line in body.split(b"\n") if line.strip()), [])
     return (first[-1:] == [b"-2"] or all(_INT_BYTES.fullmatch(t) for t in first)) \
         and looks_like_spmf(body)
@@ -526,7 +530,7 @@ def read_spmf(path: Any, data: bytes, *, stripped: bool | None = None) -> Sequen
         negative item, or (``-2`` variant) a line whose last token is not
         ``-2`` or that holds ``-2`` before its end.
     """
-    items, counts, names, stripped = _spmf_sequences(path, data, stripped)
+    items, counts, names, stripped = _spmf_sequences(path, unix_line_ends(data), stripped)
     source = {"path": str(path), "format": "spmf"}
     if stripped:
         source["stripped"] = True
@@ -614,7 +618,7 @@ def _check_one_sequence_per_line(path: Any, block: _IntBlock) -> None:
 
 
 def spmf_without_metadata(data: bytes) -> bytes:
-    """``data`` with its SPMF metadata lines (``#``, ``%``, ``@``) blanked, line feeds kept.
+    """``data`` with its SPMF metadata lines (``#``, ``%``, ``@``) blanked, line ends kept.
 
     Parameters
     ----------
@@ -674,6 +678,7 @@ def read_lines(path: Any, data: bytes, *, tokens: str = "auto") -> SequenceDB:
         raise InvalidParameter(f"tokens: expected one of {', '.join(LINE_TOKENS)}, got "
                                f"{tokens!r}")
     source = {"path": str(path), "format": "lines"}
+    data = unix_line_ends(data)
     if tokens in ("auto", "int"):
         values, counts = [], []
         try:
