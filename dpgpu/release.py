@@ -254,6 +254,23 @@ def add_vocabulary(report: dict, vocab: Any) -> dict:
     return report
 
 
+def names_users(db: Any) -> bool:
+    """Whether the input names users (``--user``, the text formats).
+
+    Parameters
+    ----------
+    db : SequenceDB or any
+        Its ``has_users`` where it has that attribute (distributed data),
+        else whether its ``users`` is not None.
+
+    Returns
+    -------
+    bool
+    """
+    has_users = getattr(db, "has_users", None)
+    return bool(getattr(db, "users", None) is not None if has_users is None else has_users)
+
+
 def note_users(report: dict, db: Any) -> dict:
     """Say in ``report`` (and the log) that a sequence-level release ignores the data's users.
 
@@ -276,10 +293,7 @@ def note_users(report: dict, db: Any) -> dict:
         With users, its ``privacy_unit`` is set to :data:`USERS_IGNORED`;
         otherwise it is unchanged.
     """
-    has_users = getattr(db, "has_users", None)
-    if has_users is None:
-        has_users = getattr(db, "users", None) is not None
-    if has_users:
+    if names_users(db):
         report["privacy_unit"] = USERS_IGNORED
         log.warning("%s", USERS_IGNORED)
     return report

@@ -466,3 +466,25 @@ def test_ties_are_broken_alike_whatever_order_the_public_vocabulary_lists(tmp_pa
     r = evaluate(capsys, data, rel, "--vocab", str(vocab), "--task", "top-k", "--k", "2")
     row = r["tasks"]["top-k"]["strings"]["by_k"]["2"]
     assert row["true_positive_ratio"] == 1.0 and row["utility_loss"] == 0.0
+
+
+def test_coverage_warns_when_a_user_level_release_is_evaluated_without_users(tmp_path, capsys,
+                                                                            caplog):
+    """Regression: evaluating a DPNE release of user-level data on the original read without
+    --user silently counted K-anonymity coverage by sequences."""
+    rows = [(f"c{i}", "abc"[(i * j) % 3], f"u{i % 4}") for i in range(40) for j in range(1, 4)]
+    log = tmp_path / "log.csv"
+    log.write_text("case,activity,who\n" + "".join(",".join(r) + "\n" for r in rows))
+    assert main(["dpne", str(log), "--user", "who", "--epsilon", "8", "--delta", "1e-5",
+                 "--max-n", "2", "--seed", "1", "--out", str(tmp_path / "rel"), "-q"]) == 0
+    assert json.loads((tmp_path / "rel" / "report.json").read_text())["input"]["users"] is True
+    capsys.readouterr()
+    with caplog.at_level("WARNING", logger="dpgpu"):
+        r = evaluate(capsys, log, tmp_path / "rel", "--task", "coverage")
+    assert r["tasks"]["coverage"]["count_by"] == "distinct sequences"
+    assert "release counted users" in caplog.text and "--user" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="dpgpu"):
+        r = evaluate(capsys, log, tmp_path / "rel", "--user", "who", "--task", "coverage")
+    assert r["tasks"]["coverage"]["count_by"] == "distinct users"
+    assert "release counted users" not in caplog.text

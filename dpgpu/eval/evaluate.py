@@ -475,6 +475,10 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
         elif task == "frequent":
             results[task] = _frequent(ctx, files.get("frequent"), syn, min_support)
         elif task == "coverage":
+            if (report.get("input") or {}).get("users") and original.users is None:
+                log.warning("evaluate: the release counted users (its input named them), but "
+                            "%s is read without users: coverage is counted by sequences; "
+                            "pass the reader option that names them (--user)", oname)
             results[task] = _coverage(ctx, files["kgrams"], coverage_ks,
                                       (report.get("parameters") or {}).get("max_n"))
         timings[task] = round(time.perf_counter() - t0, 3)

@@ -138,7 +138,7 @@ from ...privacy import Bernoulli, DiscreteGaussian, PrivacyLedger, analytic_gaus
     dpsu_threshold, sampling_delta, split_gaussian_sigma
 from ...privacy.samplers import MAX_GAUSSIAN_SIGMA
 from ...progress import Step
-from ...release import ReleaseWriter, encode_id_grams, vocabulary_facts
+from ...release import ReleaseWriter, encode_id_grams, names_users, vocabulary_facts
 from ...report import Displayed
 from ...scale.partitions import check_engine, engine_run, partition
 from ...validation import check_choice, check_positive_int, check_positive_real, \
@@ -441,7 +441,7 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
         "seeded": ledger.seeded,
         "backend": be.name, "device": be.device_name(), "engine": engine,
         "vocabulary": vocabulary_facts(db.vocab),
-        "input": {"format": db.source.get("format")},
+        "input": {"format": db.source.get("format"), "users": names_users(db)},
         "timings": {"total_s": round(time.perf_counter() - t0, 4)},
     }
     return DPNERelease([lv.grams for lv in levels], report, db.vocab)
@@ -602,7 +602,7 @@ def _baseline(db: SequenceDB, epsilon: float, delta: float, method: str, policy:
         "seeded": ledger.seeded,
         "backend": be.name, "device": be.device_name(), "engine": engine,
         "vocabulary": vocabulary_facts(db.vocab),
-        "input": {"format": db.source.get("format")},
+        "input": {"format": db.source.get("format"), "users": names_users(db)},
         "timings": {"total_s": round(time.perf_counter() - t0, 4)},
     }
     return DPNERelease(levels, report, db.vocab)
