@@ -218,3 +218,18 @@ def test_evaluate_a_release_of_clipped_points(tmp_path, capsys):
     # (query boxes are half-open: reach past the top edge to count the points clipped onto it)
     whole = evaluate_spatial_release(data, tmp_path / "rel", workload={"all": [(0, 2)]})
     assert whole["tasks"]["range-queries"]["by_set"]["all"]["mean"] < 0.05
+
+
+def test_an_original_mostly_outside_the_domain_is_warned_about(tmp_path, points, capsys,
+                                                               caplog):
+    """Regression: swapped or wrong --columns put every point outside the release's domain and
+    the clipped figures came out without a word but the table's count."""
+    far = write_points(tmp_path / "far.csv", [(x + 20, y) for x, y in POINTS])
+    rel = make_release(tmp_path)
+    with caplog.at_level("WARNING", logger="dpgpu"):
+        evaluate_spatial_release(points, rel, workload=WORKLOAD)
+    assert "outside the release's domain" not in caplog.text  # 1 of 9 is outside
+    with caplog.at_level("WARNING", logger="dpgpu"):
+        r = evaluate_spatial_release(far, rel, workload=WORKLOAD)
+    assert r["tasks"]["range-queries"]["outside_domain"] == 9
+    assert "9 of 9 original points lie outside the release's domain" in caplog.text

@@ -1200,6 +1200,11 @@ def _range_queries(points: np.ndarray, bounds: np.ndarray,
     lo, hi, counts = leaves
     d = bounds.shape[0]
     inside = np.clip(points, bounds[:, 0], bounds[:, 1])
+    outside = int(np.count_nonzero((inside != points).any(axis=1)))
+    if outside * 2 > points.shape[0]:
+        log.warning("evaluate: %d of %d original points lie outside the release's domain %s "
+                    "(clipped onto its edge); check that --columns names the release's "
+                    "columns in its order", outside, points.shape[0], bounds.tolist())
     boxes = np.column_stack([lo, hi])
     by_set = {}
     for name, queries in workload.items():
@@ -1216,7 +1221,7 @@ def _range_queries(points: np.ndarray, bounds: np.ndarray,
                         "nonzero_true": int(np.count_nonzero(true))}
     return {"sanity_bound": M.sanity_bound(points.shape[0]), "points": int(points.shape[0]),
             "dimensions": d,
-            "outside_domain": int(np.count_nonzero((inside != points).any(axis=1))),
+            "outside_domain": outside,
             "domain": bounds.tolist(), "leaves": int(counts.size),
             "released_total": float(counts.sum()), "by_set": by_set}
 
