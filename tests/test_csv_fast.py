@@ -261,8 +261,8 @@ def test_small_logs_are_left_to_the_csv_module(text):
     ('case,activity\nc,a\n"c",b,\n', {}, False),            # ragged
     ('case,activity\nc,a\n""\n', {}, False),                # a row of one empty field
     ("case,activity\nc,a\n  \nc,b\n", {}, False),           # a row of spaces is no blank line
-    ('case,activity\nc,"a\n', {}, True),                    # a quote open at the end
-    ('case,activity\nc,"a', {}, True),
+    ('case,activity\nc,"a\n', {}, False),                   # a quote open at the end
+    ('case,activity\nc,"a', {}, False),
     ('case,activity\nc,"a"x"y"\n', {}, True),               # text after the closing quote
     ('case,activity\nc,x"y\r\rc,""""\n', {}, True),
     ("case,activity\rc,a\r\r\nc,b\n\r", {}, True),           # blank lines of each ending

@@ -53,7 +53,8 @@ def test_jsonl_detected_from_content_gzip_and_numeric_fields(tmp_path):
     ('{"author": "a", "content": "x"}\n\n{"content": "y"}\n', r"line 3: no field 'author'"),
     ('{"author": "a"}\n', r"line 1: no field 'content'"),
     ('{"author": "a", "content": 5}\n', r"line 1: 'content' must be a string"),
-    ('{"author": null, "content": "x"}\n', r"line 1: 'author' must be a string or a number"),
+    ('{"author": null, "content": "x"}\n',
+     r"line 1: 'author' must be a string or a whole number, got null"),
     ('{"author": "a", "content": "..."}\n', r"no words"),
 ])
 def test_jsonl_errors_name_file_and_line(tmp_path, body, message):

@@ -85,7 +85,7 @@ def random_text(rng: random.Random) -> str:
 
 def random_records(seed: int, n: int = 60) -> list[tuple[object, str]]:
     rng = random.Random(seed)
-    return [(rng.choice(["ann", "Bob", "Σ", 7, 2.5, True, ""]), random_text(rng))
+    return [(rng.choice(["ann", "Bob", "Σ", 7, " x "]), random_text(rng))
             for _ in range(n)]
 
 
@@ -196,7 +196,7 @@ def test_jsonl_first_bad_type_wins(block_size):
         read_jsonl("f.jsonl", data)
     data = numbered_lines(12, {8: '{"author": {}, "content": 1}'})
     with pytest.raises(InputError, match=r"^f.jsonl: line 8: 'author' must be a string or "
-                                         r"a number$"):
+                                         r"a whole number, got dict$"):
         read_jsonl("f.jsonl", data)
 
 
@@ -208,7 +208,7 @@ def test_jsonl_bad_utf8_anywhere_is_reported_first(block_size):
 
 def test_text_csv_short_row_names_the_line_it_ends_on(block_size):
     data = 'author,content\nann,"a\nb"\n\nbob,"c\r\nd"\ncid\nann,x\n'.encode()
-    with pytest.raises(InputError, match=r"^f.csv: line 7: 1 fields, expected 2$"):
+    with pytest.raises(InputError, match=r"^f.csv: line 7: 1 fields, but the header has 2$"):
         read_text_csv("f.csv", data)
 
 

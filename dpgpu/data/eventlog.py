@@ -1030,7 +1030,8 @@ def _arrow_batches(pa: Any, path: Any, data: bytes, start: int, delimiter: str,
     ------
     _NotSame
         Arrow reads the header row otherwise, or a field longer than
-        ``csv.field_size_limit()`` bytes (which the csv module might refuse).
+        ``csv.field_size_limit()`` bytes (which the csv module might refuse),
+        or the text ends as a last field in a quote never closed would end it.
     pyarrow.ArrowException
         Arrow cannot parse the log (a row of another width, for one).
     """
@@ -1049,7 +1050,7 @@ def _arrow_batches(pa: Any, path: Any, data: bytes, start: int, delimiter: str,
                                                  strings_can_be_null=False,
                                                  check_utf8=False))  # checked already
     progress = ReadProgress(path, "row")
-    seen_header, rows = False, 0
+    seen_header, rows, last = False, 0, None
     for batch in reader:
         if batch.num_columns != width:
             raise _NotSame
@@ -1057,6 +1058,7 @@ def _arrow_batches(pa: Any, path: Any, data: bytes, start: int, delimiter: str,
             continue
         if max(_string_lengths(column).max() for column in batch.columns) > limit:
             raise _NotSame
+        last = batch.column(width - 1)[batch.num_rows - 1].as_py()
         if not seen_header:
             if [column[0].as_py() for column in batch.columns] != header:
                 raise _NotSame
@@ -1064,7 +1066,10 @@ def _arrow_batches(pa: Any, path: Any, data: bytes, start: int, delimiter: str,
         yield batch
         rows += batch.num_rows
         progress(stream.position, len(data), rows)  # Arrow reads a few blocks ahead
-    if not seen_header:
+    # Arrow ends a quote never closed at the end of the text, where the csv module's reader
+    # refuses it; such a quote can only open the last field (in another, the row's width
+    # would differ), which then runs to the end: the text ends with '"' and the field
+    if not seen_header or data.endswith(('"' + last.replace('"', '""')).encode()):
         raise _NotSame
 
 

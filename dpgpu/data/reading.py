@@ -13,10 +13,11 @@ import csv
 import gc
 import io
 import logging
+import re
 import time
 from collections import defaultdict
 from contextlib import contextmanager
-from itertools import count
+from itertools import chain, count
 from typing import Any, Iterable, Iterator
 
 import numpy as np
@@ -169,16 +170,114 @@ def csv_reader(data: bytes, start: int, delimiter: str) -> tuple[Any, io.TextIOW
 
     Returns
     -------
-    reader : csv.reader
-        Yields each row's fields as a list of str.
+    reader : iterator of list of str
+        Yields each row's fields, as ``csv.reader`` does (``for``, ``next``,
+        ``islice``), and counts the lines read in ``reader.line_num``.  A
+        malformed row raises ``csv.Error``, and so does a quote that is never
+        closed (which would make the rest of the text one field, or a field
+        longer than ``csv.field_size_limit()``): then ``reader.line_num`` is
+        the line where that quote opened.
     stream : io.TextIOWrapper
         The text stream it reads (``stream.buffer.tell()``: bytes read so
         far, for progress).
     """
-    raw = io.BytesIO(data)
-    raw.seek(start)
-    stream = io.TextIOWrapper(raw, encoding="utf-8", newline="")
-    return csv.reader(stream, delimiter=delimiter), stream
+    reader = _CsvRows(data, start, delimiter)
+    return reader, reader.stream
+
+
+@contextmanager
+def csv_fields_up_to(size: int) -> Iterator[None]:
+    """Let the csv module read fields of up to ``size`` characters, then restore its limit
+    (a setting of the whole process).
+
+    Parameters
+    ----------
+    size : int
+        The longest field to allow: a file's length bounds any of its fields.
+    """
+    was = csv.field_size_limit()
+    csv.field_size_limit(max(was, min(size + 1, 2 ** 31 - 1)))
+    try:
+        yield
+    finally:
+        csv.field_size_limit(was)
+
+
+#: Where the lines that a csv reader counts end (text read with ``newline=""``).
+_LINE_END = re.compile(r"\r\n?|\n")
+#: The csv module's error for a field longer than ``csv.field_size_limit()``.
+_TOO_LONG = "field larger than field limit"
+#: What a reader says of a quote never closed.
+_NEVER_CLOSED = "unterminated quoted field: a quote opened here is never closed"
+
+
+class _CsvRows:
+    """:func:`csv_reader`'s reader: a ``csv.reader`` that refuses a quote never closed.
+
+    The csv module (not strict, as Arrow reads) ends such a field, and its
+    row, at the end of the text, unless the field grows past
+    ``csv.field_size_limit()`` first.  The reader's lines are chained to an
+    end that notes when all are read: a row given after that is such a row.
+    """
+
+    def __init__(self, data: bytes, start: int, delimiter: str) -> None:
+        self._data, self._start, self._delimiter = data, start, delimiter
+        raw = io.BytesIO(data)
+        raw.seek(start)
+        self.stream = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+        self._read_all: list[bool] = []  # [True] once all lines are read
+        self._open_quote_line: int | None = None
+        self._reader = csv.reader(chain(self.stream, self._end()), delimiter=delimiter)
+        self._rows = self._checked()
+
+    @property
+    def line_num(self) -> int:
+        """Lines read so far, or, after the error of a quote never closed, where it opened."""
+        return self._open_quote_line or self._reader.line_num
+
+    def __iter__(self) -> Iterator[list[str]]:
+        return self._rows
+
+    def __next__(self) -> list[str]:
+        return next(self._rows)
+
+    def _end(self) -> Iterator[str]:
+        """No line: notes that the reader asked for one past the text."""
+        self._read_all.append(True)
+        yield from ()
+
+    def _checked(self) -> Iterator[list[str]]:
+        read_all = self._read_all
+        try:
+            for row in self._reader:
+                if read_all:
+                    # its last field ran from the quote to the end: its line breaks, but
+                    # one that ends the text, are the lines after the quote's
+                    field = row[-1]
+                    self._open_quote_line = (self._reader.line_num
+                                             - len(_LINE_END.findall(field))
+                                             + field.endswith(("\r", "\n")))
+                    raise csv.Error(_NEVER_CLOSED)
+                yield row
+        except csv.Error as exc:
+            if str(exc).startswith(_TOO_LONG):
+                self._open_quote_line = self._quote_never_closed()
+                if self._open_quote_line:
+                    raise csv.Error(_NEVER_CLOSED) from None
+            raise
+
+    def _quote_never_closed(self) -> int | None:
+        """The line where a quote opened that is never closed, if it opened on or before the
+        line reached, read again without a limit on fields; else None."""
+        again = _CsvRows(self._data, self._start, self._delimiter)
+        with csv_fields_up_to(len(self._data)):
+            try:
+                for _ in again:
+                    pass
+            except csv.Error:
+                pass
+        line = again._open_quote_line
+        return line if line is not None and line <= self._reader.line_num else None
 
 
 def optional_pyarrow() -> tuple[Any, Any]:

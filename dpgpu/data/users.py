@@ -21,16 +21,17 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 from collections import defaultdict
-from contextlib import contextmanager
 from typing import Any, Iterator
 
 import numpy as np
 
 from ..errors import InputError, InvalidParameter
-from .eventlog import check_delimiter
-from .reading import ReadProgress, check_text, csv_reader, gc_paused, numbering, optional_pyarrow
+from .eventlog import check_delimiter, csv_layout
+from .reading import (ReadProgress, check_text, csv_fields_up_to, csv_reader, gc_paused, numbering,
+                      optional_pyarrow)
 from .sequencedb import SequenceDB, sort_labels
 from .vocabulary import Vocabulary
 
@@ -94,8 +95,9 @@ def read_jsonl(path: Any, data: bytes, *, user: str | None = None, text: str | N
     data : bytes
         Its contents (decompressed).
     user, text : str, optional
-        Field names (default ``"author"`` and ``"content"``).  A user id may
-        be a string or a number; the text must be a string.
+        Field names (default ``"author"`` and ``"content"``).  A user id is a
+        string that is not blank or a whole number (``1.0`` is the user
+        ``1``, as ``"1"`` is); the text must be a string.
     lowercase : bool
         Lower-case the words.
     allow_empty : bool
@@ -109,8 +111,10 @@ def read_jsonl(path: Any, data: bytes, *, user: str | None = None, text: str | N
     Raises
     ------
     InputError
-        A line that is not a JSON object, a missing field, a text that is
-        not a string (the message names the file and line), or no words.
+        A line that is not a JSON object, a missing field, a blank user, a
+        user that is neither a string nor a whole number (a boolean, a
+        fraction, NaN), a text that is not a string (the message names the
+        file, line and field), or no words.
 
     Notes
     -----
@@ -137,17 +141,24 @@ def read_text_csv(path: Any, data: bytes, *, user: str | None = None, text: str 
         Column names (default ``"author"`` and ``"content"``).
     lowercase : bool
     delimiter : str, optional
-        One character (default ``","``).
+        One character (a tab also as ``\\t`` or ``tab``); by default the most
+        frequent of ``, TAB ; |`` in the header row.
 
     Returns
     -------
     SequenceDB
+
+    Raises
+    ------
+    InputError
+        Not UTF-8 text, no header row, a missing column, a row with another
+        number of fields than the header, a quote never closed, a blank
+        user, or no words (the message names the file and line).
     """
     user, text = _names(user, text, lowercase)
-    delimiter = check_delimiter(delimiter)
-    check_text(path, data)
+    start, delimiter = csv_layout(path, data, check_delimiter(delimiter), "a text table")
     with csv_fields_up_to(len(data)):  # a post may pass the csv module's 128 KiB
-        return _build(path, "text-csv", _csv_blocks(path, data, user, text, delimiter or ","),
+        return _build(path, "text-csv", _csv_blocks(path, data, start, user, text, delimiter),
                       user, text, lowercase)
 
 
@@ -239,56 +250,41 @@ def _jsonl_record(path: Any, n: int, line: str, user: str, text: str) -> tuple[i
     return n, _field(path, n, obj, user), _field(path, n, obj, text)
 
 
-def _csv_blocks(path: Any, data: bytes, user: str, text: str,
+def _csv_blocks(path: Any, data: bytes, start: int, user: str, text: str,
                 delimiter: str) -> Iterator[list[tuple[int, str, str]]]:
-    """The records ``(line, user, text)`` of a CSV table (UTF-8 ``data``), a block at a time.
+    """The records ``(line, user, text)`` of a CSV table (UTF-8 ``data[start:]``), a block
+    at a time.
 
     A record's line is where its row ends; rows of blank fields are skipped.
 
     Raises
     ------
     InputError
-        A missing column, a row too short to hold both columns, or a malformed line.
+        A missing column, a row with another number of fields than the
+        header, or a malformed line.
     """
-    reader, stream = csv_reader(data, 0, delimiter)
+    reader, stream = csv_reader(data, start, delimiter)
     try:
-        yield from _csv_records(path, reader, stream, len(data), user, text)
+        yield from _csv_records(path, reader, stream, len(data), user, text, delimiter)
     except csv.Error as exc:
         raise InputError(f"{path}: line {reader.line_num}: malformed CSV ({exc})") from None
 
 
-@contextmanager
-def csv_fields_up_to(size: int) -> Iterator[None]:
-    """Let the csv module read fields of up to ``size`` characters, then restore its limit
-    (a setting of the whole process).
-
-    Parameters
-    ----------
-    size : int
-        The longest field to allow: a file's length bounds any of its fields.
-    """
-    was = csv.field_size_limit()
-    csv.field_size_limit(max(was, min(size + 1, 2 ** 31 - 1)))
-    try:
-        yield
-    finally:
-        csv.field_size_limit(was)
-
-
-def _csv_records(path: Any, reader: Any, stream: Any, size: int, user: str,
-                 text: str) -> Iterator[list[tuple[int, str, str]]]:
+def _csv_records(path: Any, reader: Any, stream: Any, size: int, user: str, text: str,
+                 delimiter: str) -> Iterator[list[tuple[int, str, str]]]:
     """:func:`_csv_blocks` of a csv ``reader`` of ``stream`` (``size`` bytes)."""
     header = next(reader, None) or []
     iu, it = (_column(path, header, c) for c in (user, text))
-    need = max(iu, it) + 1
     progress = ReadProgress(path, "line")
     block: list[tuple[int, str, str]] = []
     for row in reader:
         if not any(map(str.strip, row)):
             continue
-        if len(row) < need:
-            raise InputError(f"{path}: line {reader.line_num}: {len(row)} fields, expected "
-                             f"{len(header)}")
+        if len(row) != len(header):
+            hint = (f" (a cell that holds the delimiter {delimiter!r} must be quoted)"
+                    if len(row) > len(header) else "")
+            raise InputError(f"{path}: line {reader.line_num}: {len(row)} fields, but the "
+                             f"header has {len(header)}{hint}")
         block.append((reader.line_num, row[iu], row[it]))
         if len(block) >= BLOCK_RECORDS:
             yield block
@@ -340,20 +336,21 @@ def _build(path: Any, fmt: str, blocks: Iterator[list[tuple[int, Any, Any]]], us
     ------
     InputError
         What ``blocks`` raises (anywhere in them), else the first record
-        with a bad user or text, else no words.
+        with a bad user or text (see :func:`_user_labels`), else no words.
     """
     words = numbering(_NOT_WORDS)
     users = numbering()
     parts = []
+    kind = "field" if fmt == "jsonl" else "column"
     with gc_paused():  # the records and tokens are many short-lived objects
         for block in blocks:
             try:
-                _check_types(path, where, block, user, text)
+                labels = _user_labels(path, where, kind, block, user, text)
             except InputError:
                 for _ in blocks:  # a malformed record further on is reported first
                     pass
                 raise
-            parts.append(_block_sentences(block, words, users, lowercase))
+            parts.append(_block_sentences(block, labels, words, users, lowercase))
     items, lengths, owners = _concatenated(parts)
     del parts  # the items of the blocks
     if not lengths.size and not allow_empty:
@@ -377,25 +374,51 @@ def _concatenated(parts: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]
     return tuple(np.concatenate(arrays) for arrays in zip(*parts))
 
 
-def _check_types(path: Any, where: str, block: list[tuple[int, Any, Any]], user: str,
-                 text: str) -> None:
-    """InputError for the first record of ``block`` whose user or text has a wrong type."""
+def _user_labels(path: Any, where: str, kind: str, block: list[tuple[int, Any, Any]],
+                 user: str, text: str) -> list[str]:
+    """The user of each record of ``block``, as text; InputError for the first record whose
+    user or text is bad.
+
+    A user is a string that is not blank or a number; a float must be a
+    whole number, and is then that integer (``1.0`` is ``"1"``, as
+    :meth:`~dpgpu.data.sequencedb.SequenceDB.from_sequences` takes it).
+    Refused: a blank, which would make one user of all the records without
+    one, and a boolean, a fraction, NaN or an infinity, which rounding or
+    writing as text would merge with other users (``true`` with ``"True"``).
+    The text is a string.  ``kind`` (``"field"``, ``"column"``) is what
+    ``user`` names.
+    """
+    labels = []
     for n, u, t in block:
-        if u is None or isinstance(u, (dict, list)):
-            raise InputError(f"{path}: {where} {n}: {user!r} must be a string or a number")
+        if isinstance(u, str):
+            if not u.strip():
+                raise InputError(f"{path}: {where} {n}: empty user ({kind} {user!r})")
+        elif isinstance(u, float) and math.isfinite(u) and u.is_integer():
+            u = str(int(u))
+        elif u is None or isinstance(u, (bool, float, dict, list)):
+            got = type(u).__name__ if isinstance(u, (dict, list)) else json.dumps(u)
+            raise InputError(f"{path}: {where} {n}: {user!r} must be a string or a whole "
+                             f"number, got {got}")
+        else:
+            u = str(u)
         if not isinstance(t, str):
             raise InputError(f"{path}: {where} {n}: {text!r} must be a string, got "
                              f"{type(t).__name__}")
+        labels.append(u)
+    return labels
 
 
-def _block_sentences(block: list[tuple[int, Any, Any]], words: defaultdict, users: defaultdict,
-                     lowercase: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _block_sentences(block: list[tuple[int, Any, Any]], labels: list[str], words: defaultdict,
+                     users: defaultdict, lowercase: bool,
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The sentences of the texts of ``block``, as :func:`tokenize` splits each text.
 
     Parameters
     ----------
     block : list of tuples
         Records ``(line, user, text)``, checked.
+    labels : list of str
+        The user of each record, as text (see :func:`_user_labels`).
     words, users : defaultdict
         Numberings (see :func:`~dpgpu.data.reading.numbering`) of the tokens (``_NOT_WORDS``
         first, then the words) and of the users as strings; new ones are
@@ -412,9 +435,8 @@ def _block_sentences(block: list[tuple[int, Any, Any]], words: defaultdict, user
     owners : array of int32
         User code of each sentence.
     """
-    _, us, texts = zip(*block)
-    user_codes = np.fromiter(map(users.__getitem__, map(str, us)), dtype=np.int32,
-                             count=len(us))
+    texts = [record[2] for record in block]
+    user_codes = np.fromiter(map(users.__getitem__, labels), dtype=np.int32, count=len(labels))
     joined = _END.join(texts) + _END
     if joined.count(_END) != len(texts):
         joined = _END.join(t.replace(_END, _STAND_IN) for t in texts) + _END
