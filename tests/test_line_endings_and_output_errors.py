@@ -295,3 +295,18 @@ def test_cli_exits_2_when_the_output_folder_cannot_be_written(tmp_path):
     one_line_error(status, err, "/sys/x.csv: cannot write here (")
     status, err = cli("ngram", small, "--epsilon", "1", "--out", "/sys/rel")
     one_line_error(status, err, "/sys/rel: cannot write here (")
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 1 << 20])
+def test_partition_line_counts_count_every_kind_of_line_end(tmp_path, monkeypatch, block):
+    """The Dask loader numbers a later partition's lines by counting the line ends before it;
+    it counted line feeds only, so errors in CR files named the wrong line."""
+    from dpgpu.scale import loading  # noqa: PLC0415
+
+    data = b"a\r\nb\rc\nd\r\r\ne\r"
+    path = tmp_path / "ends.txt"
+    path.write_bytes(data)
+    monkeypatch.setattr(loading, "_BLOCK", block)
+    for hi in range(len(data) + 1):
+        expected = len(re.findall(rb"\r\n|\r|\n", data[:hi]))  # a CR cut from its LF: one
+        assert loading._count_lines(path, 0, hi) == expected, hi

@@ -416,13 +416,16 @@ def _parse(p: Path, fmt: str, options: dict, kind: dict, data: bytes) -> Sequenc
 
 
 def _count_lines(p: Path, lo: int, hi: int) -> int:
-    """Line feeds in bytes ``lo .. hi`` of ``p``."""
-    count = 0
+    """Line ends (LF, CRLF or a lone CR, as the readers count them) in bytes ``lo .. hi`` of
+    ``p``."""
+    count, after_cr = 0, False
     with input_errors(p), open(p, "rb") as f:
         f.seek(lo)
         left = hi - lo
         while left > 0 and (block := f.read(min(_BLOCK, left))):
-            count += block.count(b"\n")
+            count += block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n") \
+                - (after_cr and block.startswith(b"\n"))  # a CRLF cut between two blocks
+            after_cr = block.endswith(b"\r")
             left -= len(block)
     return count
 
