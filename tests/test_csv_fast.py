@@ -261,6 +261,7 @@ def test_small_logs_are_left_to_the_csv_module(text):
     ('case,activity\nc,a\n"c",b,\n', {}, False),            # ragged
     ('case,activity\nc,a\n""\n', {}, False),                # a row of one empty field
     ("case,activity\nc,a\n  \nc,b\n", {}, False),           # a row of spaces is no blank line
+    ('case,activity\nc,""\nd,""', {}, True),                 # closed quotes at the end
     ('case,activity\nc,"a\n', {}, False),                   # a quote open at the end
     ('case,activity\nc,"a', {}, False),
     ('case,activity\nc,"a"x"y"\n', {}, True),               # text after the closing quote

@@ -1066,11 +1066,22 @@ def _arrow_batches(pa: Any, path: Any, data: bytes, start: int, delimiter: str,
         yield batch
         rows += batch.num_rows
         progress(stream.position, len(data), rows)  # Arrow reads a few blocks ahead
-    # Arrow ends a quote never closed at the end of the text, where the csv module's reader
-    # refuses it; such a quote can only open the last field (in another, the row's width
-    # would differ), which then runs to the end: the text ends with '"' and the field
-    if not seen_header or data.endswith(('"' + last.replace('"', '""')).encode()):
+    if not seen_header or _quote_never_closed(data, start, delimiter, last):
         raise _NotSame
+
+
+def _quote_never_closed(data: bytes, start: int, delimiter: str, last: str) -> bool:
+    """Whether ``data`` may end in a quote never closed whose field Arrow read as ``last``.
+
+    Arrow ends such a quote at the end of the text, where the csv module's reader
+    refuses it.  It can only open the last field of the last row (in another, the row's
+    width would differ), which then runs to the end: the text ends with the quote and the
+    field, and the quote starts a field (it follows a delimiter or a line end).
+    """
+    tail = ('"' + last.replace('"', '""')).encode()
+    at = len(data) - len(tail)
+    return data.endswith(tail) and (at <= start or data[at - 1:at] in (delimiter.encode(),
+                                                                       b"\n", b"\r"))
 
 
 class _UnsplitCrLf:
