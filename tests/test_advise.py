@@ -48,3 +48,12 @@ def test_an_l_upper_too_large_for_the_samplers_is_named():
     db = SequenceDB.from_sequences([["a", "b"], ["b"]], vocab=["a", "b"])
     with pytest.raises(InvalidParameter, match=r"set by l_upper\); nothing was released"):
         advise(db, 1.0, l_upper=10**9)
+
+
+def test_empty_sequences_are_covered_by_any_length():
+    """Regression: empty sequences were counted in the total but not in the length histogram,
+    so a data set of 60 % empty sequences got l_upper (20) as every suggestion."""
+    db = SequenceDB.from_sequences([[]] * 150 + SEQS, vocab=["a", "b"])
+    out = advise(db, 20.0, l_upper=20, seed=1)
+    # cumulative share: length 0: 60 %, 1: 80 %, 2: 92 %, 5: 98 %
+    assert out["l_max"] == {"85%": 2, "90%": 2, "95%": 5}

@@ -562,7 +562,7 @@ def test_an_epsilon_too_small_for_any_levels_noise_is_refused_up_front(no_data_r
 def test_an_epsilon_whose_worst_level_noise_is_drawable_runs():
     # the worst level scale, 6 / (an l_upper-th of eps_5 = 1e-8 x its weight), is drawable
     r = pfs2(toy_db(0, 50), 1e-8, 0.1, max_candidates=6, seed=1)
-    assert r.report["epsilon"] == pytest.approx(1e-8)
+    assert 0 < r.report["epsilon"] <= 1e-8 and r.report["levels"]  # it ran to a level
 
 
 def test_sampling_bound_covers_every_step_of_a_run():

@@ -294,7 +294,7 @@ def test_pre_mining_counts_over_partitions_equal_the_whole():
 def test_length_counts_against_brute_force():
     lengths = np.array([0, 1, 1, 3, 7, 2, 9, 3])
     assert length_counts(lengths, 4).tolist() == [sum(int(v) == k for v in lengths)
-                                                  for k in range(1, 5)]
+                                                  for k in range(0, 5)]
 
 
 def test_weights_are_validated():
@@ -304,3 +304,15 @@ def test_weights_are_validated():
     with pytest.raises(InvalidParameter, match="weights"):
         MaximalSupports(db, 0, np.array([1, -1]))
     assert MaximalSupports(db, 0, np.array([3, 2])).exact(1) == 5
+
+
+def test_empty_sequences_count_as_covered_by_the_length_constraint():
+    """Regression: the length histogram had no bin for empty sequences while |D|~ counted
+    them, so with 60 % empty sequences no length reached 85 % and l_max came out l_1."""
+    seqs = [[]] * 150 + [["a"]] * 50 + [["a", "b"]] * 30 + [["a"] * 5] * 15 + [["b"] * 9] * 5
+    db = SequenceDB.from_sequences(seqs, vocab=["a", "b"])
+    ledger = PrivacyLedger(16.0, max_sampling_delta=1e-6, seed=4)
+    n_noisy = noisy_size(db, ledger, 8.0)  # noise of scale 1/8: nonzero with p < 1e-3
+    assert n_noisy == 250
+    # cumulative share: length 0: 60 %, 1: 80 %, 2: 92 %, 5: 98 %, 9: 100 %
+    assert length_constraint(db, ledger, 8.0, n_noisy, 20, 0.85) == 2

@@ -3,9 +3,10 @@
 Mechanisms bound each sequence's influence by keeping its first ``l_max``
 items (N-gram ``--l-max``, PrivTree ``--l-top``): too small loses data, too
 large adds noise.  This spends its share of ``--epsilon`` (half on the number
-of sequences, half on the histogram of lengths ``1 .. --l-upper``, both with
+of sequences, half on the histogram of lengths ``0 .. --l-upper``, both with
 discrete Laplace noise) and suggests the lengths that cover 85, 90 and 95 %
-of the sequences; that part is epsilon-DP for one sequence.
+of the sequences (an empty sequence is covered by any length); that part is
+epsilon-DP for one sequence.
 
 When the data has users (``--user``; JSON lines and text tables always do),
 it also suggests DPNE's per-user contribution bound Delta (``dpne
@@ -16,7 +17,9 @@ level unions), in bins about 19 % wide up to ``--contribution-upper``.  The
 suggestions are the bounds that keep every n-gram of 85, 90 and 95 % of the
 users; that part is epsilon-DP for one user (all of the user's texts).
 
-The epsilon spent here adds to what the release spends.
+The epsilon spent here adds to what the release spends, in each part's
+unit: on user-level data the ``l_max`` part protects one sequence, so for a
+user with k sequences it is worth k times its epsilon.
 """
 
 from __future__ import annotations
@@ -86,9 +89,10 @@ def advise(db, epsilon: float, *, l_upper: int = 100, contribution_share: float 
     -------
     dict
         ``{"l_max": {coverage: length}, "contribution": {...} or None,
-        "budget": {"l_max": eps, "contribution": eps}, "epsilon": ...,
-        "ledger": ...}``.  The ``l_max`` part is epsilon-DP for one sequence,
-        the ``contribution`` part for one user.
+        "budget": {"l_max": eps, "contribution": eps}, "units": {"l_max":
+        "one sequence", "contribution": "one user"}, "epsilon": ..., "ledger":
+        ...}``.  The ``l_max`` part is epsilon-DP for one sequence, the
+        ``contribution`` part for one user.
     """
     ledger = PrivacyLedger(epsilon, seed=seed)
     l_upper = check_positive_int(l_upper, "l_upper")
@@ -100,7 +104,7 @@ def advise(db, epsilon: float, *, l_upper: int = 100, contribution_share: float 
     size = ledger.charge("advise: noisy number of sequences", half,
                          sampling_delta=sampling_delta(LAPLACE_TV_BOUND, 1, half))
     hist = ledger.charge("advise: noisy length histogram", half,
-                         sampling_delta=sampling_delta(LAPLACE_TV_BOUND, l_upper, half),
+                         sampling_delta=sampling_delta(LAPLACE_TV_BOUND, l_upper + 1, half),
                          hint="l_upper")
     total = noisy_count(len(db), size.key, half, tag=1)
     noisy = noisy_length_histogram(length_counts(db.lengths, l_upper), hist.key, half, tag=2)
@@ -110,6 +114,7 @@ def advise(db, epsilon: float, *, l_upper: int = 100, contribution_share: float 
             "contribution": contribution,
             "budget": {"l_max": 2 * half,
                        "contribution": contribution["epsilon"] if contribution else 0.0},
+            "units": {"l_max": "one sequence", "contribution": "one user"},
             "epsilon": ledger.spent_epsilon, "delta": ledger.spent_delta,
             "seeded": ledger.seeded, "ledger": ledger.to_dict()}
 
@@ -164,9 +169,10 @@ def _advise_contribution(db: Any, ledger: PrivacyLedger, n: int, upper: int) -> 
     size = ledger.charge("advise: noisy number of users", half,
                          sampling_delta=sampling_delta(LAPLACE_TV_BOUND, 1, half))
     hist = ledger.charge(f"advise: noisy histogram of distinct {n}-grams per user", half,
-                         sampling_delta=sampling_delta(LAPLACE_TV_BOUND, edges.size, half))
-    counts = np.maximum(distinct_grams_per_user(db, n), 1)
-    bins = np.searchsorted(edges, counts) + 1  # 1 .. len(edges); above: one more
+                         sampling_delta=sampling_delta(LAPLACE_TV_BOUND, edges.size + 1, half))
+    counts = distinct_grams_per_user(db, n)
+    # 0 for a user without n-grams (covered by any cap), else 1 .. len(edges); above: one more
+    bins = np.where(counts > 0, np.searchsorted(edges, counts) + 1, 0)
     total = noisy_count(bins.size, size.key, half, tag=3)
     noisy = noisy_length_histogram(length_counts(bins, int(edges.size)), hist.key, half, tag=4)
     return {"suggested": {f"{c:.0%}": int(edges[coverage_length(noisy, total, c) - 1])
@@ -191,5 +197,11 @@ def run(args: argparse.Namespace) -> int:
         cover = ", ".join(f"{d} covers {c}" for c, d in part["suggested"].items())
         print(f"suggested dpne --contribution (noisy, epsilon {part['epsilon']:g} spent, DP for "
               f"one user): {cover} of the users (all their distinct {part['gram_length']}-grams)")
-    print(f"the epsilon spent here ({result['epsilon']:g}) adds to the release's own budget")
+    if part:
+        print(f"the epsilon spent here adds to the release's own budget: "
+              f"{result['budget']['l_max']:g} for one sequence (a user with k sequences: k "
+              f"times that) and {part['epsilon']:g} for one user")
+    else:
+        print(f"the epsilon spent here ({result['epsilon']:g}) adds to the release's own "
+              "budget")
     return 0

@@ -366,7 +366,7 @@ def sampling_bound(epsilons: Sequence[float], l_upper: int, max_candidates: int)
     """
     e1, e2, e3, e4, e5 = epsilons
     queries = max(1, math.ceil(math.log2(l_upper)))
-    parts = (tv_delta(1, e1), tv_delta(l_upper, e2), tv_delta(queries, e3),
+    parts = (tv_delta(1, e1), tv_delta(l_upper + 1, e2), tv_delta(queries, e3),
              tv_delta(max_candidates, e4), tv_delta(max_candidates, e5))
     return float_at_least(sum(map(Fraction, parts), Fraction(0)))
 

@@ -3,7 +3,8 @@
 * ``|D|~``: the number of sequences plus discrete Laplace noise of scale
   ``1 / eps_1``;
 * ``l_max = min(l_1, l_2)``: ``l_2`` is the first length at which the
-  noisy length counts ``alpha_1 + .. + alpha_l2`` reach ``eta |D|~``; the
+  noisy length counts ``alpha_0 + alpha_1 + .. + alpha_l2`` reach ``eta |D|~``
+  (``alpha_0`` counts the empty sequences, which any ``l_max`` covers); the
   counts of distinct lengths read disjoint sequences, so the whole length
   histogram costs ``eps_2`` (parallel composition, Theorem 7);
 * ``L_f``: the largest ``y <= l_max`` whose noisy maximal support of
@@ -187,13 +188,14 @@ def noisy_size(db: SequenceDB, ledger: PrivacyLedger, epsilon: float,
 
 def length_constraint(db: SequenceDB, ledger: PrivacyLedger, epsilon: float, n_noisy: int,
                       l_upper: int, eta: float, data: Partitions | None = None) -> int:
-    """``l_max = min(l_1, l_2)`` from the noisy length histogram (lengths ``1 .. l_1``).
+    """``l_max = min(l_1, l_2)`` from the noisy length histogram (lengths ``0 .. l_1``: an
+    empty sequence, which the paper's data do not have, is covered by any ``l_max``).
 
     The exact histogram is summed over the partitions ``data`` of ``db``
     (default: ``db`` itself).
     """
-    step = ledger.charge("pfs2: noisy length histogram (lengths 1..l_1, disjoint)", epsilon,
-                         sampling_delta=tv_delta(l_upper, epsilon))
+    step = ledger.charge("pfs2: noisy length histogram (lengths 0..l_1, disjoint)", epsilon,
+                         sampling_delta=tv_delta(l_upper + 1, epsilon))
     exact = (data if data is not None else partition(db)).sum(_length_counts, l_upper)
     return coverage_length(noisy_length_histogram(exact, step.key, epsilon, tag=TAG_LENGTHS),
                            n_noisy, eta)
