@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
+from pathlib import Path
 from typing import Any, Iterator
 
-from ..data.generate import CHUNK_TOKENS, markov_chunks
+from ..data.generate import (CHUNK_TOKENS, CONTEXTS, MAX_MEAN_LENGTH, MAX_ORDER, MAX_TABLE,
+                             MAX_TOKENS, check_mean_length, check_n_items, markov_chunks)
 from ..data.io import check_output
 from ..data.writers import PART_FORMATS, write_parts
+from ..errors import InvalidParameter
 
 #: What ``generate`` writes: its items are no cells of a grid, so not ``trajectory``.
 GENERATED_FORMATS = tuple(f for f in PART_FORMATS if f != "trajectory")
@@ -20,6 +24,12 @@ from .convert import output_format
 
 #: Most worker processes by default: the writer keeps up with a few at most.
 DEFAULT_JOBS = 8
+
+#: Fewest bytes an item takes in a text output: a label of one character and a separator.
+MIN_ITEM_BYTES = 2
+
+#: Deflate's largest compression ratio: a ``.gz`` output is at least this much smaller.
+MAX_GZIP_RATIO = 1032
 
 DESCRIPTION = f"""\
 Write a synthetic dataset of about --tokens items, for scaling tests: not
@@ -34,6 +44,10 @@ written as they come, so memory does not limit the size.  A process makes
 about 5 million tokens a second; writing seq, spmf or lines keeps up with
 several, csv, parquet and xes with about one.  The total exceeds --tokens
 by less than one sequence per chunk.
+
+--tokens is at most {MAX_TOKENS:,}.  An output in a text format
+is refused where even its smallest possible size ({MIN_ITEM_BYTES} bytes an item,
+{MAX_GZIP_RATIO} times less with .gz) exceeds the free space of its folder.
 
 The output format is --to, else the one the output's extension names, else
 lines; .gz compresses.  Event logs (csv, parquet, xes) name the cases
@@ -53,13 +67,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--to", choices=GENERATED_FORMATS,
                    help="output format (default: the one the output's extension names, "
                         "else lines)")
-    p.add_argument("--n-items", type=int, default=100, help="alphabet size (default 100)")
+    p.add_argument("--n-items", type=int, default=100,
+                   help=f"alphabet size, at most {MAX_TABLE // CONTEXTS:,} (default 100); each "
+                        f"worker process needs about {16 * CONTEXTS:,} bytes per item")
     p.add_argument("--max-order", type=int, default=3,
-                   help="longest context of the chain (default 3)")
+                   help=f"longest context of the chain, at most {MAX_ORDER} (default 3)")
     p.add_argument("--zipf", type=float, default=1.1,
                    help="exponent of the items' Zipf law (default 1.1)")
     p.add_argument("--mean-length", type=float, default=8.0,
-                   help="mean sequence length (default 8)")
+                   help=f"mean sequence length, from 1 to {MAX_MEAN_LENGTH:,} (default 8; "
+                        f"long sequences are slower to make)")
     p.add_argument("--jobs", type=int, default=None,
                    help=f"worker processes (default: the CPUs this process may use, at most "
                         f"{DEFAULT_JOBS}; each needs about 300 MB)")
@@ -80,16 +97,20 @@ def available_cpus() -> int:
 def run(args: argparse.Namespace) -> int:
     """Generate chunk by chunk and write atomically."""
     tokens = check_positive_int(whole_number(args.tokens, "--tokens"), "--tokens")
+    if tokens > MAX_TOKENS:
+        raise InvalidParameter(f"--tokens: at most {MAX_TOKENS:,}, got {args.tokens}")
     seed = whole_number(args.seed, "--seed")
     fmt = output_format(args.output, args.to) or "lines"
     jobs = min(available_cpus(), DEFAULT_JOBS) if args.jobs is None else \
         check_positive_int(args.jobs, "--jobs")
     chunks = markov_chunks(tokens, seed=seed, chunk_tokens=CHUNK_TOKENS, jobs=jobs,
-                           n_items=check_positive_int(args.n_items, "--n-items"),
-                           max_order=check_positive_int(args.max_order, "--max-order"),
+                           n_items=check_n_items(args.n_items, CONTEXTS, "--n-items"),
+                           max_order=check_positive_int(args.max_order, "--max-order",
+                                                        maximum=MAX_ORDER),
                            zipf=check_positive_real(args.zipf, "--zipf"),
-                           mean_length=check_positive_real(args.mean_length, "--mean-length"))
-    check_output(args.output, force=args.force)  # before the work
+                           mean_length=check_mean_length(args.mean_length, "--mean-length"))
+    target = check_output(args.output, force=args.force)  # before the work
+    check_free_space(target, tokens, fmt)
     show = not (args.quiet or args.verbose) and sys.stderr.isatty()
     with Progress("generate", show=show) as progress:
         sequences, events = write_parts(_reported(chunks, tokens, progress), args.output, fmt,
@@ -101,6 +122,44 @@ def run(args: argparse.Namespace) -> int:
     elif not args.quiet:
         print(f"wrote {sequences:,} sequences ({events:,} items) to {args.output} as {fmt}")
     return 0
+
+
+def check_free_space(target: Path, tokens: int, fmt: str) -> None:
+    """Refuse ``tokens`` that cannot fit in the free space of ``target``'s folder.
+
+    The size compared is a lower bound, so that nothing that could succeed is
+    refused: :data:`MIN_ITEM_BYTES` per item in a text format, divided by
+    :data:`MAX_GZIP_RATIO` for a ``.gz`` output.  A Parquet file, compressed
+    column by column, has no useful lower bound and is not checked.
+
+    Parameters
+    ----------
+    target : pathlib.Path
+        The output, in an existing folder (:func:`~dpgpu.data.io.check_output`).
+    tokens : int
+        The items to be written (at least).
+    fmt : str
+        The output format.
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``--tokens``, the bytes needed at least and the bytes free.
+    """
+    if fmt == "parquet":
+        return
+    need = tokens * MIN_ITEM_BYTES
+    if target.name.endswith(".gz"):
+        need //= MAX_GZIP_RATIO
+    free = shutil.disk_usage(target.parent).free
+    if need > free:
+        raise InvalidParameter(f"--tokens: {tokens:,} items need at least {_size(need)} as "
+                               f"{target.name}, but {target.parent} has {_size(free)} free")
+
+
+def _size(n: int) -> str:
+    """``n`` bytes, for a message: ``'2,000,000,000 bytes (2.0 GB)'``."""
+    return f"{n:,} bytes" + (f" ({n / 1e9:,.1f} GB)" if n >= 10**9 else "")
 
 
 def _reported(chunks: Iterator[Any], tokens: int, progress: Progress) -> Iterator[Any]:

@@ -18,25 +18,47 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
+from ..errors import InvalidParameter
 from ..validation import check_positive_int, check_positive_real
 from .sequencedb import SequenceDB
 from .vocabulary import Vocabulary
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
+#: Most tokens of :func:`markov_sequences` and of ``dpgpu generate``: counts stay far
+#: inside int64 (9.2e18), which holds the offsets and the numbers of items written.
+MAX_TOKENS = 10**18
+
+#: Longest mean sequence length.  Positions are generated one at a time, so a chunk
+#: of 1e7 tokens takes about 2 s at the default mean of 8 but 20 s at this bound; and
+#: the data exceed the tokens asked for by up to a sequence, about ``mean_length``.
+MAX_MEAN_LENGTH = 100_000
+
+#: Longest context of the chain: each sequence keeps that many past items, and each
+#: step looks at up to that many (a context longer than a few items is rarely seen twice).
+MAX_ORDER = 64
+
+#: Context classes of the chain by default.
+CONTEXTS = 4096
+
+#: Most entries of the chain's table of item orders, ``contexts * n_items``: every
+#: chunk builds it anew, with about 16 bytes an entry (1 GB at this bound).
+MAX_TABLE = 2**26
+
 
 def markov_sequences(n_tokens: int, *, n_items: int = 100, max_order: int = 3,
-                     zipf: float = 1.1, mean_length: float = 8.0, contexts: int = 4096,
+                     zipf: float = 1.1, mean_length: float = 8.0, contexts: int = CONTEXTS,
                      seed: int = 0) -> SequenceDB:
     """A database of about ``n_tokens`` items from a variable-order Markov chain.
 
     Parameters
     ----------
     n_tokens : int
-        Total items wanted (the result has at least this many, within one
-        sequence).
+        Total items wanted, at most :data:`MAX_TOKENS` (the result has at
+        least this many, within one sequence).
     n_items : int
-        Alphabet size; item ``i`` has label ``str(i + 1)``.
+        Alphabet size; item ``i`` has label ``str(i + 1)``.  At most
+        ``MAX_TABLE // contexts`` (:func:`check_n_items`).
     max_order : int
         The context of the next item is the last ``1 + (prev % max_order)``
         items (so the order varies with the previous item).
@@ -45,24 +67,32 @@ def markov_sequences(n_tokens: int, *, n_items: int = 100, max_order: int = 3,
         the global item order (so item frequencies are Zipf-skewed), else
         over a permutation of the alphabet specific to the context.
     mean_length : float
-        Mean of the geometric sequence lengths (>= 1).
+        Mean of the geometric sequence lengths, in ``[1, MAX_MEAN_LENGTH]``.
     contexts : int
-        Distinct context classes (contexts are hashed into this many).
+        Distinct context classes (contexts are hashed into this many), at
+        most :data:`MAX_TABLE`.
     seed : int or tuple of int
         Seed of NumPy's generator (:func:`numpy.random.default_rng`).
 
     Returns
     -------
     SequenceDB
+
+    Raises
+    ------
+    InvalidParameter
+        A parameter out of range, naming it.
     """
-    n_tokens = check_positive_int(n_tokens, "n_tokens")
+    n_tokens = check_positive_int(n_tokens, "n_tokens", maximum=MAX_TOKENS)
     n_items, max_order, zipf, mean_length, contexts = _chain_options(
         n_items=n_items, max_order=max_order, zipf=zipf, mean_length=mean_length,
         contexts=contexts).values()
     rng = np.random.default_rng(seed)
     n_seq = max(1, int(n_tokens / mean_length * 1.05) + 16)
     lengths = rng.geometric(min(1.0, 1.0 / mean_length), size=n_seq).astype(np.int64)
-    while lengths.sum() < n_tokens:  # rare (small n_tokens): the 5% margin fell short
+    # rare (small n_tokens): the 5% margin fell short; a float64 sum cannot wrap around
+    # as an int64 one can, and is exact below 2**53
+    while lengths.sum(dtype=np.float64) < n_tokens:
         more = rng.geometric(min(1.0, 1.0 / mean_length), size=n_seq).astype(np.int64)
         lengths = np.concatenate([lengths, more])
     total = np.cumsum(lengths)
@@ -99,11 +129,74 @@ def markov_sequences(n_tokens: int, *, n_items: int = 100, max_order: int = 3,
 def _chain_options(*, n_items: Any, max_order: Any, zipf: Any, mean_length: Any,
                    contexts: Any) -> dict[str, Any]:
     """The Markov chain's parameters of :func:`markov_sequences`, checked."""
-    return {"n_items": check_positive_int(n_items, "n_items"),
-            "max_order": check_positive_int(max_order, "max_order"),
+    contexts = check_positive_int(contexts, "contexts", maximum=MAX_TABLE)
+    return {"n_items": check_n_items(n_items, contexts),
+            "max_order": check_positive_int(max_order, "max_order", maximum=MAX_ORDER),
             "zipf": check_positive_real(zipf, "zipf"),
-            "mean_length": check_positive_real(mean_length, "mean_length"),
-            "contexts": check_positive_int(contexts, "contexts")}
+            "mean_length": check_mean_length(mean_length),
+            "contexts": contexts}
+
+
+def check_mean_length(value: Any, name: str = "mean_length") -> float:
+    """Return ``value`` as a float if it is a mean sequence length in ``[1, MAX_MEAN_LENGTH]``.
+
+    Parameters
+    ----------
+    value : any
+        The value given; a real number, not a bool.
+    name : str
+        The parameter's name, for the error message.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    InvalidParameter
+        ``value`` is not a finite number in the range (a sequence has at
+        least one item; see :data:`MAX_MEAN_LENGTH` for the upper bound).
+    """
+    x = check_positive_real(value, name)
+    if not 1 <= x <= MAX_MEAN_LENGTH:
+        raise InvalidParameter(f"{name}: must be in [1, {MAX_MEAN_LENGTH:,}] (a mean sequence "
+                               f"length), got {value!r}")
+    return x
+
+
+def check_n_items(value: Any, contexts: int = CONTEXTS, name: str = "n_items") -> int:
+    """Return ``value`` as an int if it is an alphabet size the chain's table can hold.
+
+    The chain keeps an order of the alphabet per context class, a table of
+    ``contexts * n_items`` entries built anew for every chunk (about 16 bytes
+    an entry), so ``n_items`` is at most ``MAX_TABLE // contexts``: 16,384
+    with the default :data:`CONTEXTS`.
+
+    Parameters
+    ----------
+    value : any
+        The value given; an integer, not a bool.
+    contexts : int
+        The chain's context classes, from 1 to :data:`MAX_TABLE`.
+    name : str
+        The parameter's name, for the error message.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    InvalidParameter
+        ``value`` is not an integer in ``[1, MAX_TABLE // contexts]``.
+    """
+    n_items = check_positive_int(value, name)
+    most = MAX_TABLE // contexts
+    if n_items > most:
+        raise InvalidParameter(f"{name}: at most {most:,} with {contexts:,} contexts (the "
+                               f"chain's table of contexts x items holds {MAX_TABLE:,} entries "
+                               f"at most, about 16 bytes each), got {n_items:,}")
+    return n_items
 
 
 #: Tokens per chunk of :func:`markov_chunks` (a generating process needs about 27 B per token).
@@ -112,7 +205,7 @@ CHUNK_TOKENS = 10_000_000
 
 def markov_chunks(n_tokens: int, *, seed: int = 0, chunk_tokens: int = CHUNK_TOKENS,
                   jobs: int = 1, n_items: int = 100, max_order: int = 3, zipf: float = 1.1,
-                  mean_length: float = 8.0, contexts: int = 4096) -> Iterator[SequenceDB]:
+                  mean_length: float = 8.0, contexts: int = CONTEXTS) -> Iterator[SequenceDB]:
     """A dataset of about ``n_tokens`` items as consecutive chunks, generated in parallel.
 
     Chunk ``i`` of ``k = ceil(n_tokens / chunk_tokens)`` is
@@ -127,7 +220,9 @@ def markov_chunks(n_tokens: int, *, seed: int = 0, chunk_tokens: int = CHUNK_TOK
     Parameters
     ----------
     n_tokens : int
-        Total items wanted.
+        Total items wanted: any number, since the chunks are planned as
+        they are needed (:data:`MAX_TOKENS` bounds each chunk, and
+        ``dpgpu generate``).
     seed : int
         Non-negative seed of the whole dataset.
     chunk_tokens : int
@@ -151,7 +246,7 @@ def markov_chunks(n_tokens: int, *, seed: int = 0, chunk_tokens: int = CHUNK_TOK
     """
     n_tokens = check_positive_int(n_tokens, "n_tokens")
     seed = check_positive_int(seed, "seed", minimum=0)
-    chunk_tokens = check_positive_int(chunk_tokens, "chunk_tokens")
+    chunk_tokens = check_positive_int(chunk_tokens, "chunk_tokens", maximum=MAX_TOKENS)
     jobs = check_positive_int(jobs, "jobs")
     options = _chain_options(n_items=n_items, max_order=max_order, zipf=zipf,
                              mean_length=mean_length, contexts=contexts)
