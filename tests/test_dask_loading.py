@@ -1,5 +1,6 @@
 """Reading a file on the Dask workers: the same database as ``dpgpu.load``, the same releases."""
 
+import codecs
 import gzip
 import json
 
@@ -359,3 +360,98 @@ def test_lines_read_a_character_at_a_time_give_the_local_database(client, tmp_pa
     path.write_text("".join("ACGT"[i % 4] * (i % 7) + " T\n" for i in range(300)))
     assert_same(load_distributed(path, client, partitions=3, format="lines", tokens="chars")
                 .collect(), dpgpu.load(path, "lines", tokens="chars"))
+
+
+# ------------------------------------------------------------ a UTF-8 byte-order mark
+BOM = codecs.BOM_UTF8
+
+
+def text_csv():
+    return "author,content\n" + "".join(f"u{i % 9},w{i % 4} w{i % 7}. w{i % 3}\n"
+                                         for i in range(120))
+
+
+#: Every way load_distributed reads: split (seq, spmf, lines, jsonl), or whole by one worker
+#: (a CSV event log, gzip, column, text-csv), with their load options.
+BOM_FILES = {
+    **{name: (make, {}) for name, make in FILES.items()},
+    "data.seq.gz": (FILES["data.seq"], {}),
+    "paths.csv": (lambda: "id,path\n" + "".join(f"r{i},{' '.join(map(str, r))}\n"
+                                                for i, r in enumerate(rng_rows(11, 90))),
+                  {"format": "column", "sequence": "path", "case": "id"}),
+    "posts.csv": (text_csv, {"format": "text-csv", "user": "author", "text": "content"}),
+}
+
+
+def write(path, data: bytes):
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
+
+
+@pytest.mark.parametrize("name", list(BOM_FILES))
+def test_a_byte_order_mark_is_dropped_as_by_a_local_load(client, tmp_path, name):
+    """A file saved with a UTF-8 BOM reads as a local load reads it: as the same file without."""
+    make, options = BOM_FILES[name]
+    text = make().encode()
+    write(tmp_path / "plain" / name, text)
+    write(tmp_path / "bom" / name, BOM + text)
+    got = load_distributed(tmp_path / "bom" / name, client, partitions=3, **options).collect()
+    assert_same(got, dpgpu.load(tmp_path / "bom" / name, **options))
+    plain = dpgpu.load(tmp_path / "plain" / name, **options)
+    assert got.vocab.labels == plain.vocab.labels and got.vocab.public == plain.vocab.public
+    assert got.items.tolist() == plain.items.tolist()
+    assert got.offsets.tolist() == plain.offsets.tolist()
+    assert got.source["format"] == plain.source["format"]
+
+
+@pytest.mark.parametrize("name, bad, first", [("data.seq", "9", 6), ("data.spmf", "1.5 -2", 0),
+                                              ("texts.jsonl", "{not json", 0)])
+@pytest.mark.parametrize("where", ["first", "last"])
+def test_a_bad_line_after_a_byte_order_mark_is_named_as_by_a_local_load(client, tmp_path, name,
+                                                                         bad, first, where):
+    lines = FILES[name]().splitlines(keepends=True)
+    at = first if where == "first" else len(lines) - 3  # the first data line, or the last part
+    lines.insert(at, bad + "\n")
+    path = tmp_path / name
+    path.write_bytes(BOM + "".join(lines).encode())
+    with pytest.raises(InputError) as local:
+        dpgpu.load(path)
+    with pytest.raises(InputError) as remote:
+        load_distributed(path, client, partitions=4)
+    assert str(remote.value) == str(local.value)
+    assert f"line {at + 1}:" in str(remote.value) and "\ufeff" not in str(remote.value)
+
+
+@pytest.mark.parametrize("body", [b"", b"\n \n"])
+def test_a_byte_order_mark_before_nothing_is_an_empty_file(client, tmp_path, body):
+    path = tmp_path / "blank.txt"
+    path.write_bytes(BOM + body)
+    for read in (dpgpu.load, lambda p: load_distributed(p, client)):
+        with pytest.raises(InputError, match="empty file"):
+            read(path)
+
+
+# ------------------------------------------------------- errors raised on the workers
+def compute_failures(client) -> int:
+    """The workers' "Compute Failed" log records so far (a task raised on a worker)."""
+    return sum("Compute Failed" in message
+               for records in client.get_worker_logs().values() for _, message in records)
+
+
+@pytest.mark.parametrize("name, text, options", [
+    ("wide.csv", "id,t1,t2\np1,a,b\np2,b,a\n", {"format": "wide"}),  # no states
+    ("d.txt", "1 2\n3\n" * 20, {"format": "lines", "tokens": "bogus"}),
+], ids=["whole", "split"])
+def test_a_parameter_error_on_a_worker_is_raised_here_without_a_worker_traceback(
+        client, tmp_path, name, text, options):
+    """Read whole (wide) or in ranges (lines): the local load's InvalidParameter, and no
+    worker logs the task as failed (with its traceback)."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InvalidParameter) as local:
+        dpgpu.load(path, **options)
+    before = compute_failures(client)
+    with pytest.raises(InvalidParameter) as remote:
+        load_distributed(path, client, partitions=2, **options)
+    assert str(remote.value) == str(local.value)
+    assert compute_failures(client) == before

@@ -6,10 +6,13 @@ padded blocks never travel back), and answers the same whole-level questions
 as a local engine by summing the partitions' exact answers on the client.
 Counting is a reduction, and every mechanism draws its noise once, on the
 client, keyed by the identity of what is noised: so for the same key a Dask
-run releases exactly what a local run releases.  The partitions are
-scattered data, which Dask cannot recompute: a worker lost during a run
-stops it with a :class:`~dpgpu.errors.DPGPUError` (:func:`gather`), before
-anything is released.
+run releases exactly what a local run releases.  Partitions scattered from
+the client are data Dask cannot recompute: a worker lost during a run stops
+it with a :class:`~dpgpu.errors.DPGPUError` (:func:`gather`), before
+anything is released.  Partitions the workers read from the file
+(:func:`dpgpu.scale.loading.load_distributed`) are tasks: Dask reads a lost
+worker's parts again on another worker, and the run completes with the same
+release.
 
 :class:`DaskPartitions` is the Dask engine of
 :mod:`dpgpu.scale.partitions`, which the other mechanisms (PFS², PST, DPNE)
@@ -21,7 +24,9 @@ when asked for.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -82,17 +87,23 @@ def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = F
     Raises
     ------
     InvalidParameter
-        When ``dask[distributed]`` is not installed, or no scheduler answers
-        at ``scheduler`` (within Dask's connect timeout,
-        ``distributed.comm.timeouts.connect``).
+        When ``dask[distributed]`` is not installed, ``scheduler`` is empty,
+        or no Dask scheduler answers at ``scheduler`` within Dask's connect
+        timeout (``distributed.comm.timeouts.connect``, 30 s by default):
+        nothing listens there, or a service that is not Dask does.
     """
     distributed = require_distributed()
     if quiet:  # after the import, which sets the levels from Dask's configuration
         logging.getLogger("distributed").setLevel(logging.WARNING)
-    if scheduler:
+    if scheduler is not None:
+        if not str(scheduler).strip():
+            raise InvalidParameter(f"{name}: an empty scheduler address (leave it out for a "
+                                   "local cluster)")
         try:
+            _handshake(scheduler)
             return distributed.Client(scheduler)
-        except (OSError, ValueError) as exc:  # unreachable, refused, or not an address
+        # unreachable, refused, not Dask, or not an address (asyncio's timeout: Python 3.10)
+        except (OSError, ValueError, asyncio.TimeoutError) as exc:
             raise InvalidParameter(f"{name}: cannot connect to {scheduler!r} ({exc})") from None
     n_workers = check_positive_int(n_workers, "n_workers")
     if gpus:
@@ -106,6 +117,59 @@ def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = F
                                                        dashboard_address=None))
     return distributed.Client(distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
                                                        dashboard_address=None))
+
+
+def _handshake(address: str) -> None:
+    """Connect to ``address`` and read Dask's handshake, within Dask's connect timeout.
+
+    ``distributed.Client`` bounds the connection but not the handshake read
+    after it: a service that is not Dask may never answer (the client would
+    wait forever), or answer with bytes read as a frame length (a
+    MemoryError).  This probe runs in an event loop on a thread of its own,
+    so that a caller's running loop (Jupyter) does not matter, and it has
+    ended when the call returns.
+
+    Parameters
+    ----------
+    address : str
+        The scheduler's address.
+
+    Raises
+    ------
+    OSError
+        Nothing answered at ``address`` in time, or what answered is not Dask.
+    ValueError
+        ``address`` is not an address.
+    """
+    import dask  # noqa: PLC0415 - optional dependency
+    from dask.utils import parse_timedelta  # noqa: PLC0415
+    from distributed.comm import connect as open_comm  # noqa: PLC0415
+    from distributed.security import Security  # noqa: PLC0415
+
+    timeout = parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), "s")
+    options = Security().get_connection_args("client")  # as the Client's own (TLS, ...)
+    failed: list[BaseException] = []
+
+    async def probe() -> None:
+        comm = await asyncio.wait_for(open_comm(address, timeout=timeout, **options), timeout)
+        await comm.close()
+
+    def run() -> None:
+        try:
+            asyncio.run(probe())
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="dpgpu-connect", daemon=True)
+    thread.start()
+    thread.join(timeout + 5)  # the probe gives up after ``timeout``; this is a safety net
+    if thread.is_alive() or failed and isinstance(failed[0], asyncio.TimeoutError):
+        raise OSError(f"no Dask scheduler answered within {timeout:g} s")
+    if failed and isinstance(failed[0], (OSError, ValueError)):
+        raise failed[0]
+    if failed:  # e.g. a MemoryError: another protocol's bytes read as a frame length
+        raise OSError(f"what answers there is not a Dask scheduler: "
+                      f"{type(failed[0]).__name__} reading its answer")
 
 
 def check_client(client: Any) -> Any:
@@ -133,9 +197,9 @@ def gather(client: Any, futures: Any) -> Any:
     Raises
     ------
     DPGPUError
-        A worker (or the connection to the cluster) was lost: Dask cannot
-        recompute the partitions it held (scattered data), so the run
-        stops before releasing anything and must be repeated.
+        A worker (or the connection to the cluster) was lost and Dask could
+        not recompute what it held (partitions scattered from the client),
+        so the run stops before releasing anything and must be repeated.
     """
     from distributed import KilledWorker  # noqa: PLC0415 - optional dependency
     from distributed.client import FutureCancelledError  # noqa: PLC0415

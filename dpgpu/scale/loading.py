@@ -30,14 +30,18 @@ sequences meet in one partition.
   SPMF file is stripped only if no line outside its metadata holds a ``-2``
   (the client reads up to the first), a ``lines`` file has string tokens
   if any part has one.  Parts without sequences are dropped.
+* A UTF-8 byte-order mark at the start of the file is skipped, as by a
+  local load.
 * Relative paths are made absolute on the client, so messages name the
   absolute path.
 """
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import logging
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +54,9 @@ from ..data.load import (BLANK_LINE_FORMATS, check_format, check_options, detect
 from ..data.public_vocab import public_ids, public_vocabulary
 from ..data.sequencedb import SequenceDB, sort_labels
 from ..data.vocabulary import Vocabulary
-from ..errors import InputError
+from ..errors import DPGPUError, InputError
 from ..validation import check_positive_int
-from .dask import DaskPartitions, connect
+from .dask import DaskPartitions, check_client, close, connect
 from .partitions import HeldData
 
 log = logging.getLogger("dpgpu")
@@ -149,9 +153,12 @@ def load_distributed(path: Any, client: Any = None, *, format: str | None = None
     ----------
     path : str or path-like
         Readable at this path by the client and every worker.  Only read.
-    client : dask.distributed.Client, optional
-        Default: a local cluster of two workers, which holds the data as
-        long as the returned object lives.
+    client : dask.distributed.Client or str, optional
+        A client, or a scheduler's address.  For an address, or by default
+        (a local cluster of two workers, with Dask's messages from WARNING
+        up only), the client opened here is closed, and the local cluster
+        with it, when the returned object is no longer referenced; and at
+        once when reading fails.
     format : str, optional
         As for :func:`dpgpu.load` (detected from the head of the file when omitted).
     partitions : int, optional
@@ -171,47 +178,70 @@ def load_distributed(path: Any, client: Any = None, *, format: str | None = None
         As :func:`dpgpu.load`: a missing, empty or malformed file (naming the
         file and line).
     InvalidParameter
-        Unknown format or option, or a bad ``partitions``.
+        Unknown format or option, a bad ``partitions`` or ``client``, or no
+        scheduler answers at the address ``client``.
     """
     check_format(format)
     if vocab is not None:
         vocab = public_vocabulary(vocab)
-    client = client if client is not None else connect()
+    if client is not None and not isinstance(check_client(client), str):
+        return _load_distributed(path, client, format, partitions, vocab, options)
+    client = connect(client, quiet=True, name="client")
+    try:
+        db = _load_distributed(path, client, format, partitions, vocab, options)
+    except BaseException:
+        close(client)
+        raise
+    weakref.finalize(db, close, client)  # the cluster lives as long as the data
+    return db
+
+
+def _load_distributed(path: Any, client: Any, format: str | None, partitions: int | None,
+                      vocab: Vocabulary | None, options: dict) -> DistributedDB:
+    """:func:`load_distributed` with a client."""
     n_workers = len(client.scheduler_info()["workers"])
     n_parts = check_positive_int(2 * max(1, n_workers) if partitions is None else partitions,
                                  "partitions")
     p = Path(path).absolute()  # the workers may not share the client's working directory
-    head, size, gz = _head(p)
+    head, start, size, gz = _head(p)
     parquet = is_parquet(format, head)
     if not parquet and (not head or (format not in BLANK_LINE_FORMATS and not head.strip()
-                                     and _all_blank(p, gz))):
+                                     and _all_blank(p, gz, start))):
         raise InputError(f"{p}: empty file (no sequences)")
     fmt = format or ("parquet" if parquet else detect_format(p, head))
     check_options(fmt, options)
     if gz or fmt not in SPLITTABLE:
         db = _read_whole(client, p, fmt, dict(options, vocab=vocab), n_parts)
     else:
-        db = _read_split(client, p, fmt, options, n_parts, head, size, vocab)
+        db = _read_split(client, p, fmt, options, n_parts, head, start, size, vocab)
     log.info("loaded %s as %s on %d workers: %d partitions", p, fmt, n_workers,
              len(db.states))
     return db
 
 
 # ------------------------------------------------------------------ client
-def _head(p: Path) -> tuple[bytes, int, bool]:
-    """The first bytes of ``p`` (decompressed), its size on disk, and whether it is gzip."""
+def _head(p: Path) -> tuple[bytes, int, int, bool]:
+    """The head of ``p`` and where it starts, the size of ``p`` on disk, and whether it is gzip.
+
+    The head is the first :data:`HEAD_BYTES` of the (decompressed) data
+    after a UTF-8 byte-order mark, which a local load drops; it starts
+    after the mark (offset 3), or at 0.
+    """
     with input_errors(p), open(p, "rb") as f:
-        raw = f.read(HEAD_BYTES)
+        raw = f.read(len(codecs.BOM_UTF8) + HEAD_BYTES)
         size = f.seek(0, 2)
-    if raw[:2] != GZIP_MAGIC:
-        return raw, size, False
-    with gzip_errors(p), gzip.open(p, "rb") as f:
-        return f.read(HEAD_BYTES), size, True
+    gz = raw[:2] == GZIP_MAGIC
+    if gz:
+        with gzip_errors(p), gzip.open(p, "rb") as f:
+            raw = f.read(len(codecs.BOM_UTF8) + HEAD_BYTES)
+    start = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
+    return raw[start:start + HEAD_BYTES], start, size, gz
 
 
-def _all_blank(p: Path, gz: bool) -> bool:
-    """Whether the file (decompressed) holds nothing but white space."""
+def _all_blank(p: Path, gz: bool, start: int) -> bool:
+    """Whether the file (decompressed) holds nothing but white space from byte ``start`` on."""
     with input_errors(p), gzip_errors(p), (gzip.open(p, "rb") if gz else open(p, "rb")) as f:
+        f.seek(start)
         while block := f.read(_BLOCK):
             if block.strip():
                 return False
@@ -222,7 +252,7 @@ def _read_whole(client: Any, p: Path, fmt: str, options: dict, n_parts: int) -> 
     """One worker reads the whole file; its partitions are cut there."""
     whole = client.submit(_load_file, str(p), fmt, options, pure=False)
     described = client.submit(_describe, whole, pure=False).result()
-    if isinstance(described, InputError):
+    if isinstance(described, DPGPUError):
         raise described
     n, vocab, source, has_users = described
     bounds = np.unique(np.linspace(0, n, n_parts + 1).astype(np.int64)) if n else np.zeros(2)
@@ -233,18 +263,22 @@ def _read_whole(client: Any, p: Path, fmt: str, options: dict, n_parts: int) -> 
 
 
 def _read_split(client: Any, p: Path, fmt: str, options: dict, n_parts: int, head: bytes,
-                size: int, public: Vocabulary | None) -> DistributedDB:
-    """Workers read byte ranges; then the client merges labels and the workers remap ids."""
+                start: int, size: int, public: Vocabulary | None) -> DistributedDB:
+    """Workers read byte ranges; then the client merges labels and the workers remap ids.
+
+    ``head`` is the file's head from byte ``start`` on (after a byte-order mark).
+    """
     header, names, stripped, public_header = b"", None, None, False
     if fmt == "seq":
-        head = _seq_head(p, head, size)
+        head = _seq_head(p, head, start, size)
         names, body_start, public_header = text.seq_header(p, head)
         header = head[:body_start]
     if fmt == "spmf":  # the whole file decides the variant, as for a local load
-        stripped = not _has_terminators(p)
-    cuts = _cut_points(p, len(header), size, n_parts, stripped is False)
-    ranges = list(zip(cuts[:-1], cuts[1:])) or [(len(header), len(header))]
-    kind = {"header": header, "names": names, "stripped": stripped}
+        stripped = not _has_terminators(p, start)
+    body = start + len(header)  # the offset of the first range
+    cuts = _cut_points(p, body, size, n_parts, stripped is False)
+    ranges = list(zip(cuts[:-1], cuts[1:])) or [(body, body)]
+    kind = {"header": header, "body": body, "names": names, "stripped": stripped}
     parsed = [client.submit(_parse_range, str(p), fmt, options, kind, lo, hi, pure=False)
               for lo, hi in ranges]
     meta = _gather_meta(client, parsed)
@@ -290,21 +324,24 @@ def _gather_meta(client: Any, parsed: list[Any]) -> list[dict]:
     return meta
 
 
-def _seq_head(p: Path, head: bytes, size: int) -> bytes:
-    """The start of a ``.seq`` file, long enough to hold its whole header."""
-    while len(head) < size:
+def _seq_head(p: Path, head: bytes, start: int, size: int) -> bytes:
+    """The start of a ``.seq`` file from byte ``start`` on, long enough to hold its header."""
+    while start + len(head) < size:
         mark = head.find(text.SEQ_MARK)
         line_end = head.find(b"\n", mark) if mark >= 0 else -1
         if line_end >= 0 and line_end + 3 <= len(head):
             break
         with input_errors(p), open(p, "rb") as f:
+            f.seek(start)
             head = f.read(2 * len(head))
     return head
 
 
-def _has_terminators(p: Path) -> bool:
-    """Whether the SPMF file holds a ``-2`` outside its metadata lines (read up to the first)."""
+def _has_terminators(p: Path, start: int) -> bool:
+    """Whether the SPMF file holds a ``-2`` outside its metadata lines (read from byte
+    ``start`` up to the first)."""
     with input_errors(p), open(p, "rb") as f:
+        f.seek(start)
         while block := f.read(_BLOCK) + f.readline():
             if text.looks_like_spmf(text.spmf_without_metadata(block)):
                 return True
@@ -363,15 +400,15 @@ def _merged_source(meta: list[dict], fmt: str) -> dict:
 
 
 # ----------------------------------------------------------------- workers
-def _load_file(path: str, fmt: str, options: dict) -> SequenceDB | InputError:
+def _load_file(path: str, fmt: str, options: dict) -> SequenceDB | DPGPUError:
     try:
         return load(path, format=fmt, **options)
-    except InputError as exc:  # a value, so that the worker does not log it as a failure
+    except DPGPUError as exc:  # a value, so that the worker does not log it as a failure
         return exc
 
 
-def _describe(db: SequenceDB | InputError) -> tuple[int, Vocabulary, dict, bool] | InputError:
-    if isinstance(db, InputError):
+def _describe(db: SequenceDB | DPGPUError) -> tuple[int, Vocabulary, dict, bool] | DPGPUError:
+    if isinstance(db, DPGPUError):
         return db
     return len(db), db.vocab, db.source, db.users is not None
 
@@ -382,11 +419,11 @@ def _rows(db: SequenceDB, lo: int, hi: int) -> SequenceDB:
 
 
 def _parse_range(path: str, fmt: str, options: dict, kind: dict, lo: int, hi: int
-                 ) -> SequenceDB | InputError:
-    """Parse bytes ``lo .. hi`` of the file on this worker (an input error is returned).
+                 ) -> SequenceDB | DPGPUError:
+    """Parse bytes ``lo .. hi`` of the file on this worker (an error of dpgpu is returned).
 
-    ``kind``: the ``.seq`` ``header`` and category ``names``, whether an
-    SPMF file is ``stripped``.
+    ``kind``: the ``.seq`` ``header`` and category ``names``, the offset
+    of the first range (``body``), whether an SPMF file is ``stripped``.
     """
     p = Path(path)
     try:
@@ -397,10 +434,10 @@ def _parse_range(path: str, fmt: str, options: dict, kind: dict, lo: int, hi: in
             return _parse(p, fmt, options, kind, data)
         except InputError:
             # parse again behind as many empty lines as precede the range: same error, true line
-            skipped = _count_lines(p, len(kind["header"]), lo)
+            skipped = _count_lines(p, kind["body"], lo)
             _parse(p, fmt, options, kind, b"\n" * skipped + data)
             raise
-    except InputError as exc:
+    except DPGPUError as exc:  # a value, so that the worker does not log it as a failure
         return exc
 
 
@@ -430,8 +467,8 @@ def _count_lines(p: Path, lo: int, hi: int) -> int:
     return count
 
 
-def _labels(db: SequenceDB | InputError) -> dict:
-    if isinstance(db, InputError):
+def _labels(db: SequenceDB | DPGPUError) -> dict:
+    if isinstance(db, DPGPUError):
         return {"error": db}
     users = db.source.get("user_labels")
     return {"n": len(db), "labels": list(db.vocab.labels), "names": db.vocab.names,
