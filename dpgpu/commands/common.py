@@ -354,9 +354,15 @@ def engine_client(args: argparse.Namespace) -> Iterator[Any]:
     from ..scale.dask import close, connect  # noqa: PLC0415 - optional dependency
 
     gpus = args.scheduler is None and get_backend(getattr(args, "backend", None)).is_gpu
-    client = connect(args.scheduler, quiet=not getattr(args, "verbose", 0), gpus=gpus)
+    quiet = not getattr(args, "verbose", 0)
+    client = connect(args.scheduler, quiet=quiet, gpus=gpus)
     try:
         yield client
+    except BaseException:
+        if quiet:  # a run stopped (Ctrl-C, a signal, an error), its own message says why:
+            # the gathers it left are reported by asyncio, one traceback each, at shutdown
+            logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+        raise
     finally:
         close(client)
 
