@@ -75,8 +75,9 @@ def raised_within(limit, fn, *args):
 
 
 def why(kind: str) -> str:
+    """The reason the message gives (a banner's error depends on how Dask frames it)."""
     return ("no Dask scheduler answered within 1 s" if kind == "silent" else
-            "what answers there is not a Dask scheduler: MemoryError reading its answer")
+            "what answers there is not a Dask scheduler: ")
 
 
 def test_connect_gives_up_on_a_service_that_is_not_dask(not_dask):
@@ -88,7 +89,7 @@ def test_connect_gives_up_on_a_service_that_is_not_dask(not_dask):
         exc = raised_within(20, connect, address)
         took = time.monotonic() - start
     assert isinstance(exc, InvalidParameter), repr(exc)
-    assert str(exc) == f"scheduler: cannot connect to '{address}' ({why(kind)})"
+    assert str(exc).startswith(f"scheduler: cannot connect to '{address}' ({why(kind)}")
     assert took < 10
     assert not [t for t in threading.enumerate() if t.name == "dpgpu-connect"]
 
@@ -106,8 +107,12 @@ def test_the_cli_exits_with_status_2_on_a_service_that_is_not_dask(not_dask, tmp
                            "--scheduler", address],
                           capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 2, done.stderr
-    assert done.stderr == f"dpgpu: error: scheduler: cannot connect to '{address}' " \
-                          f"({why(kind)})\n"
+    # the error is the last line and the only one of dpgpu's (a dependency may warn)
+    lines = done.stderr.splitlines()
+    assert lines[-1].startswith(f"dpgpu: error: scheduler: cannot connect to '{address}' "
+                                f"({why(kind)}")
+    assert [x for x in lines if x.startswith("dpgpu:")] == lines[-1:]
+    assert "Traceback" not in done.stderr
     assert not (tmp_path / "r").exists()
 
 
@@ -132,7 +137,7 @@ def test_load_distributed_checks_its_client(not_dask, tmp_path):
     with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
         exc = raised_within(20, dpgpu.load_distributed, data, address)
     assert isinstance(exc, InvalidParameter), repr(exc)
-    assert str(exc) == f"client: cannot connect to '{address}' ({why(kind)})"
+    assert str(exc).startswith(f"client: cannot connect to '{address}' ({why(kind)}")
     with pytest.raises(InvalidParameter, match="^client: expected a dask.distributed.Client"):
         dpgpu.load_distributed(data, 8786)
 

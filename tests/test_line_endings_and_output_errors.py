@@ -81,6 +81,22 @@ def test_lone_carriage_returns_end_lines(monkeypatch, tokens, block):
     assert rows(db) == rows(want) and len(db) == 4 and len(db[2]) == 0
 
 
+def test_json_lines_end_with_lone_carriage_returns_too(tmp_path):
+    """Regression: JSON lines split on line feeds only, so a CR file was one line of JSON
+    with extra data after its first object."""
+    body = '{"author": "a", "content": "Hello world."}\r{"author": "b", "content": "Bye."}\r'
+    path = tmp_path / "cr.jsonl"
+    path.write_bytes(body.encode())
+    path.with_name("lf.jsonl").write_bytes(body.replace("\r", "\n").encode())
+    db, want = dpgpu.load(path), dpgpu.load(path.with_name("lf.jsonl"))
+    assert rows(db) == rows(want) and len(db) == 2
+    assert db.users.tolist() == want.users.tolist() == [0, 1]
+    bad = body.replace('"b"', "b")  # the error names the second line
+    path.write_bytes(bad.encode())
+    with pytest.raises(InputError, match=r"cr\.jsonl: line 2: "):
+        dpgpu.load(path)
+
+
 @pytest.mark.parametrize("block", [1, 2, 3, 5, WHOLE])
 def test_a_crlf_is_one_line_end_wherever_the_blocks_end(monkeypatch, block):
     monkeypatch.setattr(text, "BLOCK_BYTES", block)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from itertools import combinations
 
 import numpy as np
@@ -553,10 +554,22 @@ def test_an_epsilon_too_small_for_any_levels_noise_is_refused_up_front(no_data_r
     on D, after pre-mining had been charged, with a scale set by the noisy survivor count."""
     db = SequenceDB.from_sequences([[str(i)] for i in range(60)],
                                    vocab=[str(i) for i in range(60)])
-    with pytest.raises(InvalidParameter, match=rf"^epsilon: too small for "
+    with pytest.raises(InvalidParameter, match=rf"^epsilon: too small for the .* step with "
                                                rf"max_candidates={max_candidates} and "
                                                r"l_upper=20"):
         pfs2(db, 1e-14, 0.1, max_candidates=max_candidates)
+
+
+@pytest.mark.parametrize("split, step", [((1e-17, 1, 1, 1, 1), "noisy |D|"),
+                                         ((1, 1, 1e-17, 1, 1), "maximal-support queries"),
+                                         ((1, 1, 1, 1e-12, 1), "pruning")])
+def test_a_budget_share_too_small_for_its_step_is_refused_up_front(no_data_read, split, step):
+    """Each step's largest scale is public, so a budget_split that starves one step is
+    refused before the steps before it are charged, naming that step."""
+    db = SequenceDB.from_sequences([["a", "b"]] * 10, vocab=["a", "b"])
+    with pytest.raises(InvalidParameter, match=rf"^epsilon: too small for the {re.escape(step)} "
+                                               r".*share of budget_split"):
+        pfs2(db, 1.0, 0.1, budget_split=split)
 
 
 def test_an_epsilon_whose_worst_level_noise_is_drawable_runs():

@@ -292,7 +292,7 @@ def test_pre_mining_pair_premise():
     for db, want in [(PM_D0, 2), (PM_D1, 3)]:
         beta = premining_module.MaximalSupports(db, 1)
         assert [beta.exact(y) for y in (2, 3)] == [want, want]
-    # lengths 1, 2, 3 (bin 0 holds the empty sequences, of which there are none)
+    # lengths 0 .. 3: no empty sequences, and one sequence of 3 items in PM_D1
     assert lengths_module.length_counts(PM_D0.lengths, PM_L_UPPER)[:4].tolist() == [0, 0, 0, 0]
     assert lengths_module.length_counts(PM_D1.lengths, PM_L_UPPER)[:4].tolist() == [0, 0, 0, 1]
 

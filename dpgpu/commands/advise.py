@@ -50,7 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     description=__doc__, example="dpgpu advise clicks.seq --epsilon 0.05")
     add_data_arguments(p)
     p.add_argument("--epsilon", type=float, required=True, help="budget this advice spends")
-    p.add_argument("--l-upper", type=int, default=100, help="longest length considered (default 100)")
+    p.add_argument("--l-upper", type=int, default=100,
+                   help="longest length considered (default 100)")
     p.add_argument("--contribution-share", type=float, default=0.5,
                    help="share of --epsilon spent on the DPNE Delta suggestion when the data "
                         "has users (default 0.5)")

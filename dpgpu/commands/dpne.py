@@ -30,10 +30,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="Delta_0: distinct k-grams each user contributes per level (default 300)")
     p.add_argument("--eta", type=float, default=0.01,
                    help="tolerated share of spurious n-grams (default 0.01)")
-    p.add_argument("--rule", choices=RULES, default="both", help="valid k-gram rule (default both)")
-    p.add_argument("--schedule", choices=SCHEDULES, default="equal", help="sigma_k schedule (default equal)")
-    p.add_argument("--decay", type=float, default=1.0, help="geometric schedule: c of sigma_k = c sigma_{k-1} "
-                   "(default 1.0)")
+    p.add_argument("--rule", choices=RULES, default="both",
+                   help="valid k-gram rule (default both)")
+    p.add_argument("--schedule", choices=SCHEDULES, default="equal",
+                   help="sigma_k schedule (default equal)")
+    p.add_argument("--decay", type=float, default=1.0,
+                   help="geometric schedule: c of sigma_k = c sigma_{k-1} (default 1.0)")
     p.add_argument("--max-candidates", type=whole_count, default=None,
                    help="work cap: a level with more valid candidates |V_k| is not extracted "
                         f"(default {MAX_CANDIDATES:_}; DPNE only)")

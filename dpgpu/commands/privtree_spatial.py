@@ -36,7 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                     "hi - lo finite; points outside are clipped onto the "
                                     "domain's edge (default: the data's bounding box, NOT "
                                     "private)")
-    p.add_argument("--fanout", type=int, help="children per split: 2, 4, ... up to 2**d (default 2**d)")
+    p.add_argument("--fanout", type=int,
+                   help="children per split: 2, 4, ... up to 2**d (default 2**d)")
     add_engine_arguments(p)
     p.set_defaults(func=run)
 

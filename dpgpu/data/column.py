@@ -66,10 +66,10 @@ from ..errors import InputError
 from ..validation import check_choice
 from .eventlog import (PARQUET_HINT, EventNames, check_delimiter, check_option, csv_layout,
                        csv_line, csv_row_blocks, parquet_row, pick_column, table_writer)
-from .reading import distinct_values, encode_values, gc_paused, numbering, optional_pyarrow
+from .reading import (csv_fields_up_to, distinct_values, encode_values, gc_paused, numbering,
+                      optional_pyarrow)
 from .sequencedb import SequenceDB, concat_ranges, sort_labels
 from .text import LINE_TOKENS
-from .users import csv_fields_up_to
 from .vocabulary import Vocabulary
 from .writers import INT_TOKEN
 

@@ -140,8 +140,22 @@ def line_number(data: bytes, offset: int) -> int:
     """
     if offset > 0 and data[offset - 1:offset + 1] == b"\r\n":
         offset -= 1  # the line feed of a CRLF is on the line its carriage return ends
-    return (data.count(b"\n", 0, offset) + data.count(b"\r", 0, offset)
-            - data.count(b"\r\n", 0, offset) + 1)
+    return count_line_ends(data[:offset]) + 1
+
+
+def count_line_ends(data: bytes) -> int:
+    """Line ends in ``data``: line feeds, CRLFs and lone carriage returns, one each.
+
+    Parameters
+    ----------
+    data : bytes
+        Text (a CRLF cut between its two bytes counts twice).
+
+    Returns
+    -------
+    int
+    """
+    return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
 
 
 def unix_line_ends(data: bytes) -> bytes:
@@ -164,7 +178,9 @@ def unix_line_ends(data: bytes) -> bytes:
     """
     if b"\r" not in data or not _LONE_CR.search(data):
         return data
-    return data.replace(b"\r\n", b" \n").translate(_CR_TO_LF)
+    if b"\r\n" in data:
+        data = data.replace(b"\r\n", b" \n")
+    return data.translate(_CR_TO_LF)
 
 
 #: Byte-order marks of text that is not UTF-8 (longest first: UTF-32 LE starts as UTF-16 LE).
@@ -349,7 +365,10 @@ def output_errors(path: Any) -> Iterator[None]:
     For the block that writes the output ``path`` (its temporary file or
     staging directory): a folder that cannot be written, a full disk.  The
     block cleans up after itself; only an OSError is turned, any other
-    error passes unchanged.
+    error passes unchanged.  Every OSError of the block is taken for the
+    output's: a block that also computes what it writes (``dpgpu generate``'s
+    worker processes) names the output for their OSErrors too, with the
+    system's reason (too many open files, say) after it.
 
     Parameters
     ----------

@@ -181,8 +181,18 @@ def csv_reader(data: bytes, start: int, delimiter: str) -> tuple[Any, io.TextIOW
         The text stream it reads (``stream.buffer.tell()``: bytes read so
         far, for progress).
     """
+    if data.find(b'"', start) < 0:  # no quote to leave open: the csv module's own reader
+        stream = _text_stream(data, start)
+        return csv.reader(stream, delimiter=delimiter), stream
     reader = _CsvRows(data, start, delimiter)
     return reader, reader.stream
+
+
+def _text_stream(data: bytes, start: int) -> io.TextIOWrapper:
+    """``data[start:]`` as UTF-8 text with line ends kept, for the csv module."""
+    raw = io.BytesIO(data)
+    raw.seek(start)
+    return io.TextIOWrapper(raw, encoding="utf-8", newline="")
 
 
 @contextmanager
@@ -222,9 +232,7 @@ class _CsvRows:
 
     def __init__(self, data: bytes, start: int, delimiter: str) -> None:
         self._data, self._start, self._delimiter = data, start, delimiter
-        raw = io.BytesIO(data)
-        raw.seek(start)
-        self.stream = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+        self.stream = _text_stream(data, start)
         self._read_all: list[bool] = []  # [True] once all lines are read
         self._open_quote_line: int | None = None
         self._reader = csv.reader(chain(self.stream, self._end()), delimiter=delimiter)
@@ -261,12 +269,12 @@ class _CsvRows:
                 yield row
         except csv.Error as exc:
             if str(exc).startswith(_TOO_LONG):
-                self._open_quote_line = self._quote_never_closed()
+                self._open_quote_line = self._line_of_quote_never_closed()
                 if self._open_quote_line:
                     raise csv.Error(_NEVER_CLOSED) from None
             raise
 
-    def _quote_never_closed(self) -> int | None:
+    def _line_of_quote_never_closed(self) -> int | None:
         """The line where a quote opened that is never closed, if it opened on or before the
         line reached, read again without a limit on fields; else None."""
         again = _CsvRows(self._data, self._start, self._delimiter)

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import InputError, InvalidParameter
 from .eventlog import check_delimiter, csv_layout
+from .io import unix_line_ends
 from .reading import (ReadProgress, check_text, csv_fields_up_to, csv_reader, gc_paused, numbering,
                       optional_pyarrow)
 from .sequencedb import SequenceDB, sort_labels
@@ -125,6 +126,7 @@ def read_jsonl(path: Any, data: bytes, *, user: str | None = None, text: str | N
     """
     user, text = _names(user, text, lowercase)
     check_text(path, data)
+    data = unix_line_ends(data)  # lone CRs too end lines; offsets, so line numbers, are kept
     return _build(path, "jsonl", _jsonl_blocks(path, data, user, text), user, text, lowercase,
                   allow_empty=allow_empty)
 

@@ -46,7 +46,10 @@ def noisy_length_histogram(counts: np.ndarray, key: Any, epsilon: float, *,
 
 
 def coverage_length(noisy_hist: np.ndarray, total: int, fraction: float) -> int:
-    """Smallest ``l >= 1`` whose noisy cumulative count (lengths ``0 .. l``) reaches
-    ``fraction * total``, else the longest length of the histogram."""
+    """Smallest ``l >= 1`` whose noisy cumulative count reaches ``fraction * total``.
+
+    The count of ``l`` is that of lengths ``0 .. l``; where no length reaches
+    it, the longest length of the histogram.
+    """
     reached = np.flatnonzero(np.cumsum(noisy_hist) >= fraction * total)
     return max(1, int(reached[0])) if reached.size else int(noisy_hist.size) - 1

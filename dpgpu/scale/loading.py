@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from ..data import text
-from ..data.io import GZIP_MAGIC, gzip_errors, input_errors
+from ..data.io import GZIP_MAGIC, count_line_ends, gzip_errors, input_errors
 from ..data.load import (BLANK_LINE_FORMATS, check_format, check_options, detect_format,
                          is_parquet, load, read)
 from ..data.public_vocab import public_ids, public_vocabulary
@@ -460,7 +460,7 @@ def _count_lines(p: Path, lo: int, hi: int) -> int:
         f.seek(lo)
         left = hi - lo
         while left > 0 and (block := f.read(min(_BLOCK, left))):
-            count += block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n") \
+            count += count_line_ends(block) \
                 - (after_cr and block.startswith(b"\n"))  # a CRLF cut between two blocks
             after_cr = block.endswith(b"\r")
             left -= len(block)

@@ -240,7 +240,8 @@ def sigma_schedule(sigma_star: float, max_n: int, schedule: str, decay: float) -
         return split_gaussian_sigma(sigma_star, [1.0] * max_n)
     # weights decay**(-2k), scaled so the largest is 1 (in logs: no overflow on the way)
     logs = [-2 * k * math.log(decay) for k in range(max_n)]
-    weights = [math.exp(x - max(logs)) for x in logs]
+    top = max(logs)
+    weights = [math.exp(x - top) for x in logs]
     if min(weights) == 0.0:
         raise InvalidParameter(f"decay: {decay:g} makes sigma_k differ by a factor of "
                                f"{decay:g}**{max_n - 1} between levels 1 and {max_n}, beyond "

@@ -18,7 +18,7 @@ budget is split ``eps_1 .. eps_5`` (default ``0.025, 0.025, 0.05, 0.45,
 Laplace (the paper's geometric mechanism, Theorem 2):
 
 * ``|D|~``: sensitivity 1, scale ``1 / eps_1``;
-* length counts ``alpha_l`` (``l <= l_1``): one sequence changes one count by
+* length counts ``alpha_l`` (``0 <= l <= l_1``): one sequence changes one count by
   1, scale ``1 / eps_2`` for the whole histogram (parallel composition,
   Theorem 4); ``l_max`` is post-processing;
 * ``L_f``: binary search over the non-increasing maximal supports, at most
@@ -65,7 +65,7 @@ noisy supports are kept; level 1's candidates are the whole vocabulary, so
 a rule that either ignores the data, and so drops items whatever their
 support, or ranks them by support, which costs budget the paper does not
 spend).  The sampling deltas of all the steps together have a public bound
-(:func:`sampling_bound`: ``|D|~``, ``l_1`` length counts,
+(:func:`sampling_bound`: ``|D|~``, ``l_1 + 1`` length counts,
 ``ceil(log2 l_1)`` maximal-support queries, ``max_candidates`` local
 supports, and at most ``max_candidates`` supports on ``D`` in all, each
 step at its own epsilon), which the ledger's allowance must hold: parameters
@@ -352,8 +352,8 @@ def sampling_bound(epsilons: Sequence[float], l_upper: int, max_candidates: int)
     epsilons : sequence of 5 floats
         ``eps_1 .. eps_5``.
     l_upper : int
-        ``l_1``: length counts drawn, and ``l_max <= l_1`` bounds the
-        maximal-support queries by ``ceil(log2 l_1)``.
+        ``l_1``: ``l_1 + 1`` length counts drawn (lengths ``0 .. l_1``), and
+        ``l_max <= l_1`` bounds the maximal-support queries by ``ceil(log2 l_1)``.
     max_candidates : int
         Bounds the local supports drawn, and the supports on ``D`` of all
         levels together (survivors are candidates), each level's at an
@@ -372,29 +372,48 @@ def sampling_bound(epsilons: Sequence[float], l_upper: int, max_candidates: int)
 
 
 def check_noise_scales(epsilons: Sequence[float], l_upper: int, max_candidates: int) -> None:
-    """Refuse parameters under which some level's noise could pass the samplers' limit.
+    """Refuse parameters under which some step's noise could pass the samplers' limit.
 
-    A level's pruning noise has scale ``Delta_k / eps_4`` and its support noise
-    ``|C'_k| / eps_k`` (``eps_k`` an ``L_f``-th of ``eps_5``), where ``Delta_k`` and
-    ``|C'_k|`` are at most ``max_candidates`` and ``L_f <= l_upper``: checking those
-    worst cases before any data is read keeps a run from failing mid-way, its
-    budget spent, on what the data gives (module doc).
+    Every step's largest possible scale is public: ``1 / eps_1`` (``|D|~``),
+    ``1 / eps_2`` (the length histogram), ``ceil(log2 l_upper) / eps_3`` (the
+    maximal-support queries), ``max_candidates / eps_4`` (a level's pruning:
+    ``Delta_k <= max_candidates``) and ``max_candidates`` over an
+    ``l_upper``-th of ``eps_5`` (a level's supports: ``|C'_k| <= max_candidates``,
+    ``L_f <= l_upper``).  Checking them before any data is read keeps a run from
+    failing mid-way, its budget spent, on what the data gives (module doc).
+
+    Parameters
+    ----------
+    epsilons : sequence of 5 floats
+        ``eps_1 .. eps_5``.
+    l_upper : int
+        ``l_1``.
+    max_candidates : int
+        The cap on a level's candidates.
 
     Raises
     ------
     InvalidParameter
-        Naming ``epsilon``, ``max_candidates`` and ``l_upper``.
+        Naming ``epsilon``, the step, and what else lowers its scale.
     """
-    smallest_share = min(split_budget(epsilons[4], [1.0] * l_upper))
-    for eps in (epsilons[3], smallest_share):
+    queries = max(1, math.ceil(math.log2(l_upper)))
+    steps = (("noisy |D| (eps_1)", epsilons[0], 1, None),
+             ("length histogram (eps_2)", epsilons[1], 1, None),
+             ("maximal-support queries (eps_3)", epsilons[2], queries, "l_upper"),
+             ("pruning (eps_4)", epsilons[3], max_candidates, "max_candidates"),
+             ("level supports (eps_5 over l_upper levels)",
+              min(split_budget(epsilons[4], [1.0] * l_upper)), max_candidates,
+              "max_candidates or l_upper"))
+    for step, eps, sensitivity, lower in steps:
         try:
-            laplace_scale(eps, max_candidates)
+            laplace_scale(eps, sensitivity)
         except InvalidParameter:
             raise InvalidParameter(
-                f"epsilon: too small for max_candidates={max_candidates} and "
-                f"l_upper={l_upper}: a level's support noise could need a scale of "
-                f"{max_candidates / eps:.3g}, beyond what the samplers draw; raise epsilon or "
-                "lower max_candidates or l_upper") from None
+                f"epsilon: too small for the {step} step with max_candidates={max_candidates} "
+                f"and l_upper={l_upper}: its noise could need a scale of "
+                f"{sensitivity / eps:.3g}, beyond what the samplers draw; raise epsilon or that "
+                f"step's share of budget_split" + (f", or lower {lower}" if lower else "")
+            ) from None
 
 
 def check_max_candidates(max_candidates: int, n_items: int) -> None:

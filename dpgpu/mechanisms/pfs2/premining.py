@@ -188,11 +188,11 @@ def noisy_size(db: SequenceDB, ledger: PrivacyLedger, epsilon: float,
 
 def length_constraint(db: SequenceDB, ledger: PrivacyLedger, epsilon: float, n_noisy: int,
                       l_upper: int, eta: float, data: Partitions | None = None) -> int:
-    """``l_max = min(l_1, l_2)`` from the noisy length histogram (lengths ``0 .. l_1``: an
-    empty sequence, which the paper's data do not have, is covered by any ``l_max``).
+    """``l_max = min(l_1, l_2)`` from the noisy length histogram of lengths ``0 .. l_1``.
 
-    The exact histogram is summed over the partitions ``data`` of ``db``
-    (default: ``db`` itself).
+    An empty sequence, which the paper's data do not have, is covered by any
+    ``l_max``.  The exact histogram is summed over the partitions ``data`` of
+    ``db`` (default: ``db`` itself).
     """
     step = ledger.charge("pfs2: noisy length histogram (lengths 0..l_1, disjoint)", epsilon,
                          sampling_delta=tv_delta(l_upper + 1, epsilon))
