@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
+import numpy as np
 import pytest
 
 from dpgpu import InvalidParameter, SequenceDB
+from dpgpu.audit import audit
 from dpgpu.cli import main
+from dpgpu.commands import advise as advise_module
 from dpgpu.commands.advise import advise
+from dpgpu.mechanisms import lengths as lengths_module
 
 # 100 sequences: lengths 1 (x50), 2 (x30), 5 (x15), 9 (x5): cover 85 % at 5, 90 % at 5, 95 % at 5
 SEQS = [["a"]] * 50 + [["a", "b"]] * 30 + [["a"] * 5] * 15 + [["b"] * 9] * 5
@@ -57,3 +62,80 @@ def test_empty_sequences_are_covered_by_any_length():
     out = advise(db, 20.0, l_upper=20, seed=1)
     # cumulative share: length 0: 60 %, 1: 80 %, 2: 92 %, 5: 98 %
     assert out["l_max"] == {"85%": 2, "90%": 2, "95%": 5}
+
+
+# ------------------------------------------------------------------ audit
+# Sequence-level neighbours (d1 = d0 plus one sequence of length ADDED_LENGTH, no users, so
+# the whole epsilon goes to l_max): the added sequence moves the number of sequences and the
+# histogram bin of its length by 1 each, both noised with discrete Laplace of scale
+# 1 / (epsilon / 2).  Running advise 1e5 times is too slow (the sampler's set-up per call),
+# so the batched core runs advise once per dataset and audit seed, records what it passes to
+# noisy_count and noisy_length_histogram (exact values, key, epsilon, tag), and draws the
+# trials with the real noisy_length_histogram on the inputs tiled over the trials: entry
+# (trial, l) gets identity trial * (l_upper + 1) + l, its own draw of the same sampler.
+# The number of sequences gets the same (noisy_count draws identity 0 of that sampler:
+# trial 0 is checked to equal advise's own value).  Events: both noisy values at or above
+# d0's exact ones plus a margin, a product of two Laplace tails, ratio e^epsilon.
+
+AUDIT_EPSILON = 1.0
+AUDIT_L_UPPER = 12
+ADDED_LENGTH = 5
+
+
+def _advise_core(broken=contextlib.nullcontext):
+    """Batched advise for :func:`dpgpu.audit.audit`: ``(trials, 2)`` of (noisy number of
+    sequences, noisy count of the bin ADDED_LENGTH)."""
+    def mech(db, seed, trials):
+        with broken(), pytest.MonkeyPatch.context() as mp:
+            calls = {}
+            for name in ("noisy_count", "noisy_length_histogram"):
+                real = getattr(advise_module, name)
+
+                def record(value, key, epsilon, *, tag, _real=real, _name=name):
+                    out = _real(value, key, epsilon, tag=tag)
+                    calls[_name] = (value, key, epsilon, tag, out)
+                    return out
+                mp.setattr(advise_module, name, record)
+            advise(db, AUDIT_EPSILON, l_upper=AUDIT_L_UPPER, seed=seed)
+            n, key, eps, tag, total = calls["noisy_count"]
+            totals = lengths_module.noisy_length_histogram(np.full(trials, n), key, eps, tag=tag)
+            assert max(1, int(totals[0])) == total             # advise's own draw
+            counts, key, eps, tag, noisy = calls["noisy_length_histogram"]
+            bins = lengths_module.noisy_length_histogram(np.tile(counts, trials), key, eps,
+                                                         tag=tag).reshape(trials, counts.size)
+            assert np.array_equal(bins[0], noisy)              # advise's own draw
+        return np.stack([np.maximum(totals, 1), bins[:, ADDED_LENGTH]], axis=1)
+    return mech
+
+
+@contextlib.contextmanager
+def _half_scale():
+    """Broken twin: the real lengths code with half the discrete Laplace scale."""
+    scale = lengths_module.laplace_scale
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lengths_module, "laplace_scale", lambda e, s=1.0: scale(e, s) / 2)
+        yield
+
+
+# Honest: bounds 0.937 to 0.942 over seeds 3..5 at the claimed 1, above the 0.5 one noisy
+# value alone can show (the events see both).  Half the scale: 1.92 to 1.94, rejected.
+@pytest.mark.parametrize("broken", [False, True], ids=["honest", "half-scale"])
+def test_audit_advise_lengths(broken):
+    d0 = SequenceDB.from_sequences(SEQS, vocab=["a", "b"])
+    d1 = SequenceDB.from_sequences(SEQS + [["a"] * ADDED_LENGTH], vocab=["a", "b"])
+    claim = advise(d1, AUDIT_EPSILON, l_upper=AUDIT_L_UPPER, seed=0)
+    eps, delta = claim["epsilon"], claim["delta"]
+    assert eps == AUDIT_EPSILON and 0 < delta < 1e-12 and claim["contribution"] is None
+    assert [s["epsilon"] for s in claim["ledger"]["steps"]] == [eps / 2] * 2
+    n0, c0 = len(d0), int(np.sum(d0.lengths == ADDED_LENGTH))           # the premise
+    assert (len(d1), int(np.sum(d1.lengths == ADDED_LENGTH))) == (n0 + 1, c0 + 1)
+
+    def events(out):
+        return np.stack([(out[:, 0] >= n0 + 1 + a) & (out[:, 1] >= c0 + 1 + a)
+                         for a in (0, 2, 4, 6)], axis=1)
+
+    result = audit(_advise_core(_half_scale if broken else contextlib.nullcontext), d0, d1,
+                   events, eps, delta, trials=100_000, alpha=1e-4, seed=3, batch=True)
+    assert result.passed != broken, result.summary()
+    if not broken:
+        assert result.epsilon_lower_bound > 0.75, result.summary()      # both values seen

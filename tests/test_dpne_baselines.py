@@ -540,3 +540,98 @@ def test_smallest_per_user_selects_what_a_lexsort_selects():
         first = np.searchsorted(users, users)  # first row of each row's user
         want = rank - first < cap
         assert np.array_equal(smallest_per_user(users, words, cap), want)
+
+
+# dpsu-even: one run per gram length (here 2 runs, k = 1 and k = 2), each with the budget
+# split T = 2 ways: noise sigma* sqrt(T) (weighted) or scale GRID T / epsilon (laplace),
+# thresholds at delta / (2T) (weighted) or delta / T (laplace).  The added user holds
+# "x x": one unigram (x) and one bigram (x x), one gram in each run, weight GRID in each.
+# The twin ignores n_runs (the real run_noise and calibrate called with n_runs = 1), so each
+# run spends the whole budget and the two runs together twice it.
+EVEN_ITEMS = ["x", "a", "b"]
+EVEN_GRAM = ["x", "x"]
+EVEN_BACKGROUND = [["a", "b"]] * 3                     # other grams, other users
+
+
+@contextlib.contextmanager
+def _whole_budget_per_run():
+    """Broken twin of ``dpsu-even``: every run's noise and threshold as if it were the only
+    run (the real ``run_noise`` and ``calibrate`` with ``n_runs = 1``)."""
+    import dpgpu.mechanisms.dpne as dpne_module  # noqa: PLC0415
+
+    noise, calibrate = baselines.run_noise, baselines.calibrate
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(dpne_module, "run_noise", lambda p, e, n, s: noise(p, e, 1, s))
+        mp.setattr(dpne_module, "calibrate",
+                   lambda p, nz, d, n, cap, a: calibrate(p, nz, d, 1, cap, a))
+        yield
+
+
+def _even_watch(d1):
+    x = d1.vocab.id_of("x")
+    return [(x,), (x, x)]                               # the added user's gram in each run
+
+
+def _released_count(out):
+    """Events on how many of the watched grams (one per run) are released: 0, 1 or 2."""
+    return threshold_events([0.5, 1.5])(out.sum(axis=1).astype(np.int64))
+
+
+# laplace: m base users hold "x x" too, m = floor(rho / GRID) - 1, so d1's weight (m + 1)
+# GRID sits just under the threshold rho in both runs: "both released" has ratio up to
+# e^(epsilon / T) per run (a GRID shift at scale GRID T / epsilon), e^epsilon over both.  The honest
+# release's bound, 1.79 to 1.83 over seeds 3..5, is above what one run can show (epsilon /
+# T = 1): the events see both runs.  The twin (scale GRID / epsilon, rho recalibrated,
+# its own m) reaches 3.59 to 3.66 for the claimed 2.
+@pytest.mark.parametrize("broken", [False, True], ids=["honest", "whole-budget-per-run"])
+def test_audit_dpsu_even_laplace(broken):
+    params = dict(epsilon=2.0, delta=1e-5, contribution=2, alpha=8.0)
+    d1_ = _neighbours(EVEN_BACKGROUND, [EVEN_GRAM], EVEN_ITEMS)[1]
+    eps, delta, calib = _claim(d1_, "dpsu-even", "laplace", **params)
+    assert eps == params["epsilon"] and 0.99 * params["delta"] <= delta <= params["delta"]
+    assert [r[1].scale for r in calib] == [2 * GRID / eps] * 2         # the split, T = 2
+    if broken:
+        with _whole_budget_per_run():
+            _, _, calib = _claim(d1_, "dpsu-even", "laplace", **params)
+        assert [r[1].scale for r in calib] == [GRID / eps] * 2
+    (_, _, rho, cutoff), _ = calib
+    m = rho // GRID - 1
+    d0, d1 = _neighbours([EVEN_GRAM] * m + EVEN_BACKGROUND, [EVEN_GRAM], EVEN_ITEMS)
+    watch = _even_watch(d1)
+    h0, h1 = (_histogram(d, "dpsu-even", "laplace", calib) for d in (d0, d1))
+    assert [h0[g] for g in watch] == [m * GRID] * 2                     # the premise
+    assert [h1[g] for g in watch] == [(m + 1) * GRID] * 2 and (m + 1) * GRID < rho <= cutoff
+    assert np.abs(_shift(h0, h1)).sum() == 2 * GRID                     # GRID per run
+    result = audit(_core("dpsu-even", "laplace", 2, calib, watch), d0, d1, _released_count,
+                   eps, delta, trials=AUDIT_TRIALS, alpha=AUDIT_ALPHA, seed=3, batch=True)
+    assert result.passed != broken, result.summary()
+    if not broken:
+        assert result.epsilon_lower_bound > 1.5, result.summary()    # more than one run's
+
+
+# weighted, the threshold half (as test_audit_weighted_threshold_half, at delta = 0.1): no
+# one else holds the added user's grams, so d0 never releases them and d1 releases one with
+# probability under delta / (2T) per run, about delta / 2 over both.  The honest delta
+# bound, 0.0315 to 0.0323 over seeds 3..5, is above the 0.025 one run's share can give: the
+# events see both runs.  The twin (sigma* per run, thresholds at delta / 2 each) releases
+# one in about 7.3 % of d1's runs, never in d0's: epsilon bound above 5 (seeds 3..5).
+@pytest.mark.parametrize("broken", [False, True], ids=["honest", "whole-budget-per-run"])
+def test_audit_dpsu_even_weighted_threshold(broken):
+    d0, d1 = _neighbours(EVEN_BACKGROUND, [EVEN_GRAM], EVEN_ITEMS)
+    eps, delta, calib = _halves_claim(d1, "dpsu-even")
+    sigma = calib[0][1].sigma
+    if broken:
+        with _whole_budget_per_run():
+            eps, delta, calib = _halves_claim(d1, "dpsu-even")
+        assert np.isclose(calib[0][1].sigma * np.sqrt(2), sigma)          # sqrt(T) dropped
+    assert len(calib) == 2 and calib[0][1].sigma == calib[1][1].sigma \
+        and calib[0][2] == calib[1][2]
+    watch = _even_watch(d1)
+    h0, h1 = (_histogram(d, "dpsu-even", "weighted", calib) for d in (d0, d1))
+    assert not set(watch) & set(h0) and [h1[g] for g in watch] == [GRID] * 2   # the premise
+    result = audit(_core("dpsu-even", "weighted", 2, calib, watch), d0, d1, _released_count,
+                   eps, delta, trials=AUDIT_TRIALS, alpha=AUDIT_ALPHA, seed=3, batch=True)
+    assert result.passed != broken, result.summary()
+    if not broken:
+        assert result.counts[0, 0] == 0, result.summary()                  # never in d0
+        assert result.delta_lower_bound > 0.025, result.summary()  # more than one run's
