@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 from collections import Counter
@@ -20,6 +21,7 @@ from dpgpu.mechanisms.ngram import _laplace_noise, ngram
 from dpgpu.release import encode_gram
 from dpgpu.mechanisms.ngram.consistency import enforce_consistency
 from dpgpu.mechanisms.ngram.synthesis import decompose, join_level, model_level
+from dpgpu.mechanisms.ngram import tree as tree_module
 from dpgpu.mechanisms.ngram.tree import Level, build_tree, children_pmax, subtree_height, threshold
 from dpgpu.ops.grams import GramEngine
 from dpgpu.ops.lookup import GramIndex
@@ -319,9 +321,16 @@ ALPHA = 1e-4
 NOT_IN_TREE = np.iinfo(np.int64).min  # a node whose parent was not expanded
 
 
-def _ngram_tree(engine, *, epsilon, l_max, n_max, noise):
-    """build_tree as ngram() calls it for the adaptive variant."""
-    return build_tree(engine, epsilon=epsilon, l_max=l_max, n_max=n_max, allocation="adaptive",
+#: The allocation ngram() asks build_tree for, per private variant.
+ALLOCATION = {"adaptive": "adaptive", "no-approx": "adaptive", "uniform": "uniform"}
+
+
+def _ngram_tree(engine, *, epsilon, l_max, n_max, noise, allocation="adaptive"):
+    """build_tree as ngram() calls it for a private variant (test_the_audit_builds_the_tree_
+    as_ngram_does checks that the two calls agree); build_tree is looked up in the
+    mechanism's module when the audit runs, as ngram() looks it up."""
+    return ngram_module.build_tree(engine, epsilon=epsilon, l_max=l_max, n_max=n_max,
+                      allocation=allocation,
                       noise=noise, sensitivity=ngram_module._sensitivity(l_max),
                       max_draws=ngram_module._possible_nodes(engine.vocab.size, n_max),
                       min_eps=2 * l_max / ngram_module.MAX_LAPLACE_SCALE)
@@ -382,7 +391,9 @@ class _Pair:
     sequence moves), NOT_IN_TREE for a node the run did not draw.
     """
 
-    def __init__(self, sequences, added, vocab, *, l_max, n_max, grams, epsilon=1.0):
+    def __init__(self, sequences, added, vocab, *, l_max, n_max, grams, epsilon=1.0,
+                 allocation="adaptive"):
+        self.allocation = allocation
         self.d0 = SequenceDB.from_sequences(sequences, vocab=vocab)
         self.d1 = SequenceDB.from_sequences(sequences + [added], vocab=vocab)
         self.engines = {id(d): _Histograms(d, l_max) for d in (self.d0, self.d1)}
@@ -393,7 +404,7 @@ class _Pair:
 
     def tree(self, db, noise):
         return _ngram_tree(self.engines[id(db)], epsilon=self.epsilon, l_max=self.l_max,
-                           n_max=self.n_max, noise=noise)
+                           n_max=self.n_max, noise=noise, allocation=self.allocation)
 
     def node(self, levels, labels):
         """Level and row of a node in a tree (row -1 when absent)."""
@@ -445,6 +456,87 @@ def test_audit_rejects_an_undercalibrated_twin(monkeypatch, sensitivity):
     # (every noise scale times 2/3): 1.5 epsilon
     monkeypatch.setattr(ngram_module, "_sensitivity", sensitivity)
     result = TWO_LEVELS.audit(TWO_LEVEL_TRIALS, seed=5)
+    assert not result.passed, result.summary()
+
+
+# The audits build the tree through _ngram_tree, not through ngram(): check that ngram()
+# hands build_tree exactly what _ngram_tree does, for every private variant (a spy on
+# the real call), so that a change to ngram()'s call (a halved sensitivity, another
+# allocation, budget or cap) cannot pass the audits unseen.
+def _bound_call(args, kwargs):
+    call = inspect.signature(tree_module.build_tree).bind(*args, **kwargs)
+    call.apply_defaults()
+    return call.arguments
+
+
+@pytest.mark.parametrize("variant", sorted(ALLOCATION))
+def test_the_audit_builds_the_tree_as_ngram_does(monkeypatch, variant):
+    real, calls = ngram_module.build_tree, []
+
+    def spy(*args, **kwargs):
+        calls.append(_bound_call(args, kwargs))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ngram_module, "build_tree", spy)
+    db, l_max, n_max, eps = TWO_LEVELS.d1, TWO_LEVELS.l_max, TWO_LEVELS.n_max, 0.7
+    ngram(db, eps, l_max=l_max, n_max=n_max, variant=variant, seed=3, synthetic=False)
+    engine = _Histograms(db, l_max)
+    _ngram_tree(engine, epsilon=eps, l_max=l_max, n_max=n_max,
+                noise=_NoisePool(0, 100), allocation=ALLOCATION[variant])
+    (released, audited) = calls
+    assert released["allocation"] == ALLOCATION[variant]
+    assert released["sensitivity"] == ngram_module._sensitivity(l_max) == l_max
+    for name in ("epsilon", "l_max", "n_max", "allocation", "sensitivity", "max_draws",
+                 "min_eps", "thresholds"):
+        assert released[name] == audited[name], name
+    # the counts and the noise: the same truncated database, and _laplace_noise's draws
+    assert isinstance(released["engine"], GramEngine)
+    assert released["engine"].l_max == l_max  # the root histogram below holds the ends
+    root = np.zeros((1, 0), dtype=np.int32)
+    assert np.array_equal(np.asarray(released["engine"].next_symbol_histogram(root)),
+                          engine.next_symbol_histogram(root))
+    laplace_code = ngram_module._laplace_noise(NoiseKey.from_seed(0), 1).__code__
+    assert released["noise"].__code__ is laplace_code
+
+
+# Uniform allocation (epsilon / n_max for every level) on the two-level pair: with
+# n_max = 2 each count again has budget epsilon / 2 and the loss is epsilon exactly.
+# Twins: a per-level budget of epsilon (not divided by n_max: loss 2 epsilon) and the
+# pair's l_max - 1 sensitivity (2 epsilon).
+TWO_LEVELS_UNIFORM = _Pair([["a", "b"]] * 100 + [["b"]] * 100, ["a", "a"], ["a", "b"],
+                           l_max=2, n_max=2, grams=[("a",), ("a", "a"), ("a", "&")],
+                           allocation="uniform")
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_uniform_audit_passes_the_mechanism(seed):
+    levels = TWO_LEVELS_UNIFORM.tree(TWO_LEVELS_UNIFORM.d1, _NoisePool(0, 1000))  # premise
+    (top, a), (below, aa) = (TWO_LEVELS_UNIFORM.node(levels, g) for g in (["a"], ["a", "a"]))
+    assert a >= 0 and aa >= 0 and top.eps[a] == below.eps[aa] == pytest.approx(0.5)
+    result = TWO_LEVELS_UNIFORM.audit(TWO_LEVEL_TRIALS, seed=seed)
+    assert result.passed, result.summary()
+    assert result.epsilon_lower_bound > 0.6, result.summary()
+
+
+def _uniform_level_budget_not_divided(real):
+    def build(engine, *, epsilon, n_max, allocation, **kwargs):
+        # every level gets epsilon instead of epsilon / n_max (n_max levels of it)
+        scale = n_max if allocation == "uniform" else 1
+        return real(engine, epsilon=epsilon * scale, n_max=n_max, allocation=allocation,
+                    **kwargs)
+    return build
+
+
+@pytest.mark.parametrize("twin", ["level-budget-not-divided", "l_max-1"])
+def test_uniform_audit_rejects_an_overspending_twin(monkeypatch, twin):
+    if twin == "l_max-1":
+        monkeypatch.setattr(ngram_module, "_sensitivity", lambda l_max: l_max - 1)
+    else:
+        monkeypatch.setattr(ngram_module, "build_tree",
+                            _uniform_level_budget_not_divided(ngram_module.build_tree))
+        levels = TWO_LEVELS_UNIFORM.tree(TWO_LEVELS_UNIFORM.d1, _NoisePool(0, 1000))
+        assert levels[0].eps.max() == pytest.approx(1.0)  # the twin does overspend
+    result = TWO_LEVELS_UNIFORM.audit(TWO_LEVEL_TRIALS, seed=5)
     assert not result.passed, result.summary()
 
 

@@ -1,15 +1,17 @@
-"""PFS^2 privacy audits beyond tests/test_pfs2.py: shrinking and Delta_k > 1, and pre-mining.
+"""PFS^2 privacy audits beyond tests/test_pfs2.py: shrinking, Delta_k > 1, |C'_k| > 1, pre-mining.
 
 The audit of tests/test_pfs2.py adds "a a a" with l_max = 3 and C_k = {a^k}, so
 Delta_k = min(C(3, k), 1) = 1 at every level and shrinking never changes anything: a twin
 that skips shrinking, or that uses Delta_k = 1 everywhere, passes it.  The audits below
 are tight for exactly those two parts (an added sequence longer than l_max holding many
-candidates of a level), and for the pre-mining phase (|D|~, the length histogram, the
-L_f search), which has no audit elsewhere.
+candidates of a level), for the supports on D with several survivors (scale |C'_k| /
+eps_k: the audit of tests/test_pfs2.py has one survivor per level), and for the pre-mining
+phase (|D|~, the length histogram, the L_f search), which has no audit elsewhere.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import types
@@ -140,7 +142,9 @@ def _l2_locals(levels):
     return np.array([levels[1].local_noisy[p] for p in L2_PAIRS], dtype=np.int64)
 
 
-def level2_runs(db, seed, trials):
+@contextlib.contextmanager
+def _mining_harness(seed, trials):
+    """mine() with the fixed partition, memoised data steps and _NoisePool noise."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(pfs2_module, "sample_assignment", _fixed_partition)
         for name, key in [("_mining_data", lambda part, n, rows: (_content(part), n,
@@ -153,6 +157,11 @@ def level2_runs(db, seed, trials):
             # looked up now, so a twin patched by the test is what gets memoised
             mp.setattr(pfs2_module, name, _Memo(getattr(pfs2_module, name), key))
         mp.setattr(pfs2_module, "DiscreteLaplace", _NoisePool(seed, 32 * trials))
+        yield
+
+
+def level2_runs(db, seed, trials):
+    with _mining_harness(seed, trials):
         total = L2_EPS_PRUNE + L2_EPS_SUPPORT
         return np.stack([_l2_locals(_l2_mine(db, PrivacyLedger(
             total, max_sampling_delta=1e-6, seed=seed * trials + i))) for i in range(trials)])
@@ -209,6 +218,100 @@ def test_level2_audit_rejects_a_broken_twin(monkeypatch, twin):
     assert levels[1].candidates == 16  # the twin still mines level 2
     assert levels[1].sensitivity == (1 if twin is _delta_one else 3)  # the twin took effect
     result = level2_audit()
+    assert not result.passed, result.summary()
+
+
+# ------------------------------------- supports on D: |C'_k| > 1 survivors
+# The level-2 pair above, read at level 1 with eps_4 = 0.5 and eps_5 = 2.0 (L_f = 2, so
+# eps_k = 1.0 per level).  All four items survive the sample at level 1 (local supports
+# 1000 against a relaxed threshold of about 192, scale 3 / eps_4 = 6: each misses with
+# probability below e^-130), so C'_1 = {a, b, c, d} and their supports on D get scale
+# |C'_1| / eps_1 = 4.  The added sequence "a b c d" (supports on D are not shrunk) moves
+# all four supports from 1000 to 1001, and nothing else at level 1 (the partition puts it
+# in sample 2, which level 1 does not read): a loss of exactly 4 * 1 / 4 = eps_1 = 1.0 on
+#     {all four released supports >= 1001}   (and on {all four <= 1000}, for d0/d1).
+# The claim is eps_4 + eps_5 = 2.5.  Twin: the supports' scale computed with sensitivity 1
+# instead of |C'_k| (scale 1 / eps_1 = 1): loss 4 eps_1 = 4.0 on the same events.  Earlier
+# audits have one survivor per level, where the two coincide.  The event has probability
+# about 0.10 under d1 and 0.037 under d0 (0.29 and 0.005 for the twin): at 10,000 runs the
+# real code's bound is about 0.7 (0.62 .. 0.72 over audit seeds) and the twin's about 3.4
+# (3.30 .. 3.55).  Per batch, the data steps are memoised and the noise comes from
+# _NoisePool, as for the level-2 audit.
+SUP_EPS_PRUNE, SUP_EPS_SUPPORT = 0.5, 2.0
+SUP_EPS_K = SUP_EPS_SUPPORT / L2_PRE.L_f
+SUP_ITEMS = [(i,) for i in range(len(L2_VOCAB))]
+SUP_TRIALS = 10_000
+
+
+def _sup_mine(db, ledger):
+    return mine(db, ledger, L2_PRE, threshold=0.1, eps_prune=SUP_EPS_PRUNE,
+                eps_support=SUP_EPS_SUPPORT, zeta=0.3, max_candidates=100,
+                backend=get_backend("numpy"))
+
+
+def supports_runs(db, seed, trials):
+    """Per run: the released level-1 supports of SUP_ITEMS (NOT_MINED where not released)."""
+    out = np.full((trials, len(SUP_ITEMS)), NOT_MINED, dtype=np.int64)
+    with _mining_harness(seed, trials):
+        for i in range(trials):
+            frequent = dict(_sup_mine(db, PrivacyLedger(
+                SUP_EPS_PRUNE + SUP_EPS_SUPPORT, max_sampling_delta=1e-6,
+                seed=seed * trials + i))[0].frequent)
+            out[i] = [frequent.get(c, NOT_MINED) for c in SUP_ITEMS]
+    return out
+
+
+def supports_events(out):
+    assert (out != NOT_MINED).all(), "a run did not release all four level-1 supports"
+    return np.stack([(out >= 1001).all(axis=1), (out <= 1000).all(axis=1)], axis=1)
+
+
+def supports_audit(seed=17):
+    return audit(supports_runs, L2_D0, L2_D1, supports_events,
+                 epsilon=SUP_EPS_PRUNE + SUP_EPS_SUPPORT, trials=SUP_TRIALS, alpha=ALPHA,
+                 seed=seed, batch=True)
+
+
+def _sup_level1(db, seed):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pfs2_module, "sample_assignment", _fixed_partition)
+        return _sup_mine(db, PrivacyLedger(SUP_EPS_PRUNE + SUP_EPS_SUPPORT,
+                                           max_sampling_delta=1e-6, seed=seed))[0]
+
+
+def test_supports_pair_premise():
+    """Four survivors at level 1, scale 4 / eps_1, and "a b c d" moves all four supports."""
+    for db, want in [(L2_D0, 1000), (L2_D1, 1001)]:
+        assert pfs2_module.supports(db, np.ones(len(db), dtype=np.int64), SUP_ITEMS,
+                                    get_backend("numpy")).tolist() == [want] * len(SUP_ITEMS)
+        for seed in range(5):
+            level = _sup_level1(db, seed)
+            assert level.survivors == len(SUP_ITEMS) >= 4
+            assert level.support_noise_scale == pytest.approx(len(SUP_ITEMS) / SUP_EPS_K)
+            assert sorted(c for c, _ in level.frequent) == SUP_ITEMS
+
+
+def test_supports_audit_passes():
+    result = supports_audit()
+    assert result.passed, result.summary()
+    assert result.epsilon_lower_bound > 0.5, result.summary()  # the events see the loss
+
+
+def _supports_sensitivity_one(mp):
+    """Twin: the supports on D at scale 1 / eps_k, |C'_k| ignored (pruning's scale kept)."""
+    real = pfs2_module.laplace_scale
+    mp.setattr(pfs2_module, "laplace_scale", lambda epsilon, sensitivity=1.0: (
+        real(epsilon) if epsilon == SUP_EPS_K else real(epsilon, sensitivity)))
+
+
+@pytest.mark.slow
+def test_supports_audit_rejects_a_scale_that_ignores_the_survivors(monkeypatch):
+    _supports_sensitivity_one(monkeypatch)
+    level = _sup_level1(L2_D1, 1)
+    assert level.survivors == len(SUP_ITEMS)  # still four survivors
+    assert level.sensitivity == 3  # the pruning step is untouched
+    assert level.support_noise_scale == pytest.approx(1 / SUP_EPS_K)  # the twin took effect
+    result = supports_audit()
     assert not result.passed, result.summary()
 
 

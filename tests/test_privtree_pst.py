@@ -320,6 +320,75 @@ def test_audit_rejects_an_undercalibrated_pst(monkeypatch, sensitivity):
     assert not result.passed, result.summary()
 
 
+# A tree-focused pair.  The pair above gives the tree only 1/beta = 1/11 of epsilon, so a
+# split test calibrated for sensitivity 1 instead of l_top (pst() calling split_params
+# without its third argument: every other scale right) stays under epsilon there.  Here
+# one item (beta = 2, eps_tree = eps_hist = epsilon / 2) and l_top = 6: d0 holds ten empty
+# sequences ("$ &": the root's hist is [a: 0, &: 10], score 0), d1 adds "a" * 6 (fills
+# l_top, no '&'), root hist[a] 0 -> 6, score 0 -> 6.  The joint lower tail at d0's values,
+# {root not split, noisy root hist[a] <= 0}, has ratio e^(6 / lambda + 6 / s): honest
+# (lambda = 3 l_top / eps_tree) eps_tree / 3 + eps_hist = 2/3 epsilon; with sensitivity 1
+# (lambda a sixth) 2 eps_tree + eps_hist = 1.5 epsilon.  (Bounds with 20,000 trials,
+# seeds 11-13: honest 1.14-1.17, twin 2.71-2.78.)
+TREE_ITEMS, TREE_LTOP, TREE_EPS, TREE_TRIALS = ["a"], 6, 2.0, 20_000
+TREE_D0 = SequenceDB.from_sequences([[]] * 10, vocab=TREE_ITEMS)
+TREE_D1 = SequenceDB.from_sequences([[]] * 10 + [["a"] * TREE_LTOP], vocab=TREE_ITEMS)
+
+
+def pst_root_forest(db, seed, trials):
+    """Per trial: root split?, noisy root hist[a] (the mechanism's own grow, histograms
+    and calibrate, as in :func:`pst_forest`)."""
+    _, _, params, hist_scale = pst_module.calibrate(TREE_EPS, TREE_LTOP, db.vocab.size)
+    key = NoiseKey.from_seed(seed)
+    flat, events = pst_symbols(db, TREE_LTOP)
+    levels, exact = grow(flat, events, db.vocab.size, SplitTest(params, key.derive("tree")),
+                         n_trees=trials, backend="numpy")
+    noisy_histograms(levels, exact, key.derive("hist"), hist_scale)
+    return np.stack([~levels[0].leaf, levels[0].hist[:, db.vocab.id_of("a")]],
+                    axis=1).astype(np.int64)
+
+
+def pst_root_events(out):
+    split, root_a = out.T
+    leaf = split == 0
+    return np.stack([leaf & (root_a <= 0), leaf, leaf & (root_a >= TREE_LTOP), ~leaf], axis=1)
+
+
+def pst_tree_audit(seed=11):
+    return audit(pst_root_forest, TREE_D0, TREE_D1, pst_root_events, epsilon=TREE_EPS,
+                 trials=TREE_TRIALS, alpha=1e-4, seed=seed, batch=True)
+
+
+def test_tree_focused_pair_premise():
+    (_, root0), (_, root1) = (exact_tree(d, TREE_LTOP, 0) for d in (TREE_D0, TREE_D1))
+    assert (scores(root0[0])[0], scores(root1[0])[0]) == (0, TREE_LTOP)
+    assert (root1[0][0] - root0[0][0]).tolist() == [TREE_LTOP, 0]  # a, & (beta = 2)
+    eps_tree, eps_hist, params, _ = pst_module.calibrate(TREE_EPS, TREE_LTOP, 1)
+    assert (params.beta, eps_tree, eps_hist) == (2, TREE_EPS / 2, TREE_EPS / 2)
+    assert params.sensitivity == TREE_LTOP
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_audit_passes_the_pst_tree_focused(seed):
+    result = pst_tree_audit(seed)
+    assert result.passed, result.summary()
+    assert result.epsilon_lower_bound > 1.0, result.summary()  # the events see the loss
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_audit_rejects_a_pst_split_test_without_l_top(monkeypatch, seed):
+    # pst() calling split_params(eps_tree, beta) (default sensitivity 1): only the split
+    # test is off, by l_top = 6; the histograms keep their scale
+    real = pst_module.split_params
+    monkeypatch.setattr(pst_module, "split_params",
+                        lambda epsilon, beta, sensitivity=1: real(epsilon, beta))
+    assert pst_module.calibrate(TREE_EPS, TREE_LTOP, 1)[2].sensitivity == 1
+    assert pst_module.calibrate(TREE_EPS, TREE_LTOP, 1)[3] == \
+        pst_module.laplace_scale(TREE_EPS / 2, TREE_LTOP)
+    result = pst_tree_audit(seed)
+    assert not result.passed, result.summary()
+
+
 @pytest.mark.gpu
 def test_numpy_and_cupy_give_the_same_pst():
     db = dpgpu.load(dpgpu.demo_path())
