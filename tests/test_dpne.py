@@ -390,9 +390,12 @@ def _level_two_claim():
     """``(epsilon, delta)`` that level 2's share of the budget gives, from an honest release."""
     rep = dpne(_level_two_pair()[1], seed=0, **LEVEL_TWO).report
     delta = rep["calibration"]["delta_mechanism"]             # delta less the samplers' share
-    sigma_2 = sigma_schedule(zcdp_sigma(LEVEL_TWO["epsilon"], delta / 2), LEVEL_TWO["max_n"],
-                             "equal", 1.0)[1]
-    assert rep["calibration"]["sigmas"][1] == sigma_2          # the release's own sigma_2
+    # the equal schedule gives each of max_n levels 1/max_n of the zCDP budget rho, so
+    # sigma_2 = sigma* sqrt(max_n): worked out here, not taken from sigma_schedule, so that
+    # a wrong schedule cannot move the claim along with the noise
+    sigma_2 = zcdp_sigma(LEVEL_TWO["epsilon"], delta / 2) * math.sqrt(LEVEL_TWO["max_n"])
+    assert rep["calibration"]["sigmas"][1] == pytest.approx(sigma_2, rel=1e-12)
+    assert rep["calibration"]["sigmas"][1] >= sigma_2          # rounded up, never below
     return LEVEL_TWO_EPSILON, zcdp_delta(sigma_2, LEVEL_TWO_EPSILON) + rep["delta"] - delta
 
 
