@@ -140,22 +140,25 @@ def line_number(data: bytes, offset: int) -> int:
     """
     if offset > 0 and data[offset - 1:offset + 1] == b"\r\n":
         offset -= 1  # the line feed of a CRLF is on the line its carriage return ends
-    return count_line_ends(data[:offset]) + 1
+    return count_line_ends(data, offset) + 1
 
 
-def count_line_ends(data: bytes) -> int:
-    """Line ends in ``data``: line feeds, CRLFs and lone carriage returns, one each.
+def count_line_ends(data: bytes, end: int | None = None) -> int:
+    """Line ends in ``data[:end]``: line feeds, CRLFs and lone carriage returns, one each.
 
     Parameters
     ----------
     data : bytes
         Text (a CRLF cut between its two bytes counts twice).
+    end : int, optional
+        Count before this offset only (default: all of ``data``), without a copy.
 
     Returns
     -------
     int
     """
-    return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+    end = len(data) if end is None else end
+    return data.count(b"\n", 0, end) + data.count(b"\r", 0, end) - data.count(b"\r\n", 0, end)
 
 
 def unix_line_ends(data: bytes) -> bytes:

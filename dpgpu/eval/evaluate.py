@@ -583,11 +583,10 @@ def _numbered_as(db: SequenceDB, vocab: Vocabulary) -> SequenceDB:
     synthetic data as the original is numbered makes both lists break them alike, so that
     identical data scores 1 whatever order a public vocabulary lists its items in.
     """
-    labels = vocab.labels + sort_labels(set(db.vocab.labels) - set(vocab.labels))
-    index = {label: i for i, label in enumerate(labels)}
-    ids = np.array([index[label] for label in db.vocab.labels], dtype=np.int32)
-    return SequenceDB(ids[db.items], db.offsets, Vocabulary(labels, public=db.vocab.public),
-                      users=db.users, source=db.source)
+    numbered = Vocabulary(vocab.labels + sort_labels(set(db.vocab.labels) - set(vocab.labels)),
+                          public=db.vocab.public)
+    ids = numbered.encode(db.vocab.labels, markers=())
+    return SequenceDB(ids[db.items], db.offsets, numbered, users=db.users, source=db.source)
 
 
 def _to_vocab(patterns: Sequence[Sequence[str]], vocab: Any) -> tuple[list, np.ndarray]:

@@ -111,7 +111,8 @@ from ...report import Displayed
 from ...scale.partitions import Partitions, check_engine, engine_run, partition
 from ...validation import check_positive_int, check_positive_real, check_positive_reals, \
     check_probability
-from .premining import PreMining, length_constraint, max_frequent_length, noisy_size, tv_delta
+from .premining import (PreMining, length_constraint, max_frequent_length, noisy_size,
+                        search_queries, tv_delta)
 from .relax import relaxed_threshold
 from .shrink import shrink
 from .support import supports
@@ -365,7 +366,7 @@ def sampling_bound(epsilons: Sequence[float], l_upper: int, max_candidates: int)
         At least the sum of the steps' sampling deltas, whatever the data.
     """
     e1, e2, e3, e4, e5 = epsilons
-    queries = max(1, math.ceil(math.log2(l_upper)))
+    queries = search_queries(l_upper)
     parts = (tv_delta(1, e1), tv_delta(l_upper + 1, e2), tv_delta(queries, e3),
              tv_delta(max_candidates, e4), tv_delta(max_candidates, e5))
     return float_at_least(sum(map(Fraction, parts), Fraction(0)))
@@ -396,7 +397,7 @@ def check_noise_scales(epsilons: Sequence[float], l_upper: int, max_candidates: 
     InvalidParameter
         Naming ``epsilon``, the step, and what else lowers its scale.
     """
-    queries = max(1, math.ceil(math.log2(l_upper)))
+    queries = search_queries(l_upper)
     steps = (("noisy |D| (eps_1)", epsilons[0], 1, None),
              ("length histogram (eps_2)", epsilons[1], 1, None),
              ("maximal-support queries (eps_3)", epsilons[2], queries, "l_upper"),

@@ -201,6 +201,23 @@ def length_constraint(db: SequenceDB, ledger: PrivacyLedger, epsilon: float, n_n
                            n_noisy, eta)
 
 
+def search_queries(l_max: int) -> int:
+    """Noisy queries of the binary search for ``L_f`` in ``1 .. l_max``, at least 1.
+
+    ``ceil(log2 l_max)``: each halves the interval.
+
+    Parameters
+    ----------
+    l_max : int
+        At least 1 (``l_1`` bounds it, so ``search_queries(l_1)`` bounds every run's).
+
+    Returns
+    -------
+    int
+    """
+    return max(1, math.ceil(math.log2(l_max)))
+
+
 def max_frequent_length(db: SequenceDB, ledger: PrivacyLedger, epsilon: float, l_max: int,
                         threshold: float, data: Partitions | None = None) -> int:
     """``L_f`` by binary search on the noisy maximal supports (see the module doc).
@@ -231,7 +248,7 @@ def max_frequent_length(db: SequenceDB, ledger: PrivacyLedger, epsilon: float, l
     ``max(beta_y, floor) >= ceil(threshold) - noise``, decided exactly by
     :meth:`MaximalSupports.at_least` without computing ``beta_y`` in full.
     """
-    queries = max(1, math.ceil(math.log2(l_max))) if l_max > 1 else 1
+    queries = search_queries(l_max)
     step = ledger.charge(f"pfs2: noisy maximal supports (binary search, {queries} queries)",
                          epsilon, sampling_delta=tv_delta(queries, epsilon))
     if l_max == 1:
