@@ -286,9 +286,9 @@ def _core(method, policy, max_n, calib, watch, broken=contextlib.nullcontext):
     return mech
 
 
-def _claim(d1, method, policy, **params):
+def _claim(d1, method, policy, max_n=2, **params):
     """Claimed ``(epsilon, delta)`` and per-run calibration from the release's own report."""
-    r = dpne(d1, max_n=2, method=method, policy=policy, seed=0, **params)
+    r = dpne(d1, max_n=max_n, method=method, policy=policy, seed=0, **params)
     rep = r.report
     calib = []
     for run in rep["calibration"]["runs"]:
@@ -299,10 +299,10 @@ def _claim(d1, method, policy, **params):
     return rep["epsilon"], rep["delta"], calib
 
 
-def _histogram(db, method, policy, calib, broken=contextlib.nullcontext):
+def _histogram(db, method, policy, calib, broken=contextlib.nullcontext, max_n=2):
     """``{gram: weight}`` of the bounded histograms, all runs (noise-free, for the set-up)."""
     with broken():
-        runs = _bounded(db, method, policy, 2, calib)
+        runs = _bounded(db, method, policy, max_n, calib)
     return {gm: w for keys, weights, grams in runs for gm, w in zip(grams, weights.tolist())}
 
 
@@ -441,8 +441,8 @@ HALVES = dict(epsilon=1.0, delta=0.1, contribution=2)   # dpsu-all keeps 4 grams
 HALVES_ITEMS = ["a", "b", "p", "q", "r", "s", "x", "y"]
 
 
-def _halves_claim(d1, method):
-    eps, delta, calib = _claim(d1, method, "weighted", **HALVES)
+def _halves_claim(d1, method, max_n=2):
+    eps, delta, calib = _claim(d1, method, "weighted", max_n, **HALVES)
     mechanism = PrivacyLedger(1.0, HALVES["delta"], sampling_within_delta=True).mechanism_delta
     return eps, delta - mechanism / 2, calib
 
@@ -573,8 +573,8 @@ def _even_watch(d1):
 
 
 def _released_count(out):
-    """Events on how many of the watched grams (one per run) are released: 0, 1 or 2."""
-    return threshold_events([0.5, 1.5])(out.sum(axis=1).astype(np.int64))
+    """Events on how many of the watched grams (one per run) are released."""
+    return threshold_events(np.arange(out.shape[1]) + 0.5)(out.sum(axis=1).astype(np.int64))
 
 
 # laplace: m base users hold "x x" too, m = floor(rho / GRID) - 1, so d1's weight (m + 1)
@@ -635,3 +635,52 @@ def test_audit_dpsu_even_weighted_threshold(broken):
     if not broken:
         assert result.counts[0, 0] == 0, result.summary()                  # never in d0
         assert result.delta_lower_bound > 0.025, result.summary()  # more than one run's
+
+
+@contextlib.contextmanager
+def _sigma_without_sqrt_t():
+    """Broken twin of weighted ``dpsu-even``: every run's noise at ``sigma*`` (the real
+    ``run_noise`` with ``n_runs = 1``); the thresholds are still calibrated to that sigma at
+    ``delta / (2T)`` each."""
+    import dpgpu.mechanisms.dpne as dpne_module  # noqa: PLC0415
+
+    noise = baselines.run_noise
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(dpne_module, "run_noise", lambda p, e, n, s: noise(p, e, 1, s))
+        yield
+
+
+# weighted, the Gaussian half (as test_audit_weighted_gaussian_half, at delta = 0.1), over
+# T = 3 runs: the added user and m = 3 base users hold "x x x", one gram in each run (x, x x,
+# x x x), weight GRID each, so d1 moves every run's gram by GRID.  The runs' Gaussians
+# together are the one Gaussian mechanism of sigma* on the L2 shift GRID sqrt(T): the
+# events (how many of the three are released) see the sum.  At T = 2 neither twin stands
+# out from the delta / 2 slack, so this takes T = 3 and m = 3 (worked out from the normal
+# tails; the audit's delta bounds over seeds 3..5 in brackets):
+#   honest, sigma* sqrt(3) per run:         0.008 against the claimed 0.05 (0.002 to 0.004);
+#   twin, sigma* per run (sqrt(T) dropped): 0.097 (0.080 to 0.084: epsilon bound 1.14 to 1.16);
+#   twin, the whole budget per run:         0.078 (0.066 to 0.068: epsilon bound 1.20 to 1.22).
+EVEN3_GRAM = ["x", "x", "x"]
+
+
+@pytest.mark.parametrize("broken", [None, _sigma_without_sqrt_t, _whole_budget_per_run],
+                         ids=["honest", "sigma-without-sqrt-T", "whole-budget-per-run"])
+def test_audit_dpsu_even_weighted_gaussian(broken):
+    d1_ = _neighbours(EVEN_BACKGROUND, [EVEN3_GRAM], EVEN_ITEMS)[1]
+    eps, delta, calib = _halves_claim(d1_, "dpsu-even", max_n=3)
+    sigma = calib[0][1].sigma
+    if broken:
+        with broken():
+            eps, delta, calib = _halves_claim(d1_, "dpsu-even", max_n=3)
+        assert np.isclose(calib[0][1].sigma * np.sqrt(3), sigma)          # sqrt(T) dropped
+    assert len(calib) == 3 and len({(c[1].sigma, c[2]) for c in calib}) == 1
+    d0, d1 = _neighbours([EVEN3_GRAM] * 3 + EVEN_BACKGROUND, [EVEN3_GRAM], EVEN_ITEMS)
+    x = d1.vocab.id_of("x")
+    watch = [(x,), (x, x), (x, x, x)]
+    h0, h1 = (_histogram(d, "dpsu-even", "weighted", calib, max_n=3) for d in (d0, d1))
+    assert [h0[g] for g in watch] == [3 * GRID] * 3                     # the premise
+    assert [h1[g] for g in watch] == [4 * GRID] * 3
+    assert np.sum(_shift(h0, h1) ** 2) == 3 * GRID ** 2                 # GRID per run
+    result = audit(_core("dpsu-even", "weighted", 3, calib, watch), d0, d1, _released_count,
+                   eps, delta, trials=AUDIT_TRIALS, alpha=AUDIT_ALPHA, seed=3, batch=True)
+    assert result.passed != bool(broken), result.summary()
