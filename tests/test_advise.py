@@ -82,30 +82,41 @@ AUDIT_L_UPPER = 12
 ADDED_LENGTH = 5
 
 
-def _advise_core(broken=contextlib.nullcontext):
-    """Batched advise for :func:`dpgpu.audit.audit`: ``(trials, 2)`` of (noisy number of
-    sequences, noisy count of the bin ADDED_LENGTH)."""
+def _advise_core(broken=contextlib.nullcontext, *, tags=(1, 2), column=ADDED_LENGTH, **kw):
+    """Batched advise for :func:`dpgpu.audit.audit`: ``(trials, 2)`` of the noisy count
+    drawn under ``tags[0]`` and the bin ``column`` of the noisy histogram drawn under
+    ``tags[1]`` (1, 2: the number of sequences and the length histogram; 3, 4: the number of
+    users and the histogram of their distinct grams).  ``kw``: advise's other arguments."""
     def mech(db, seed, trials):
         with broken(), pytest.MonkeyPatch.context() as mp:
             calls = {}
             for name in ("noisy_count", "noisy_length_histogram"):
                 real = getattr(advise_module, name)
 
-                def record(value, key, epsilon, *, tag, _real=real, _name=name):
+                def record(value, key, epsilon, *, tag, _real=real):
                     out = _real(value, key, epsilon, tag=tag)
-                    calls[_name] = (value, key, epsilon, tag, out)
+                    calls[tag] = (value, key, epsilon, out)
                     return out
                 mp.setattr(advise_module, name, record)
-            advise(db, AUDIT_EPSILON, l_upper=AUDIT_L_UPPER, seed=seed)
-            n, key, eps, tag, total = calls["noisy_count"]
-            totals = lengths_module.noisy_length_histogram(np.full(trials, n), key, eps, tag=tag)
+            advise(db, AUDIT_EPSILON, l_upper=AUDIT_L_UPPER, seed=seed, **kw)
+            n, key, eps, total = calls[tags[0]]
+            totals = lengths_module.noisy_length_histogram(np.full(trials, n), key, eps,
+                                                           tag=tags[0])
             assert max(1, int(totals[0])) == total             # advise's own draw
-            counts, key, eps, tag, noisy = calls["noisy_length_histogram"]
+            counts, key, eps, noisy = calls[tags[1]]
             bins = lengths_module.noisy_length_histogram(np.tile(counts, trials), key, eps,
-                                                         tag=tag).reshape(trials, counts.size)
+                                                         tag=tags[1]).reshape(trials, counts.size)
             assert np.array_equal(bins[0], noisy)              # advise's own draw
-        return np.stack([np.maximum(totals, 1), bins[:, ADDED_LENGTH]], axis=1)
+        return np.stack([np.maximum(totals, 1), bins[:, column]], axis=1)
     return mech
+
+
+def _both_above(n0, c0):
+    """Events: both noisy values at or above d0's exact ones plus a margin (0, 2, 4, 6)."""
+    def events(out):
+        return np.stack([(out[:, 0] >= n0 + 1 + a) & (out[:, 1] >= c0 + 1 + a)
+                         for a in (0, 2, 4, 6)], axis=1)
+    return events
 
 
 @contextlib.contextmanager
@@ -129,13 +140,56 @@ def test_audit_advise_lengths(broken):
     assert [s["epsilon"] for s in claim["ledger"]["steps"]] == [eps / 2] * 2
     n0, c0 = len(d0), int(np.sum(d0.lengths == ADDED_LENGTH))           # the premise
     assert (len(d1), int(np.sum(d1.lengths == ADDED_LENGTH))) == (n0 + 1, c0 + 1)
-
-    def events(out):
-        return np.stack([(out[:, 0] >= n0 + 1 + a) & (out[:, 1] >= c0 + 1 + a)
-                         for a in (0, 2, 4, 6)], axis=1)
-
     result = audit(_advise_core(_half_scale if broken else contextlib.nullcontext), d0, d1,
-                   events, eps, delta, trials=100_000, alpha=1e-4, seed=3, batch=True)
+                   _both_above(n0, c0), eps, delta, trials=100_000, alpha=1e-4, seed=3,
+                   batch=True)
     assert result.passed != broken, result.summary()
     if not broken:
         assert result.epsilon_lower_bound > 0.75, result.summary()      # both values seen
+
+
+# User-level neighbours for the Delta part: d1 = d0 plus one user with three sequences, each
+# with the 4 distinct items a b c d, so the user moves the number of users by 1 and its bin
+# (4 distinct 1-grams) by 1, both noised with discrete Laplace of scale 1 / (epsilon_part /
+# 2).  The claim is that part's epsilon (its unit is one user; the l_max part protects one
+# sequence and is not watched).  The broken twin counts each sequence as its own user (the
+# per-user grouping dropped): the added user then moves both values by 3.
+USER_ITEMS = ["a", "b", "c", "d"]
+ADDED_USER = [["a", "b", "c", "d"], ["d", "c", "b", "a"], ["b", "a", "d", "c"]]
+USER_UPPER = 16
+
+
+@contextlib.contextmanager
+def _per_sequence():
+    """Broken twin: distinct grams counted per sequence, not per user."""
+    real = advise_module.distinct_grams_per_user
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(advise_module, "distinct_grams_per_user",
+                   lambda db, n: real(SequenceDB(db.items, db.offsets, db.vocab), n))
+        yield
+
+
+# Honest: bounds 0.446 to 0.447 over seeds 3..5 at the claimed 0.5, above the 0.25 one noisy
+# value alone can show (the events see both).  Per sequence: 0.71, rejected.
+@pytest.mark.parametrize("broken", [False, True], ids=["honest", "per-sequence"])
+def test_audit_advise_contribution(broken):
+    users = [i // 2 for i in range(len(SEQS))]                       # 50 users, 2 texts each
+    d0 = SequenceDB.from_sequences(SEQS, vocab=USER_ITEMS, users=users)
+    d1 = SequenceDB.from_sequences(SEQS + ADDED_USER, vocab=USER_ITEMS,
+                                   users=users + [len(SEQS)] * len(ADDED_USER))
+    kw = dict(contribution_upper=USER_UPPER)
+    claim = advise(d1, AUDIT_EPSILON, l_upper=AUDIT_L_UPPER, seed=0, **kw)
+    eps, delta = claim["contribution"]["epsilon"], claim["delta"]
+    assert eps == AUDIT_EPSILON / 2 and claim["contribution"]["unit"] == "one user"
+    edges = advise_module.count_bins(USER_UPPER)
+    column = int(np.searchsorted(edges, 4)) + 1                       # the bin of 4 grams
+    per_user = [advise_module.distinct_grams_per_user(d, 1) for d in (d0, d1)]
+    n0, c0 = per_user[0].size, int(np.sum(np.searchsorted(edges, per_user[0]) + 1 == column))
+    assert per_user[1].size == n0 + 1 and int(np.sum(
+        np.searchsorted(edges, per_user[1]) + 1 == column)) == c0 + 1   # the premise
+    result = audit(_advise_core(_per_sequence if broken else contextlib.nullcontext,
+                                tags=(3, 4), column=column, **kw), d0, d1, _both_above(n0, c0),
+                   eps, delta, trials=100_000, alpha=1e-4, seed=3, batch=True)
+    assert result.passed != broken, result.summary()
+    if not broken:
+        assert result.epsilon_lower_bound > 0.75 * eps, result.summary()  # both values seen
