@@ -65,7 +65,8 @@ which independent value a gram or a pair gets.  So the privacy argument
 couples the two neighbours' randomness by gram and user *content*: under
 that coupling every other user keeps the same grams with the same weights
 (weighted policy) or is water-filled in the same relative order (Policy
-Laplace), and each gram gets the same noise.
+Laplace: users in a keyed random order, gram ties by content, never by
+id; :func:`.policy.fill_order`), and each gram gets the same noise.
 Then the bounded histograms differ in at most ``b`` grams
 (:func:`differing_draws`, public): the ``cap`` grams the added user keeps
 under the weighted policy, and under Policy Laplace at most ``GRID + cap``
@@ -90,7 +91,8 @@ every partition gives its grams the ids of the whole database
 (:func:`gram_ids`: lexicographic ranks, one length at a time) and bounds
 its users' contributions where their data is: the weighted histogram, or
 for Policy Laplace the kept ``(user, gram)`` pairs, which the client
-water-fills in user order (the policy is sequential over users).  The subset
+water-fills in the orders of :func:`.policy.fill_order` (the policy is sequential
+over users: a keyed random user order, grams by content).  The subset
 choice is keyed by the user and its own grams, under its own key, derived from the
 release's (:data:`BOUNDING`): the partitions receive only it, never the key
 of the noise, which the client alone draws.  The release is the same on
@@ -109,10 +111,10 @@ from ...ops.keys import sorted_unique, sorted_unique_ints
 from ...privacy import DiscreteGaussian, DiscreteLaplace, laplace_scale, sampling_delta
 from ...scale.partitions import Partitions, partition
 from .calibration import GRID, dpsu_integer_threshold
-from .histogram import TAG_NOISE, bounded_histogram, bounded_pairs, merge_histograms, \
-    noisy_release
+from .histogram import TAG_NOISE, TAG_ORDER, bounded_histogram, bounded_pairs, \
+    merge_histograms, noisy_release
 from .levels import Positions
-from .policy import policy_histogram
+from .policy import content_ranks, fill_order, label_ranks, policy_histogram
 
 METHODS = ("dpsu-all", "dpsu-even", "dpsu-single")
 POLICIES = ("weighted", "laplace")
@@ -392,9 +394,13 @@ def release_runs(db: Any, plan: list[list[int]], caps: list[int], calib: list[tu
     occ, values = gram_ids(occ, max_n)
     rows = gram_rows(values, n_items)
     levels = [np.zeros((0, k), dtype=np.int32) for k in range(1, max_n + 1)]
+    item_rank = label_ranks(db.vocab.labels) if policy == "laplace" else None
     for i, (ks, cap, (noise, threshold, cutoff)) in enumerate(zip(plan, caps, calib)):
         offsets = np.cumsum([0] + [rows[k - 1].shape[0] for k in ks])
-        keys, weights = bounded_run(occ, policy, ks, offsets, cap, cutoff, bounding, 4 * i)
+        content = content_ranks([rows[k - 1] for k in ks], item_rank) \
+            if policy == "laplace" else None
+        keys, weights = bounded_run(occ, policy, ks, offsets, cap, cutoff, bounding, 4 * i,
+                                    content)
         out = release_run(keys, weights, rows, ks, offsets, noise, threshold, key, 4 * i)
         for k, grams in zip(ks, out):
             levels[k - 1] = grams
@@ -402,13 +408,14 @@ def release_runs(db: Any, plan: list[list[int]], caps: list[int], calib: list[tu
 
 
 def bounded_run(occ: Partitions, policy: str, ks: list[int], offsets: np.ndarray, cap: int,
-                cutoff: int, bounding: Any, tag: int) -> tuple[np.ndarray, np.ndarray]:
+                cutoff: int, bounding: Any, tag: int, content: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
     """The integer histogram of one DPSU run before noise, bounded per user in its partition.
 
     ``weighted``: each partition's weighted bounded histogram, added here
     (disjoint users).  ``laplace``: each partition's kept ``(user, gram)``
-    pairs, water-filled here in user order (:func:`.policy.water_fill` is
-    sequential over users).
+    pairs, water-filled here (:func:`.policy.water_fill` is sequential over
+    users) in the orders of :func:`.policy.fill_order`.
 
     Parameters
     ----------
@@ -424,9 +431,12 @@ def bounded_run(occ: Partitions, policy: str, ks: list[int], offsets: np.ndarray
     cutoff : int
         Policy Laplace ``Gamma`` (unused by ``weighted``).
     bounding : NoiseKey
-        Key of the subset choice (tag ``tag + TAG_SUBSET``).
+        Key of the subset choice (tag ``tag + TAG_SUBSET``) and of Policy
+        Laplace's user order (``tag + TAG_ORDER``).
     tag : int
         The run's base tag.
+    content : numpy.ndarray of int64
+        Policy Laplace only: :func:`.policy.content_ranks` of the run's grams.
 
     Returns
     -------
@@ -438,12 +448,14 @@ def bounded_run(occ: Partitions, policy: str, ks: list[int], offsets: np.ndarray
         return merge_histograms(occ.gather(GramOccurrences.histogram, ks, offsets, cap,
                                            bounding, tag))
     parts = occ.gather(GramOccurrences.kept_pairs, ks, offsets, cap, bounding, tag)
-    u = np.concatenate([p[0] for p in parts])
-    g = np.concatenate([p[1] for p in parts])
-    if len(parts) > 1:                  # by user, then gram, as one partition gives them
-        order = np.lexsort((g, u))
-        u, g = u[order], g[order]
-    return policy_histogram(u, g, int(offsets[-1]), GRID, cutoff)
+    u, g = fill_order(np.concatenate([p[0] for p in parts]),
+                      np.concatenate([p[1] for p in parts]), content, bounding, tag + TAG_ORDER)
+    ranks, weights = policy_histogram(u, g, int(offsets[-1]), GRID, cutoff)
+    ids = np.empty_like(content)
+    ids[content] = np.arange(content.size)          # content rank -> gram id
+    ids = ids[ranks]
+    order = np.argsort(ids)
+    return ids[order], weights[order]
 
 
 def release_run(keys: np.ndarray, weights: np.ndarray, rows: list[np.ndarray], ks: list[int],

@@ -30,8 +30,9 @@ from ...ops.keys import sorted_unique
 from ...privacy import DiscreteGaussian, NoiseKey
 from .calibration import unit_weights
 
-#: Keyed-word tags within a level's key (the level number is added * 4).
-TAG_SUBSET, TAG_NOISE, TAG_SPURIOUS = 0, 1, 2
+#: Keyed-word tags within a level's key (the level number is added * 4); TAG_ORDER: the
+#: DPSU baselines' Policy-Laplace user order (:func:`.policy.fill_order`).
+TAG_SUBSET, TAG_NOISE, TAG_SPURIOUS, TAG_ORDER = 0, 1, 2, 3
 #: Occurrence rows per block of :func:`bounded_histogram` (a block holds whole users,
 #: so one user with more rows makes a larger block).
 PAIR_BLOCK = 1 << 18

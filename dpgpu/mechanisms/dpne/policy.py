@@ -1,11 +1,28 @@
 """The integer Policy-Laplace update of DPSU (Gopi et al., ICML'20), one user at a time.
 
-Users are processed in a fixed order (user id); each adds ``budget`` units
-to its kept grams, one unit at a time, each unit to the kept gram of lowest
-current weight below the cutoff ``Gamma`` (ties: smallest gram id), and
-stops early when all its grams reach ``Gamma``.  This is the integer form of
-the paper's l1-descent ("water filling") towards ``Gamma``, computed per user
-in closed form by :func:`water_fill`.
+Users are processed in order; each adds ``budget`` units to its kept
+grams, one unit at a time, each unit to the kept gram of lowest current
+weight below the cutoff ``Gamma`` (ties: the gram first in the tie order),
+and stops early when all its grams reach ``Gamma``.  This is the integer
+form of the paper's l1-descent ("water filling") towards ``Gamma``, computed
+per user in closed form by :func:`water_fill`.
+
+The proof below needs both orders to be the same on neighbouring datasets
+for everything the two share, and ids cannot give that: a user's id or an
+item's id is a rank that one added user can reshuffle (a string user label
+among integer ones renumbers every user by first appearance; a
+non-numeric token turns the numeric sort of a vocabulary taken from the
+data into a text sort).  So :func:`fill_order` takes
+
+* the users in a keyed random order: by two keyed 64-bit words per user,
+  which under the coupling of the module doc of :mod:`.baselines` (by
+  content) are the same for a user on both neighbours, whatever its id.
+  Only a tie of all 128 bits between two users falls back to their ids:
+  user ids are int32, so the probability of any tie is below ``2**62 /
+  2**128 = 2**-66`` (:data:`ORDER_TIES`, added to the release's delta);
+* the grams by content alone: shorter first, then item by item in the
+  text order of the item labels (labels are distinct strings, so the order
+  is total and adding items only inserts new ones into it).
 
 Why it is private (the proof of Gopi et al. for l1-descent, on integers):
 one unit step ``h -> h + e_i`` (``i`` the arg-min) is l1- *and*
@@ -39,10 +56,78 @@ noised gram is noised on both, within l1 distance ``budget`` in all.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
-from ...ops.keys import sorted_unique_ints
+from ...ops.keys import sorted_unique, sorted_unique_ints
+
+#: Bound on the probability that two of at most 2**31 users tie on both order words.
+ORDER_TIES = 2.0 ** -66
+
+
+def label_ranks(labels: list[str]) -> np.ndarray:
+    """Rank of each item id's label in text order (module doc: the gram tie order)."""
+    rank = np.empty(len(labels), dtype=np.int64)
+    rank[sorted(range(len(labels)), key=labels.__getitem__)] = np.arange(len(labels))
+    return rank
+
+
+def content_ranks(rows: list[np.ndarray], item_rank: np.ndarray) -> np.ndarray:
+    """Rank of each gram of a run in the content order (module doc).
+
+    Parameters
+    ----------
+    rows : list of (n_k, k) integer arrays
+        The run's grams of each length, ascending lengths, in gram id order
+        (gram ``j`` of the run is row ``j - offset_k`` of its length).
+    item_rank : (n_items,) int64
+        :func:`label_ranks` of the vocabulary.
+
+    Returns
+    -------
+    (sum n_k,) int64
+        A permutation of the run's gram ids.
+    """
+    out, base = [], 0
+    for r in rows:
+        content = item_rank[r]
+        order = np.lexsort(content.T[::-1]) if r.shape[0] else np.zeros(0, dtype=np.int64)
+        rank = np.empty(r.shape[0], dtype=np.int64)
+        rank[order] = base + np.arange(r.shape[0])
+        out.append(rank)
+        base += r.shape[0]
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+def fill_order(users: np.ndarray, grams: np.ndarray, content: np.ndarray, key: Any,
+               tag: int) -> tuple[np.ndarray, np.ndarray]:
+    """Kept pairs renumbered into the order water filling takes (module doc).
+
+    Parameters
+    ----------
+    users, grams : (P,) int64
+        The kept ``(user, gram)`` pairs, in any order.
+    content : int64 array
+        :func:`content_ranks` of the run, indexed by gram id.
+    key : NoiseKey
+        Key of the user order's words (``tag``).
+    tag : int
+
+    Returns
+    -------
+    users, grams : (P,) int64
+        Each user's place in the keyed random order and each gram's content
+        rank, sorted by user place then gram rank (what
+        :func:`policy_histogram` takes).
+    """
+    ids = sorted_unique(users)
+    words = key.words(ids, tag, 2, backend="numpy")
+    place = np.empty(ids.size, dtype=np.int64)
+    place[np.lexsort((ids, words[1], words[0]))] = np.arange(ids.size)
+    u, g = place[np.searchsorted(ids, users)], content[grams]
+    order = np.lexsort((g, u))
+    return u[order], g[order]
 
 
 def policy_histogram(users: np.ndarray, grams: np.ndarray, n_grams: int, budget: int,
