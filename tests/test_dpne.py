@@ -772,6 +772,24 @@ def test_tiny_delta_or_eta_is_a_parameter_error_before_reading_data(no_data_read
         dpne(_popular_db(), 2.0, max_n=3, **args)
 
 
+@pytest.mark.parametrize("kwargs,name", [
+    ({"epsilon": 1e-320}, "epsilon"), ({"epsilon": 1e308}, "epsilon"),
+    ({"method": "dpsu-all", "policy": "laplace", "alpha": 1e308}, "alpha")])
+def test_extreme_finite_parameters_are_refused_by_name(no_data_read, kwargs, name):
+    """Regression: epsilon 1e-320 raised ZeroDivisionError, 1e308 scipy's 'Optimization
+    bounds must be finite scalars', and alpha 1e308 an OverflowError."""
+    args = {"epsilon": 1.0, "delta": 1e-5, **kwargs}
+    with pytest.raises(InvalidParameter, match=f"^{name}: "):
+        dpne(_popular_db(), max_n=2, **args)
+
+
+@pytest.mark.parametrize("contribution", [np.array([5, 7]), range(5, 8, 2), (5, 7)])
+def test_contribution_takes_any_sequence_of_ints(contribution):
+    """Regression: a NumPy array or a range was refused as 'expected an integer'."""
+    r = dpne(_popular_db(), 4.0, 1e-6, max_n=2, contribution=contribution, seed=1)
+    assert r.report["parameters"]["contribution"] == [5, 7]
+
+
 def test_eta_bound_is_eta_over_max_candidates():
     """Every level's tail share q_k >= eta / max_candidates: above 2**-79 nothing can fail
     later, whatever sizes the levels release."""

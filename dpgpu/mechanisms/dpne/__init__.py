@@ -450,7 +450,11 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
 
 
 def _contributions(contribution: Any, max_n: int) -> list[int]:
-    if isinstance(contribution, (list, tuple)):
+    if isinstance(contribution, np.ndarray) and contribution.ndim == 0:
+        contribution = contribution.item()
+    if isinstance(contribution, (list, tuple, range, np.ndarray)):
+        contribution = list(contribution.tolist() if isinstance(contribution, np.ndarray)
+                            else contribution)
         if len(contribution) != max_n:
             raise InvalidParameter(f"contribution: expected {max_n} values, "
                                    f"got {len(contribution)}")

@@ -107,6 +107,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import InvalidParameter
 from ...ops.keys import sorted_unique, sorted_unique_ints
 from ...privacy import DiscreteGaussian, DiscreteLaplace, laplace_scale, sampling_delta
 from ...scale.partitions import Partitions, partition
@@ -119,6 +120,9 @@ from .policy import content_ranks, fill_order, label_ranks, policy_histogram
 METHODS = ("dpsu-all", "dpsu-even", "dpsu-single")
 POLICIES = ("weighted", "laplace")
 
+
+#: Policy-Laplace cutoffs (grid units) stay below this (int64 weights).
+MAX_CUTOFF = 2.0 ** 62
 
 #: Label of the key of the per-user subset choice, derived from the release key:
 #: the only key the partitions (Dask workers) receive.
@@ -335,6 +339,9 @@ def calibrate(policy: str, noise: Any, delta: float, n_runs: int, cap: int,
     if policy == "weighted":
         return noise, dpsu_integer_threshold(noise.sigma, delta / (2 * n_runs), cap), 0
     rho = laplace_threshold(noise.scale, delta / n_runs, cap)
+    if not alpha * noise.scale < MAX_CUTOFF:
+        raise InvalidParameter(f"alpha: {alpha:g} puts the Policy-Laplace cutoff above 2**62 "
+                               "grid units; lower alpha")
     return noise, rho, rho + math.ceil(alpha * noise.scale)
 
 

@@ -41,6 +41,10 @@ GRID = 256
 #: The fixed-point tables bound a tail only down to this probability: :func:`tail_threshold`
 #: resolves ``q > TAIL_RESOLUTION``, and callers check that before any data is read.
 TAIL_RESOLUTION = Fraction(1, 2 ** 79)
+#: Largest epsilon :func:`zcdp_sigma` calibrates (its search stays in finite floats).
+MAX_ZCDP_EPSILON = 1e6
+#: Largest unit sigma :func:`zcdp_sigma` searches (the samplers stop far below it).
+MAX_ZCDP_SIGMA = 2.0 ** 40
 
 
 def zcdp_delta(sigma: float, epsilon: float) -> float:
@@ -62,9 +66,19 @@ def _log_zcdp_delta(sigma: float, epsilon: float) -> float:
 
 
 def zcdp_sigma(epsilon: float, delta: float) -> float:
-    """Smallest ``sigma`` (unit L2 sensitivity) with ``zcdp_delta(sigma, epsilon) <= delta``."""
+    """Smallest ``sigma`` (unit L2 sensitivity) with ``zcdp_delta(sigma, epsilon) <= delta``.
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``epsilon`` when it is above :data:`MAX_ZCDP_EPSILON`, or so
+        small (for ``delta``) that sigma would exceed :data:`MAX_ZCDP_SIGMA`.
+    """
     epsilon = check_positive_real(epsilon, "epsilon")
     delta = check_probability(delta, "delta")
+    if epsilon > MAX_ZCDP_EPSILON:
+        raise InvalidParameter(f"epsilon: {epsilon:g} is above {MAX_ZCDP_EPSILON:g}, the "
+                               "largest the Gaussian calibration takes")
     target = math.log(delta)
 
     def excess(sigma: float) -> float:
@@ -73,6 +87,9 @@ def zcdp_sigma(epsilon: float, delta: float) -> float:
     lo, hi = 1e-3, 1.0
     while excess(hi) > 0:
         hi *= 2
+        if hi > MAX_ZCDP_SIGMA:
+            raise InvalidParameter(f"epsilon: {epsilon:g} needs a Gaussian sigma above "
+                                   f"{MAX_ZCDP_SIGMA:g}; raise epsilon or delta")
     while excess(lo) <= 0 and lo > 1e-12:  # a large epsilon allows a tiny sigma
         lo /= 2
     if excess(lo) <= 0 and zcdp_delta(lo, epsilon) <= delta:
