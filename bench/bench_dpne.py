@@ -1,6 +1,7 @@
 """DPNE benchmark: MSNBC Table 5 settings (5 runs), the DPSU baselines, K-anonymity, SPMF timing.
 
-Writes ``bench/results/dpne-<backend>-cpu.json`` and ``.md``.  The paper's
+Writes ``bench/results/dpne-numpy-cpu.json`` and ``.md`` (``dpne-cupy.*`` on a GPU,
+where the level work runs on the device: :mod:`dpgpu.mechanisms.dpne.device`).  The paper's
 Table 5 (Delta_0 = 10, epsilon = 1, delta = 1e-7, eta = 0.01, k <= 6) used the
 full UCI MSNBC file (989,818 users, paper Table 1); each sequence is a user.
 DPSU-single is one run per ``k`` with the whole budget.  One
@@ -130,7 +131,7 @@ def main() -> None:
                        "reference_seconds": 314, "speedup": 314 / spmf_s},
            "versus_naive": naive, "calibration": rs.report["calibration"]}
     res = results_dir(args)
-    name = f"dpne-{out['backend']}-cpu"
+    name = "dpne-cupy" if out["backend"] == "cupy" else f"dpne-{out['backend']}-cpu"
     (res / f"{name}.json").write_text(json.dumps(out, indent=2))
     md = ["| method / policy | 1 | 2 | 3 | 4 | 5 | 6 | total | K-anon. cover K=10/100/1000 "
           "| s/run |", "|---|---|---|---|---|---|---|---|---|---|"]

@@ -130,10 +130,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ...backend import get_backend
+from ...backend import get_backend, to_numpy
 from ...data.sequencedb import SequenceDB, check_db
 from ...errors import InvalidParameter
-from ...ops.keys import index_dtype, sorted_unique
+from ...ops.keys import array_module, index_dtype, sorted_unique
 from ...privacy import Bernoulli, DiscreteGaussian, PrivacyLedger, analytic_gaussian_sigma, \
     dpsu_threshold, sampling_delta, split_gaussian_sigma
 from ...privacy.samplers import MAX_GAUSSIAN_SIGMA
@@ -148,6 +148,7 @@ from .calibration import GRID, TAIL_RESOLUTION, dpsu_integer_threshold, tail_pro
 from .histogram import TAG_SPURIOUS, bounded_histogram, merge_histograms, noisy_release
 from .baselines import METHODS, POLICIES, calibrate, differing_draws, release_runs, run_noise, \
     runs, sampling_cost
+from .device import DeviceOccurrences
 from .levels import Level, Positions, Space, first_level, index_of
 from .policy import ORDER_TIES
 
@@ -376,14 +377,15 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
 
     both = rule == "both"
     bounding = step.key.derive("dpne: contribution bounding")  # what workers may hold
-    occ = partition(db, engine, client, by_user=True).map(Occurrences.of)
-    s1_ids = _dpsu(merge_histograms(occ.gather(Occurrences.first_histogram, caps[0], bounding, 0)),
-                   grid_sigmas[0], rho1, step.key, 0)
+    kind, args = _occurrences(be)
+    occ = partition(db, engine, client, by_user=True).map(kind.of, *args)
+    s1_ids = to_numpy(_dpsu(merge_histograms(occ.gather(kind.first_histogram, caps[0], bounding,
+                                                        0)), grid_sigmas[0], rho1, step.key, 0))
     first = first_level(s1_ids)
     levels, thresholds, stop = [first], [rho1], None
     progress = progress or (lambda msg: log.info("dpne: %s", msg))
     progress(Step(f"k=1: {first.grams.shape[0]} grams", 1, max_n))
-    occ = occ.map(Occurrences.released, s1_ids, True)
+    occ = occ.map(kind.released, s1_ids, True)
     for k in range(2, max_n + 1):
         prev = levels[-1]
         if prev.grams.shape[0] == 0:
@@ -401,19 +403,19 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
             break
         q = Fraction(eta) * min(Fraction(1), Fraction(prev.grams.shape[0], space.size))
         c_k = tail_threshold(grid_sigmas[k - 1], q)
-        occ = occ.map(Occurrences.candidates, k, space.n_right, both)
-        keys, weights = merge_histograms(occ.gather(Occurrences.level_histogram, caps[k - 1],
+        occ = occ.map(kind.candidates, k, space.n_right, both)
+        keys, weights = merge_histograms(occ.gather(kind.level_histogram, caps[k - 1],
                                                     bounding, 4 * k))
         # identity of a candidate: its key a * n_right + b (injective in V_k, module doc)
         mask = noisy_release(weights, keys, grid_sigmas[k - 1], c_k, step.key, 4 * k)
         spurious = _spurious(space, keys, float(tail_probability(grid_sigmas[k - 1], c_k)),
                              step.key, 4 * k + TAG_SPURIOUS)
-        out = sorted_unique(np.concatenate([keys[mask], spurious]))
+        out = to_numpy(sorted_unique(array_module(keys).concatenate([keys[mask], spurious])))
         la, lb = out // space.n_right, out % space.n_right
         levels.append(Level(space.rows(la, lb), la, lb if both else np.zeros_like(lb)))
         thresholds.append(c_k)
         progress(Step(f"k={k}: {out.size} grams", k, max_n))
-        occ = occ.map(Occurrences.released, out, False)
+        occ = occ.map(kind.released, out, False)
 
     counts = [int(lv.grams.shape[0]) for lv in levels]
     report = {
@@ -461,6 +463,15 @@ def _contributions(contribution: Any, max_n: int) -> list[int]:
         return [check_positive_int(c, "contribution", maximum=MAX_CONTRIBUTION)
                 for c in contribution]
     return [check_positive_int(contribution, "contribution", maximum=MAX_CONTRIBUTION)] * max_n
+
+
+def _occurrences(be: Any) -> tuple[type, tuple]:
+    """The class holding a partition's occurrences, and the arguments of its ``of``.
+
+    On a GPU backend, :class:`~.device.DeviceOccurrences` keeps them on the device; on
+    NumPy, :class:`Occurrences` runs the Numba loops.
+    """
+    return (DeviceOccurrences, (be.name,)) if be.is_gpu else (Occurrences, ())
 
 
 def _dpsu(histogram: tuple[np.ndarray, np.ndarray], s: float, threshold: int, key: Any,
@@ -559,12 +570,13 @@ def _spurious(space: Space, supported: np.ndarray, p: float, key: Any, tag: int)
     unused), once for the level: the same set as drawing the unsupported ones alone,
     without a search per candidate.
     """
+    xp = array_module(supported)  # the candidates are made where the supported keys are
     if p <= 0:
-        return np.zeros(0, dtype=np.int64)
+        return xp.zeros(0, dtype=xp.int64)
     bern = Bernoulli(p)
-    hits = [cand[bern.sample_packed(key, cand, tag=tag, backend="numpy")]
-            for cand in (space.keys(a, b) for a, b in space.chunks())]
-    hits = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
+    hits = [cand[bern.sample_packed(key, cand, tag=tag)]
+            for cand in (space.keys(a, b) for a, b in space.chunks(xp))]
+    hits = xp.concatenate(hits) if hits else xp.zeros(0, dtype=xp.int64)
     return hits[index_of(hits, supported) < 0]
 
 

@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import InvalidParameter
-from ...ops.keys import sorted_unique
+from ...ops.bounding import merged_sums
+from ...ops.keys import array_module, sorted_unique
 from ...privacy import DiscreteGaussian, NoiseKey
 from .calibration import unit_weights
 
@@ -225,6 +226,8 @@ def merge_histograms(parts: list[tuple[np.ndarray, np.ndarray]]
     """
     if len(parts) == 1:
         return parts[0]
+    if array_module(parts[0][0]) is not np:  # GPU parts: summed on the GPU
+        return merged_sums(parts)
     return gram_sums(np.concatenate([g for g, _ in parts]).astype(np.int64, copy=False),
                      np.concatenate([w for _, w in parts]), kind="stable")
 
@@ -267,6 +270,6 @@ def noisy_release(weights: np.ndarray, identities: np.ndarray, s: float, thresho
                   key: NoiseKey, tag: int) -> np.ndarray:
     """Mask of the grams whose ``weight + N_Z(0, s**2) > threshold`` (noise keyed by identity)."""
     if weights.size == 0:
-        return np.zeros(0, dtype=bool)
-    noise = DiscreteGaussian(s).sample(key, identities, tag=tag + TAG_NOISE, backend="numpy")
+        return array_module(weights).zeros(0, dtype=bool)
+    noise = DiscreteGaussian(s).sample(key, identities, tag=tag + TAG_NOISE)  # their backend
     return weights + noise > threshold

@@ -21,10 +21,11 @@ do not fit 63 bits, so they may collide) is not a noise identity.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
+from ...ops import bounding
 from ...ops import keys as K
 from ...ops.keys import index_dtype
 
@@ -83,11 +84,12 @@ class Positions:
                    remaining_lengths(db.offsets, MAX_REMAIN), db.offsets)
 
     def fits(self, k: int) -> np.ndarray:
-        """Mask of the positions where a length-``k`` window starts."""
+        """Mask of the positions where a length-``k`` window starts (arrays of any backend)."""
+        xp = K.array_module(self.remain)
         mask = self.remain >= min(k, MAX_REMAIN)
         if k > MAX_REMAIN:  # remain is clipped there: measure up to the sequence's end
-            starts = np.flatnonzero(mask)
-            ends = self.offsets[np.searchsorted(self.offsets, starts, side="right")]
+            starts = xp.flatnonzero(mask)
+            ends = self.offsets[xp.searchsorted(self.offsets, starts, side="right")]
             mask[starts[ends - starts < k]] = False
         return mask
 
@@ -106,7 +108,8 @@ def index_of(values: np.ndarray, released: np.ndarray, dtype: type = np.int64) -
     ``released`` (distinct, ``>= 0``) goes into an open-addressing table
     (:func:`dpgpu.ops.grams_numba.key_table`, at most half full) and every value
     is looked up there, straight into the array of ``dtype``: time linear in
-    both sizes, and no temporaries the size of ``values``.
+    both sizes, and no temporaries the size of ``values``.  CuPy arrays are
+    searched on the GPU instead (:func:`dpgpu.ops.bounding.index_of`).
 
     Parameters
     ----------
@@ -120,6 +123,8 @@ def index_of(values: np.ndarray, released: np.ndarray, dtype: type = np.int64) -
     -------
     (M,) numpy.ndarray of ``dtype``
     """
+    if K.array_module(values) is not np:  # a binary search each on the GPU
+        return bounding.index_of(values, released, dtype)
     from ...ops.grams_numba import find_indices, key_table  # noqa: PLC0415 - Numba on use
 
     bits = (2 * released.size + 1).bit_length()  # 2**bits > 2 R + 1: at least 2 slots
@@ -185,13 +190,14 @@ class Space:
         """Item matrix of candidates ``(a, b)``: ``S_{k-1}[a]`` followed by the right's last item."""
         return np.concatenate([self.left.grams[a], self.right.grams[b, -1:]], axis=1)
 
-    def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Every valid candidate ``(a, b)``, ``CHUNK`` at a time."""
+    def chunks(self, xp: Any = np) -> Iterator[tuple[Any, Any]]:
+        """Every valid candidate ``(a, b)``, ``CHUNK`` at a time, as arrays of ``xp``."""
+        bstart, rcount, lstart, rstart, lsort, rsort = (
+            xp.asarray(a) for a in (self._bstart, self._rcount, self._lstart, self._rstart,
+                                    self._lsort, self._rsort))
         for lo in range(0, self.size, CHUNK):
-            i = np.arange(lo, min(lo + CHUNK, self.size), dtype=np.int64)
-            m = np.searchsorted(self._bstart, i, side="right") - 1
-            off = i - self._bstart[m]
-            r = self._rcount[m]
-            a = self._lsort[self._lstart[m] + off // r]
-            b = self._rsort[self._rstart[m] + off % r]
-            yield a, b
+            i = xp.arange(lo, min(lo + CHUNK, self.size), dtype=xp.int64)
+            m = xp.searchsorted(bstart, i, side="right") - 1
+            off = i - bstart[m]
+            r = rcount[m]
+            yield lsort[lstart[m] + off // r], rsort[rstart[m] + off % r]
