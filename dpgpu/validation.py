@@ -12,6 +12,8 @@ import math
 import numbers
 from typing import Any
 
+import numpy as np
+
 from .errors import InvalidParameter
 
 
@@ -162,3 +164,30 @@ def check_positive_reals(values: Any, name: str) -> list[float]:
     if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__len__") or not len(values):
         raise InvalidParameter(f"{name}: expected a non-empty sequence of numbers, got {values!r}")
     return [check_positive_real(v, name) for v in values]
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """Return ``value`` as a bool if it is one (``True``, ``False`` or a NumPy bool).
+
+    Any other value is refused, so that ``"no"`` or ``"False"`` (truthy
+    strings) never switch an option on.
+
+    Parameters
+    ----------
+    value : any
+        The value given.
+    name : str
+        The parameter's name, for the error message.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    InvalidParameter
+        ``value`` is not a bool.
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidParameter(f"{name}: expected True or False, got {value!r}")
+    return bool(value)

@@ -72,7 +72,9 @@ def markov_sequences(n_tokens: int, *, n_items: int = 100, max_order: int = 3,
         Distinct context classes (contexts are hashed into this many), at
         most :data:`MAX_TABLE`.
     seed : int or tuple of int
-        Seed of NumPy's generator (:func:`numpy.random.default_rng`).
+        Seed of NumPy's generator (:func:`numpy.random.default_rng`): a
+        non-negative integer, or a non-empty tuple of them (as
+        :func:`markov_chunks` seeds its chunks).
 
     Returns
     -------
@@ -84,6 +86,7 @@ def markov_sequences(n_tokens: int, *, n_items: int = 100, max_order: int = 3,
         A parameter out of range, naming it.
     """
     n_tokens = check_positive_int(n_tokens, "n_tokens", maximum=MAX_TOKENS)
+    seed = check_seed(seed)
     n_items, max_order, zipf, mean_length, contexts = _chain_options(
         n_items=n_items, max_order=max_order, zipf=zipf, mean_length=mean_length,
         contexts=contexts).values()
@@ -124,6 +127,36 @@ def markov_sequences(n_tokens: int, *, n_items: int = 100, max_order: int = 3,
         history[live, 0] = nxt
     vocab = Vocabulary([str(i + 1) for i in range(n_items)])
     return SequenceDB(items, offsets, vocab, source={"format": "lines", "tokens": "int"})
+
+
+def check_seed(value: Any, name: str = "seed") -> int | tuple[int, ...]:
+    """Return ``value`` if it is a generator seed: an integer ``>= 0`` or a tuple of them.
+
+    A seed fixes the data, so ``None`` (fresh entropy) and booleans are
+    refused, as are negative numbers, which NumPy's generator refuses.
+
+    Parameters
+    ----------
+    value : any
+        The value given: an integer, not a bool, or a non-empty tuple of
+        integers.
+    name : str
+        The parameter's name, for the error message.
+
+    Returns
+    -------
+    int or tuple of int
+
+    Raises
+    ------
+    InvalidParameter
+        ``value`` is neither.
+    """
+    if not isinstance(value, tuple):
+        return check_positive_int(value, name, minimum=0)
+    if not value:
+        raise InvalidParameter(f"{name}: a tuple seed needs at least one integer, got ()")
+    return tuple(check_positive_int(part, name, minimum=0) for part in value)
 
 
 def _chain_options(*, n_items: Any, max_order: Any, zipf: Any, mean_length: Any,

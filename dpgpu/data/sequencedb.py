@@ -8,17 +8,19 @@ request, at the truncation length a mechanism asks for.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import numbers
+from collections.abc import Mapping
 from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from ..errors import InvalidParameter
 from ..ops.keys import sorted_unique
-from ..validation import check_positive_int
-from .vocabulary import Vocabulary
+from ..validation import check_bool, check_positive_int
+from .vocabulary import Vocabulary, is_unordered
 
 log = logging.getLogger("dpgpu")
 
@@ -39,8 +41,9 @@ class SequenceDB:
     offsets : array of int
         ``N + 1`` non-decreasing offsets: sequence ``i`` is
         ``items[offsets[i]:offsets[i + 1]]``.
-    vocab : Vocabulary
-        Labels of the item ids.
+    vocab : Vocabulary or sequence of str
+        Labels of the item ids: a :class:`Vocabulary`, or the labels in id
+        order, which become a public one (``Vocabulary(vocab)``).
     users : array of int, optional
         ``N`` user ids (integers that fit int32), for user-level data
         (several sequences per user).  :meth:`from_sequences` takes user
@@ -57,12 +60,22 @@ class SequenceDB:
     vocab : Vocabulary
     users : numpy.ndarray of int32 or None
     source : dict
+
+    Raises
+    ------
+    InvalidParameter
+        When ``items``, ``offsets`` or ``users`` are not integers that fit,
+        ``offsets`` do not bound ``items``, an item id is outside the
+        vocabulary, or ``vocab`` is neither a Vocabulary nor labels that
+        :class:`Vocabulary` takes.
     """
 
-    def __init__(self, items: Any, offsets: Any, vocab: Vocabulary, *,
+    def __init__(self, items: Any, offsets: Any, vocab: Vocabulary | Sequence[str], *,
                  users: Any = None, source: dict | None = None):
         self.items = _integers(items, "items", np.int32)
         self.offsets = _integers(offsets, "offsets", np.int64)
+        if not isinstance(vocab, Vocabulary):
+            vocab = Vocabulary(vocab, name="vocab")
         self.vocab = vocab
         if self.offsets.size < 1 or self.offsets[0] != 0 \
                 or self.offsets[-1] != self.items.size or np.any(np.diff(self.offsets) < 0):
@@ -89,10 +102,13 @@ class SequenceDB:
         Parameters
         ----------
         sequences : iterable of sequences
-            Each sequence lists item labels (any values; they are turned into
-            strings).
+            Each sequence is a list (or tuple, array, ...) of item labels:
+            strings or numbers, turned into strings.  Not a string itself
+            (``"ab"`` would be read as ``["a", "b"]``), a mapping or a set;
+            nor is ``sequences`` a mapping, a set or a string.
         vocab : Vocabulary or sequence of str, optional
-            The public item universe (distinct labels).  By default the
+            The public item universe (distinct labels, not a set: its order
+            would change between sessions).  By default the
             sorted distinct labels (sorted numerically when all labels are
             integers), a vocabulary taken from the data (``vocab.public`` is
             False: a release that shows it is not differentially private).
@@ -113,11 +129,13 @@ class SequenceDB:
         Raises
         ------
         InvalidParameter
-            When a label of ``sequences`` is not an item of ``vocab``,
-            ``vocab`` lists a label twice, or ``users`` does not give one
-            label of the kinds above per sequence.
+            When ``sequences`` or one of its sequences is not of the kinds
+            above, a label is a container (a list, tuple, dict, set, ...), a
+            label is not an item of ``vocab``, ``vocab`` is a set or lists a
+            label twice, or ``users`` does not give one label of the kinds
+            above per sequence.
         """
-        seqs = [[str(x) for x in s] for s in sequences]
+        seqs = _label_lists(sequences)
         if vocab is None:
             vocab = Vocabulary(sort_labels({x for s in seqs for x in s}), public=False)
         elif not isinstance(vocab, Vocabulary):
@@ -237,7 +255,8 @@ class SequenceDB:
         if bad.size:
             raise InvalidParameter(f"{name}: sequence {int(bad[0])} is out of range for a "
                                    f"database of {n} sequences")
-        return np.where(idx < 0, idx + n, idx).astype(np.int64)
+        idx = idx.astype(np.int64)  # in range, so exact; idx + n could overflow a small dtype
+        return np.where(idx < 0, idx + n, idx)
 
     # --------------------------------------------------------------- reshaping
     def select(self, index: Any) -> "SequenceDB":
@@ -337,8 +356,8 @@ class SequenceDB:
         Raises
         ------
         InvalidParameter
-            When ``l_max``, ``end`` or ``rows`` is not one of the values
-            above, or the tensor does not fit in memory (the message gives
+            When ``l_max``, ``end``, ``start`` or ``rows`` is not one of the
+            values above, or the tensor does not fit in memory (the message gives
             its size).
         """
         from ..backend import get_backend
@@ -348,6 +367,7 @@ class SequenceDB:
             end = "uncut" if end else None
         elif not (isinstance(end, str) and end in END_MODES):
             raise InvalidParameter(f"end: must be False, True, 'uncut' or 'all', got {end!r}")
+        start = check_bool(start, "start")
         be = get_backend(backend)
         rows = slice(None) if rows is None else self._rows(rows, "rows")
         starts, full = self.offsets[:-1][rows], self.lengths[rows]
@@ -498,6 +518,55 @@ def synthetic_like(db: SequenceDB, items: Any, lengths: Any) -> SequenceDB:
     offsets = np.concatenate([[0], np.cumsum(np.asarray(lengths, dtype=np.int64))])
     source = {k: v for k, v in db.source.items() if k in FORMAT_KEYS}
     return SequenceDB(items, offsets, db.vocab, source=source)
+
+
+def _label_lists(sequences: Any) -> list[list[str]]:
+    """The labels of each sequence of :meth:`SequenceDB.from_sequences`, as strings.
+
+    Parameters
+    ----------
+    sequences : any
+        The sequences given: an ordered collection of ordered collections of
+        labels.
+
+    Returns
+    -------
+    list of list of str
+
+    Raises
+    ------
+    InvalidParameter
+        ``sequences`` or one of its sequences is a string, a mapping, a set or
+        not iterable, or a label is a container (``str()`` of it would be a
+        made-up label); the message says which sequence.
+    """
+    if _unordered_or_scalar(sequences):
+        raise InvalidParameter(f"sequences: expected a list of sequences of labels (such as "
+                               f"[['a', 'b'], ['b']]), got {type(sequences).__name__}")
+    seqs = []
+    for i, sequence in enumerate(sequences):
+        if type(sequence) not in (list, tuple) and _unordered_or_scalar(sequence):
+            kind = "a string" if isinstance(sequence, (str, bytes)) else \
+                f"of type {type(sequence).__name__}"
+            raise InvalidParameter(f"sequences: sequence {i} is {sequence!r:.60}, {kind}; each "
+                                   "sequence must be a list of labels, such as ['a', 'b']")
+        seqs.append(list(sequence))
+    # the kinds of labels, then the first label of a refused kind: faster than label by label
+    kinds = set(map(type, itertools.chain.from_iterable(seqs)))
+    containers = tuple(t for t in kinds if issubclass(t, Iterable)
+                       and not issubclass(t, (str, bytes)))
+    if containers:
+        i, x = next((i, x) for i, s in enumerate(seqs) for x in s if type(x) in containers)
+        raise InvalidParameter(f"sequences: sequence {i} holds {x!r:.60}, a "
+                               f"{type(x).__name__}; a label is a string or a number")
+    return [[str(x) for x in s] for s in seqs]
+
+
+def _unordered_or_scalar(values: Any) -> bool:
+    """Whether ``values`` is not an ordered collection: a string, a mapping, a set or a
+    value that is not iterable."""
+    return isinstance(values, (str, bytes, Mapping)) or is_unordered(values) \
+        or not isinstance(values, Iterable)
 
 
 def _user_ids(users: Any, n: int) -> tuple[np.ndarray, list | None]:

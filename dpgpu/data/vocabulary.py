@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import numbers
+from collections.abc import KeysView
+from collections.abc import Set as AbstractSet
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 
 from ..errors import InvalidParameter
+from ..validation import check_bool
 
 END_LABEL = "&"
 START_LABEL = "$"
@@ -25,7 +28,9 @@ class Vocabulary:
     ----------
     labels : sequence of str
         The item labels, in id order (entries are turned into strings, so
-        ``[1, 2]`` gives ``["1", "2"]``).  Labels must be distinct.
+        ``[1, 2]`` gives ``["1", "2"]``).  Labels must be distinct.  A set
+        is refused: its order, and so the ids, would change from one Python
+        session to the next (pass ``sorted(...)``).
     names : sequence of str, optional
         Human-readable names, one per label (UCI ``.seq`` category names,
         SPMF ``@ITEM`` names).  Labels stay what the input file wrote.
@@ -47,8 +52,9 @@ class Vocabulary:
     Raises
     ------
     InvalidParameter
-        When ``labels`` is a string or not iterable, lists a label twice, or
-        ``names`` does not give one name per label.
+        When ``labels`` is a string, a set or not iterable, lists a label
+        twice, ``names`` does not give one name per label, or ``public`` is
+        not a bool.
     """
 
     def __init__(self, labels: Sequence[str], names: Sequence[str] | None = None, *,
@@ -56,7 +62,11 @@ class Vocabulary:
         if isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
             raise InvalidParameter(f"{name}: pass a sequence of labels (a list such as "
                                    f"['a', 'b']), got {labels!r}")
-        self.public = bool(public)
+        if is_unordered(labels):
+            raise InvalidParameter(f"{name}: a {type(labels).__name__} has no order, so the "
+                                   "item ids would change between Python sessions; pass a "
+                                   "list (e.g. sorted(...))")
+        self.public = check_bool(public, "public")
         self.labels = [str(x) for x in labels]
         self._index = {label: i for i, label in enumerate(self.labels)}
         if len(self._index) != len(self.labels):  # a repeated label keeps its last id
@@ -256,3 +266,23 @@ class Vocabulary:
         if np.any(ids[:-1] == self.end_id):
             raise InvalidParameter(f"{name}: the end marker {END_LABEL!r} may only end the string")
         return ids
+
+
+def is_unordered(values: Any) -> bool:
+    """Whether iterating ``values`` may give another order in another Python session.
+
+    Sets (``set``, ``frozenset`` and other :class:`collections.abc.Set`)
+    iterate in an order that depends on string hashing, which
+    ``PYTHONHASHSEED`` changes; a dict's keys keep their insertion order.
+
+    Parameters
+    ----------
+    values : any
+        The collection given.
+
+    Returns
+    -------
+    bool
+    """
+    return isinstance(values, AbstractSet) and not isinstance(values, KeysView)
+
