@@ -455,7 +455,8 @@ class ReleaseWriter:
         the first other format that can, with a warning that says why, so a
         finished release is not lost at its last step.  The other formats are
         checked (:func:`dpgpu.data.writers.label_problem`) only then: checking
-        the event-log formats means building every sequence's case name.
+        the event-log formats means building every sequence's case name.  A
+        CSV table is delimited as its input was (:func:`synthetic_file`).
 
         Parameters
         ----------
@@ -466,13 +467,11 @@ class ReleaseWriter:
         Returns
         -------
         name : str
-            The release file, ``synthetic.<ext>`` (``.txt`` for ``lines`` and
-            ``spmf``, ``.csv`` for ``wide``, ``trajectory`` and ``column``, else
-            the format's name).
+            The release file (:func:`synthetic_file`).
         format : str
             The format it is written in.
         """
-        from .data.writers import WRITE_FORMATS, label_problem  # noqa: PLC0415
+        from .data.writers import WRITE_FORMATS, label_problem, write  # noqa: PLC0415
 
         fmt = synthetic_format(db.source.get("format", "lines"))
         problem = label_problem(db, fmt) if fmt in WRITE_FORMATS else "dpgpu does not write it"
@@ -482,9 +481,9 @@ class ReleaseWriter:
                 log.warning("synthetic data: %s cannot hold it (%s); written as %s instead",
                             fmt, problem, fallback)
                 fmt = fallback
-        name = f"synthetic.{_EXTENSIONS.get(fmt, fmt)}"
+        name, delimiter = synthetic_file(db, fmt)
         self.progress(f"writing {name}: {len(db)} sequences")
-        db.save(self.path(name), format=fmt, force=True)
+        write(db, self.path(name), format=fmt, force=True, delimiter=delimiter)
         return name, fmt
 
     def synthetic_entries(self, db: Any) -> dict:
@@ -610,6 +609,38 @@ def synthetic_format(input_format: Any) -> Any:
     return _SYNTHETIC_FORMATS.get(input_format, input_format)
 
 
+def synthetic_file(db: Any, fmt: str) -> tuple[str, str | None]:
+    """The name of a release's synthetic file of ``db`` in ``fmt``, and its field delimiter.
+
+    ``synthetic.<ext>``: ``.txt`` for ``lines`` and ``spmf``, ``.csv`` for
+    ``wide``, ``trajectory`` and ``column``, else the format's name; a
+    CSV table (``csv``, ``wide``, ``trajectory``, ``column``) is delimited
+    as its input was (``source["delimiter"]``, else a comma), and named
+    ``.tsv`` when that is a tab.  ``.gz`` follows where the input was gzip
+    data (``source["compression"]``).
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The synthetic database; its ``source`` holds its input's format options.
+    fmt : str
+        The format it is written in.
+
+    Returns
+    -------
+    name : str
+        The release file's name.
+    delimiter : str or None
+        The field delimiter of a CSV table, else None.
+    """
+    ext, delimiter = _EXTENSIONS.get(fmt, fmt), None
+    if ext == "csv":
+        delimiter = db.source.get("delimiter") or ","
+        ext = "tsv" if delimiter == "\t" else ext
+    gz = ".gz" if db.source.get("compression") == "gzip" else ""
+    return f"synthetic.{ext}{gz}", delimiter
+
+
 def synthetic_reader_options(db: Any, fmt: str) -> dict:
     """The reader options of :func:`dpgpu.load` that read ``db``'s synthetic file back.
 
@@ -620,7 +651,8 @@ def synthetic_reader_options(db: Any, fmt: str) -> dict:
     character at a time, else ``"str"``, the labels as written), the columns
     or attribute keys an event log, ``wide``, ``trajectory`` or ``column``
     file is written with, the grid of a trajectory (every synthetic step a
-    point, ``repeats="keep"``) and the comma that delimits a ``.csv`` table.
+    point, ``repeats="keep"``) and the delimiter of a CSV table
+    (:func:`synthetic_file`).
     They are format options only, as :func:`dpgpu.data.sequencedb.synthetic_like`
     keeps: never a path, a case name or a user label.
 
@@ -660,8 +692,9 @@ def synthetic_reader_options(db: Any, fmt: str) -> dict:
         grid = trajectory.Grid.from_source(db.source)
         options.update(zip(("case", "x", "y"), trajectory.output_columns(db)))
         options.update(grid=f"{grid.nx}x{grid.ny}", bounds=list(grid.bounds), repeats="keep")
-    if _EXTENSIONS.get(fmt, fmt) == "csv":  # synthetic.csv: writers delimit it with commas
-        options["delimiter"] = ","
+    delimiter = synthetic_file(db, fmt)[1]
+    if delimiter is not None:
+        options["delimiter"] = delimiter
     return options
 
 

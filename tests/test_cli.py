@@ -140,7 +140,7 @@ def test_demo_runs_on_the_bundled_data(capsys, tmp_path):
     assert "top-K frequent patterns" in text and "K=100:" in text and "first 20 items" in text
     report = json.loads((out / "report.json").read_text())
     assert report["mechanism"] == "ngram" and report["parameters"]["n_max"] == 3
-    assert (out / "synthetic.seq").exists()
+    assert (out / "synthetic.seq.gz").exists()  # compressed as the bundled input
     status, _, err = run(capsys, "demo", "--out", str(out))
     assert status == 2 and "already exists" in err
 

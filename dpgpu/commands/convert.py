@@ -21,6 +21,8 @@ The output format is --to, else the one the output file's extension names
 (after any .gz), else the input's own format; --to and an extension that
 names another format are refused.  The extensions:
 {_EXTENSIONS}
+A .csv or .tsv name keeps a wide, trajectory or column input in its own
+format (these are CSV tables too); --to csv makes an event log of it.
 
 Kept: the sequences of items, in order (an event log's cases, each in time
 order).  Written as an event log (csv, parquet, xes), every event gets a
@@ -33,6 +35,14 @@ sequences (with a warning that counts them).
 The other formats (seq, spmf, lines) keep the sequences only: no case names,
 times or users.  A column file (--to column, a CSV row per sequence) keeps the
 case names and users, and empty sequences as empty cells.
+
+Items are written by their labels, as dpgpu stats and the releases show
+them: a .seq file's items are its category numbers (its header names them),
+and an SPMF file's its item numbers; SPMF output keeps the @ITEM names of an
+SPMF input, a .seq output the category names of a .seq input.  To write the
+names themselves in another format, read the input with --vocab listing
+them.  Items read with --tokens str (labels such as 007) are written as they
+are to lines and column files: read those back with --tokens str too.
 """
 
 
@@ -44,16 +54,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("output", help="output file (.gz to compress)")
     p.add_argument("--to", choices=WRITE_FORMATS,
                    help="output format (default: the one the output's extension names, "
-                        "else the input's format)")
+                        "else the input's format; a .csv or .tsv name keeps a wide, "
+                        "trajectory or column input's format)")
     p.add_argument("--force", action="store_true", help="replace an existing output")
     p.set_defaults(func=run)
 
 
-def output_format(output: str, to: str | None) -> str | None:
+def output_format(output: str, to: str | None, input_format: str | None = None) -> str | None:
     """The format to write ``output`` in: ``to``, else the one its extension names.
 
     Extensions are those format detection reads as a hint
-    (:func:`dpgpu.data.load.extension_format`), after any ``.gz``.
+    (:func:`dpgpu.data.load.extension_format`), after any ``.gz``.  A name
+    that reads as ``csv`` (``.csv``, ``.tsv``) also suits the CSV tables of
+    :data:`CSV_TABLES`: without ``to``, such an input keeps its format.
 
     Parameters
     ----------
@@ -61,11 +74,15 @@ def output_format(output: str, to: str | None) -> str | None:
         The output file.
     to : str or None
         The ``--to`` option.
+    input_format : str or None
+        The ``--format`` option (the CSV tables are never detected, so an
+        input is one only when it says so).
 
     Returns
     -------
     str or None
-        None where neither names a format (the writer then keeps the input's).
+        None where neither names a format, or a ``.csv`` name is given a CSV
+        table (the writer then keeps the input's).
 
     Raises
     ------
@@ -75,7 +92,7 @@ def output_format(output: str, to: str | None) -> str | None:
         when its extension names a format dpgpu cannot write.
     """
     suffix, named = extension_format(output)
-    if named is None or (named == "csv" and to in CSV_TABLES):
+    if named is None or (named == "csv" and (to or input_format) in CSV_TABLES):
         return to
     if to is not None and to != named:
         raise InvalidParameter(f"--to: {to} does not match the extension {suffix} of "
@@ -94,7 +111,7 @@ CSV_TABLES = ("wide", "trajectory", "column")
 
 def run(args: argparse.Namespace) -> int:
     """Read, then write atomically."""
-    fmt = output_format(args.output, args.to)
+    fmt = output_format(args.output, args.to, args.format)
     check_output(args.output, force=args.force, inputs=input_paths(args))  # before reading
     db = load_from_args(args)
     n = db.save(args.output, format=fmt, force=args.force)

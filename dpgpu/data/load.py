@@ -143,6 +143,8 @@ def load(path: Any, format: str | None = None, *, vocab: Any = None,
         fmt = format or detect_format(p, data)
     check_options(fmt, options)
     db = read(fmt, p, data, options)
+    if p.suffix.lower() == ".gz":  # synthetic data of it is written compressed too
+        db.source["compression"] = "gzip"
     if vocab is not None:
         db = on_vocabulary(db, vocab, str(p))
     log.info("loaded %s as %s: %d sequences, %d items", p, fmt, len(db), db.vocab.size)

@@ -491,7 +491,7 @@ class SequenceDB:
 
 #: Keys of ``source`` that describe a file's format (no identifiers, no path).
 FORMAT_KEYS = ("format", "columns", "delimiter", "timestamp_kind", "stripped", "tokens", "names",
-               "grid", "bounds")
+               "grid", "bounds", "compression")
 
 
 def synthetic_like(db: SequenceDB, items: Any, lengths: Any) -> SequenceDB:

@@ -3,10 +3,13 @@
 Synthetic data written in the format it was read from is a drop-in
 replacement for the original file.  A file written from a database on a
 public vocabulary reads back on that vocabulary (``dpgpu.load(path,
-vocab=...)``) as the same sequences with the same item ids.  A label that
-the chosen format cannot hold as it is (white space in a ``lines`` file or a
-``.seq`` header, a character XML forbids, ...) is refused before anything
-is written (:func:`check_writable`); labels are never rewritten.  Every
+vocab=...)``) as the same sequences with the same item ids, and any
+database reads back with the labels it has (``list(db)``): items are
+written by their labels, and SPMF text keeps the ``@ITEM`` names an SPMF
+input gave its numbers.  A label that the chosen format cannot hold as it
+is (white space in a ``lines`` file or a ``.seq`` header, a character XML
+forbids, ...) is refused before anything is written
+(:func:`check_writable`); labels are never rewritten.  Every
 writer goes through :func:`~dpgpu.data.io.atomic_output`: a failed write
 leaves nothing behind and an existing file is only replaced with ``force``.
 """
@@ -40,17 +43,22 @@ INT_TOKEN = re.compile(rf"-?[0-9]{{1,{MAX_DIGITS}}}")
 _CANONICAL_INT = re.compile(r"0|-?[1-9][0-9]{0,17}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+#: What the SPMF reader takes for a line end (:func:`dpgpu.data.io.unix_line_ends`).
+_LINE_END = re.compile("[\r\n]")
 
 
 #: The field delimiter a CSV output's extension asks for (else the input's, or a comma).
 _CSV_DELIMITERS = {".tsv": "\t", ".csv": ","}
 
 
-def write(db: Any, path: Any, format: str | None = None, *, force: bool = False) -> int:
+def write(db: Any, path: Any, format: str | None = None, *, force: bool = False,
+          delimiter: str | None = None) -> int:
     """Write ``db`` to ``path`` (see :meth:`SequenceDB.save`).
 
-    A CSV log is tab-separated in a ``.tsv`` file and comma-separated in a
-    ``.csv`` one (otherwise delimited as its input, if that was a CSV log).
+    A CSV table (``csv``, ``wide``, ``trajectory``, ``column``) is delimited
+    by ``delimiter``, else tab-separated in a ``.tsv`` file and
+    comma-separated in a ``.csv`` one, else delimited as its input (if that
+    was a CSV table of that kind or a CSV log).
 
     Parameters
     ----------
@@ -63,6 +71,9 @@ def write(db: Any, path: Any, format: str | None = None, *, force: bool = False)
         from (``db.source["format"]``), else ``"lines"``.
     force : bool
         Replace an existing file.
+    delimiter : str, optional
+        The field delimiter of a CSV table, whatever the file's name (a
+        release writes its input's); not used by the other formats.
 
     Returns
     -------
@@ -82,7 +93,7 @@ def write(db: Any, path: Any, format: str | None = None, *, force: bool = False)
     fmt = _write_format(format or db.source.get("format") or "lines")
     check_writable(db, fmt, path)
     with atomic_output(path, force=force, binary=fmt == "parquet") as stream:
-        write_all(open_sink(fmt, db, stream, path), db)
+        write_all(open_sink(fmt, db, stream, path, delimiter=delimiter), db)
     if fmt == "lines":
         _warn_unless_detected_as_lines(Path(path))
     return written(len(db), int(np.count_nonzero(db.lengths == 0)), fmt, path)
@@ -184,7 +195,7 @@ def _write_format(fmt: str) -> str:
     return fmt
 
 
-def open_sink(fmt: str, db: Any, stream: Any, path: Any) -> Any:
+def open_sink(fmt: str, db: Any, stream: Any, path: Any, *, delimiter: str | None = None) -> Any:
     """A writer of ``fmt`` to ``stream`` for ``db``'s sequences, given a part at a time.
 
     Its ``write(part, first)`` writes the sequences of ``part`` (``first``:
@@ -199,9 +210,11 @@ def open_sink(fmt: str, db: Any, stream: Any, path: Any) -> Any:
         decides the header, columns and names.
     stream : text stream, or binary stream for ``parquet``
     path : path-like
-        The file being written (a CSV log is tab-separated in a ``.tsv``
+        The file being written (a CSV table is tab-separated in a ``.tsv``
         file and comma-separated in a ``.csv`` one, otherwise delimited as
-        its input, if that was a CSV log).
+        its input, if that was a CSV table).
+    delimiter : str, optional
+        The field delimiter of a CSV table, whatever ``path``'s name.
 
     Returns
     -------
@@ -217,7 +230,7 @@ def open_sink(fmt: str, db: Any, stream: Any, path: Any) -> Any:
         return {"seq": seq_sink, "spmf": spmf_sink, "lines": lines_sink}[fmt](db, stream)
     from . import eventlog, xes  # noqa: PLC0415 - event-log support loads on demand
 
-    delimiter = _CSV_DELIMITERS.get(extension_format(path)[0])
+    delimiter = delimiter or _CSV_DELIMITERS.get(extension_format(path)[0])
     if fmt == "csv":
         return eventlog.CsvLogSink(db, stream, delimiter=delimiter)
     if fmt == "wide":
@@ -245,12 +258,17 @@ def check_writable(db: Any, fmt: str, path: Any) -> None:
 
     - ``seq``: an empty name, white space, a first name starting with ``%``;
     - ``spmf``: labels other than non-negative integers are numbered and
-      named in ``@ITEM=id=label`` lines, which cannot hold a line break or
-      trailing white space;
-    - ``lines``: an empty label, white space (it separates the items), and
-      an integer with a leading zero (or ``-0``) when every item is an
-      integer, since such a file is read as numbers; for a database read a
-      character at a time, a label that is not one character;
+      named in ``@ITEM=id=label`` lines (integer labels are written as they
+      are, and named in such lines where an SPMF input named them); these lines
+      cannot hold a line break (a line feed or a carriage return, which the
+      reader also takes for a line end) or trailing white space;
+    - ``lines``: an empty label, white space (it separates the items), a
+      label starting with U+FEFF (a reader drops it as a byte-order mark at
+      the start of the file), and an integer with a leading zero (or
+      ``-0``) when every item is an integer, since such a file is read as
+      numbers, unless the database was read with ``tokens="str"`` (then
+      read it back so too); for a database read a character at a time, a
+      label that is not one character;
     - ``csv``, ``parquet``, ``xes``: a blank label (their readers refuse an
       empty activity); ``xes`` also a character XML 1.0 forbids.  These
       formats also write each sequence's case name and user label, which
@@ -261,8 +279,9 @@ def check_writable(db: Any, fmt: str, path: Any) -> None:
       of it, users (:func:`dpgpu.data.trajectory.trajectory_problem`);
     - ``column``: what ``lines`` cannot hold (the items of a sequence share
       a cell, space-separated or, read a character at a time, not
-      separated); it also writes each sequence's case name and user label,
-      held to the same rules on characters as the event logs'.
+      separated) but for the byte-order mark (the header comes first); it
+      also writes each sequence's case name and user label, held to the
+      same rules on characters as the event logs'.
 
     Parameters
     ----------
@@ -279,8 +298,7 @@ def check_writable(db: Any, fmt: str, path: Any) -> None:
         Naming the file, the first label the format cannot hold and why, and
         the formats that can hold every label.
     """
-    occurring = _occurring_labels(db)
-    problem = _label_problem(db, fmt, occurring)
+    problem = _label_problem(db, fmt, _present(db))
     if problem is None:
         return
     what, why = problem
@@ -306,7 +324,7 @@ def label_problem(db: Any, fmt: str) -> str | None:
         What cannot be held and why, in words (``"item 'a b' contains
         white space, ..."``), or None when ``fmt`` can hold ``db``.
     """
-    problem = _label_problem(db, fmt, _occurring_labels(db))
+    problem = _label_problem(db, fmt, _present(db))
     return None if problem is None else f"{problem[0]} {problem[1]}"
 
 
@@ -323,23 +341,37 @@ def writable_formats(db: Any) -> list[str]:
     list of str
         Possibly empty.
     """
-    occurring = _occurring_labels(db)
-    return [f for f in WRITE_FORMATS if _label_problem(db, f, occurring) is None]
+    present = _present(db)
+    return [f for f in WRITE_FORMATS if _label_problem(db, f, present) is None]
 
 
-def _occurring_labels(db: Any) -> list[str]:
-    present = np.bincount(db.items, minlength=db.vocab.size) > 0
-    return [label for label, seen in zip(db.vocab.labels, present.tolist()) if seen]
+def _named_items(db: Any) -> dict[str, str]:
+    """The ``@ITEM`` names an SPMF input gave its item numbers, by label (read without a
+    vocabulary: on one, SPMF items are labelled by their names already)."""
+    names = db.source.get("names")
+    if db.source.get("format") != "spmf" or not names or db.vocab.public:
+        return {}
+    return {x: names[x] for x in db.vocab.labels if x in names}
 
 
-def _label_problem(db: Any, fmt: str, occurring: list[str]) -> tuple[str, str] | None:
+def _present(db: Any) -> list[bool]:
+    """Whether each item of ``db``'s vocabulary occurs, in id order."""
+    return (np.bincount(db.items, minlength=db.vocab.size) > 0).tolist()
+
+
+def _label_problem(db: Any, fmt: str, present: list[bool]) -> tuple[str, str] | None:
     """The first label ``fmt`` cannot hold, described (``item 'x'``), and why; or None.
 
-    Event-log formats also write each sequence's case name and user label:
-    those must be text the format can hold too.
+    ``present`` says which items occur (:func:`_present`).  Event-log
+    formats also write each sequence's case name and user label: those must
+    be text the format can hold too.
     """
-    labels = {"seq": db.vocab.names or db.vocab.labels,
-              "spmf": db.vocab.labels}.get(fmt, occurring)
+    if fmt == "spmf":
+        labels = list(_spmf_items(db)[1].values())
+    elif fmt == "seq":
+        labels = db.vocab.names or db.vocab.labels
+    else:
+        labels = [label for label, seen in zip(db.vocab.labels, present) if seen]
     for label in labels:
         why = _text_problem(label, xml=fmt == "xes")
         if why:
@@ -364,7 +396,10 @@ def _label_problem(db: Any, fmt: str, occurring: list[str]) -> tuple[str, str] |
 
         return trajectory_problem(db)
     if fmt in ("lines", "column"):
-        problem = _chars_problem(labels) if written_as_chars(db) else _lines_problem(labels, fmt)
+        problem = _chars_problem(labels) if written_as_chars(db) \
+            else _lines_problem(labels, fmt, as_text=db.source.get("tokens") == "str")
+        if problem is None and fmt == "lines":  # a column file starts with its header
+            problem = _bom_problem(labels)
     else:
         problem = {"seq": _seq_problem, "spmf": _spmf_problem}.get(fmt, _event_log_problem)(labels)
     return None if problem is None else (f"item {problem[0]!r}", problem[1])
@@ -392,30 +427,33 @@ def _seq_problem(names: list[str]) -> tuple[str, str] | None:
     return None
 
 
-def _spmf_problem(labels: list[str]) -> tuple[str, str] | None:
-    if all(_spmf_number(x) for x in labels):
-        return None
-    for label in labels:
-        if "\n" in label:
-            return label, "contains a line break, which would end its @ITEM line"
-        if label != label.rstrip():
-            return label, "ends in white space, which its @ITEM line would lose"
+def _spmf_problem(names: list[str]) -> tuple[str, str] | None:
+    """Why an ``@ITEM`` line cannot hold one of ``names``, or None."""
+    for name in names:
+        end = _LINE_END.search(name)
+        if end:
+            return name, (f"contains a line break ({end.group()!r}), which would end its @ITEM "
+                          "line")
+        if name != name.rstrip():
+            return name, "ends in white space, which its @ITEM line would lose"
     return None
 
 
-def _lines_problem(labels: list[str], fmt: str) -> tuple[str, str] | None:
+def _lines_problem(labels: list[str], fmt: str, *, as_text: bool) -> tuple[str, str] | None:
     """Why a ``fmt`` file (``lines``, or ``column``: items separated by spaces) cannot hold
-    one of ``labels``, or None."""
+    one of ``labels``, or None (``as_text``: the input was read with ``tokens="str"``, which
+    reads integers back as written)."""
     for label in labels:
         if not label:
             return label, f"is empty, and a {fmt} file cannot hold it"
         if any(c.isspace() for c in label):
             return label, f"contains white space, which separates the items of a {fmt} file"
-    if all(INT_TOKEN.fullmatch(x) for x in labels):
+    if not as_text and all(INT_TOKEN.fullmatch(x) for x in labels):
         for label in labels:
             if not _CANONICAL_INT.fullmatch(label):
                 return label, (f"would read back as {int(label)}: a {fmt} file whose items "
-                               "are all integers is read as numbers")
+                               "are all integers is read as numbers (unless read with tokens "
+                               "str)")
     return None
 
 
@@ -424,6 +462,15 @@ def _chars_problem(labels: list[str]) -> tuple[str, str] | None:
         if len(label) != 1 or label.isspace():
             return label, ("is not one character other than white space, and the input was "
                            "read a character at a time (tokens chars)")
+    return None
+
+
+def _bom_problem(labels: list[str]) -> tuple[str, str] | None:
+    """A label that a lines file would lose its first character of, where it starts the file."""
+    for label in labels:
+        if label.startswith("\ufeff"):
+            return label, ("starts with U+FEFF, which a reader drops as a byte-order mark when "
+                           "it starts the file")
     return None
 
 
@@ -437,6 +484,16 @@ def _event_log_problem(labels: list[str]) -> tuple[str, str] | None:
 def _spmf_number(label: str) -> bool:
     """Whether SPMF text can hold ``label`` as the item number itself."""
     return _CANONICAL_INT.fullmatch(label) is not None and not label.startswith("-")
+
+
+def _spmf_items(db: Any) -> tuple[list[str], dict[str, str]]:
+    """The number SPMF text writes for each item of ``db``'s vocabulary, in id order, and the
+    ``@ITEM`` names by number (:func:`spmf_sink`)."""
+    labels = db.vocab.labels
+    if all(_spmf_number(x) for x in labels):
+        return list(labels), _named_items(db)
+    numbers = [str(i) for i in range(len(labels))]
+    return numbers, dict(zip(numbers, labels))
 
 
 #: About how many items a writer turns into text (or rows) at once.
@@ -573,8 +630,10 @@ def spmf_sink(db: Any, stream: TextIO) -> TextSink:
     """SPMF: ``item -1 item -1 ... -2`` per line (or the stripped variant if read so).
 
     Labels that are all non-negative integers (written as the readers print
-    them) are written as they are.  Otherwise every label is replaced by its
-    id and named in an ``@ITEM=id=label`` line, as SPMF does for text; the
+    them) are written as they are, and named in ``@ITEM=label=name`` lines
+    where an SPMF input named them, so an SPMF file keeps its numbers and
+    names.  Otherwise every label is replaced by its id and
+    named in an ``@ITEM=id=label`` line, as SPMF does for text; the
     vocabulary's items that never occur are named too, and
     ``dpgpu.load(..., vocab=...)`` matches items by these names.
 
@@ -590,13 +649,12 @@ def spmf_sink(db: Any, stream: TextIO) -> TextSink:
     TextSink
         Having written the header (if any).
     """
-    labels, header = db.vocab.labels, ""
-    if not all(_spmf_number(x) for x in labels):
-        header = "@CONVERTED_FROM_TEXT\n" + "".join(f"@ITEM={i}={label}\n"
-                                                    for i, label in enumerate(labels))
-        labels = [str(i) for i in range(len(labels))]
+    labels, names = _spmf_items(db)
+    header = "@CONVERTED_FROM_TEXT\n" + "".join(f"@ITEM={number}={name}\n"
+                                                for number, name in names.items()) \
+        if names else ""
     if db.source.get("format") == "spmf" and db.source.get("stripped"):
-        return TextSink(stream, header, list(labels), sep=" ")
+        return TextSink(stream, header, labels, sep=" ")
     return TextSink(stream, header, [x + " -1 " for x in labels], end="-2\n")
 
 
