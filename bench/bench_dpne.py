@@ -49,7 +49,8 @@ SPMF = str(DATASETS / "msnbc_spmf" / "MSNBC.txt.gz")
 
 def _release(db, method, policy, seed):
     """Per-k counts and released grams (tuples of ids) of one run of ``method``."""
-    common = dict(contribution=10, eta=0.01, seed=seed, method=method, policy=policy)
+    common = dict(contribution=10, seed=seed, method=method, policy=policy,
+                  **({"eta": 0.01} if method == "dpne" else {}))
     if method != "dpsu-single":
         r = dpne(db, 1.0, 1e-7, max_n=T, **common)
         levels = r.levels + [np.zeros((0, k), np.int32) for k in range(len(r.levels) + 1, T + 1)]

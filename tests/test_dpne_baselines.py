@@ -86,7 +86,30 @@ def test_invalid_method_policy():
     with pytest.raises(InvalidParameter, match="policy"):
         dpne(db, 1.0, 1e-6, policy="laplace")
     with pytest.raises(InvalidParameter, match="alpha"):
-        dpne(db, 1.0, 1e-6, method="dpsu-all", alpha=float("nan"))
+        dpne(db, 1.0, 1e-6, method="dpsu-all", policy="laplace", alpha=float("nan"))
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    ({"method": "dpsu-all", "eta": 0.5}, "eta"), ({"method": "dpsu-even", "rule": "single"}, "rule"),
+    ({"method": "dpsu-single", "schedule": "geometric"}, "schedule"),
+    ({"method": "dpsu-all", "decay": 2.0}, "decay"), ({"decay": 2.0}, "decay"),
+    ({"alpha": 7.0}, "alpha"), ({"method": "dpsu-all", "alpha": 7.0}, "alpha")])
+def test_options_a_method_would_ignore_are_refused(kwargs, name):
+    """From a review: the baselines ignored eta, rule, schedule and decay, DPNE ignored alpha
+    and decay without the geometric schedule, and report.json still recorded them."""
+    with pytest.raises(InvalidParameter, match=f"^{name}: applies to "):
+        dpne(_db(40), 1.0, 1e-6, **kwargs)
+
+
+def test_the_report_records_only_the_options_that_applied():
+    db = _db(40)
+    assert dpne(db, 4.0, 1e-6, max_n=2, seed=1).report["parameters"]["decay"] is None
+    geometric = dpne(db, 4.0, 1e-6, max_n=2, seed=1, schedule="geometric", decay=0.5)
+    assert geometric.report["parameters"]["decay"] == 0.5
+    weighted = dpne(db, 4.0, 1e-6, max_n=2, seed=1, method="dpsu-all")
+    laplace = dpne(db, 4.0, 1e-6, max_n=2, seed=1, method="dpsu-all", policy="laplace")
+    assert weighted.report["parameters"]["alpha"] is None
+    assert laplace.report["parameters"]["alpha"] == 5.0
 
 
 def _unit_steps(starts, grams, n, budget, cutoff, h=None):

@@ -28,14 +28,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-n", type=int, default=9, help="longest n-gram (default 9)")
     p.add_argument("--contribution", type=int, default=300,
                    help="Delta_0: distinct k-grams each user contributes per level (default 300)")
-    p.add_argument("--eta", type=float, default=0.01,
-                   help="tolerated share of spurious n-grams (default 0.01)")
-    p.add_argument("--rule", choices=RULES, default="both",
-                   help="valid k-gram rule (default both)")
-    p.add_argument("--schedule", choices=SCHEDULES, default="equal",
-                   help="sigma_k schedule (default equal)")
-    p.add_argument("--decay", type=float, default=1.0,
-                   help="geometric schedule: c of sigma_k = c sigma_{k-1} (default 1.0)")
+    p.add_argument("--eta", type=float, default=None,
+                   help="tolerated share of spurious n-grams (default 0.01; DPNE only)")
+    p.add_argument("--rule", choices=RULES, default=None,
+                   help="valid k-gram rule (default both; DPNE only)")
+    p.add_argument("--schedule", choices=SCHEDULES, default=None,
+                   help="sigma_k schedule (default equal; DPNE only)")
+    p.add_argument("--decay", type=float, default=None,
+                   help="geometric schedule: c of sigma_k = c sigma_{k-1} (default 1.0; "
+                        "--schedule geometric only)")
     p.add_argument("--max-candidates", type=whole_count, default=None,
                    help="work cap: a level with more valid candidates |V_k| is not extracted "
                         f"(default {MAX_CANDIDATES:_}; DPNE only)")
@@ -43,8 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="DPNE or a DPSU baseline of the paper (default dpne)")
     p.add_argument("--policy", choices=POLICIES, default="weighted",
                    help="DPSU policy of the baselines (default weighted)")
-    p.add_argument("--alpha", type=float, default=5.0,
-                   help="Policy Laplace cutoff Gamma = rho + alpha * lambda (default 5)")
+    p.add_argument("--alpha", type=float, default=None,
+                   help="Policy Laplace cutoff Gamma = rho + alpha * lambda (default 5; "
+                        "--policy laplace only)")
     add_engine_arguments(p)
     p.set_defaults(func=run)
 

@@ -253,10 +253,11 @@ def sigma_schedule(sigma_star: float, max_n: int, schedule: str, decay: float) -
 
 @engine_run()
 def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
-         contribution: int | Sequence[int] = 300, eta: float = 0.01, rule: str = "both",
-         schedule: str = "equal", decay: float = 1.0, seed: int | None = None,
-         backend: Any = None, max_candidates: int | None = None, method: str = "dpne",
-         policy: str = "weighted", alpha: float = 5.0, engine: str = "local",
+         contribution: int | Sequence[int] = 300, eta: float | None = None,
+         rule: str | None = None, schedule: str | None = None, decay: float | None = None,
+         seed: int | None = None, backend: Any = None, max_candidates: int | None = None,
+         method: str = "dpne", policy: str = "weighted", alpha: float | None = None,
+         engine: str = "local",
          client: Any = None, progress: Callable[[str], None] | None = None) -> DPNERelease:
     """Extract n-grams under user-level ``(epsilon, delta)``-DP (DPNE, Algorithm 1).
 
@@ -276,20 +277,26 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
         ``T``, the longest n-gram.
     contribution : int or sequence of int
         ``Delta_0`` for every level, or ``Delta_1 .. Delta_T``.
-    eta : float
-        Tolerated share of spurious k-grams, in ``(0, 1)``; ``eta /
-        max_candidates`` must exceed ``2**-79`` (the resolution of the level
-        thresholds: ``eta > 1.7e-16`` at the default ``max_candidates``).
-    rule : {"both", "single"}
-        Valid k-grams: ``(S_1 x S_{k-1}) ∩ (S_{k-1} x S_1)`` or ``S_{k-1} x S_1``.
-    schedule : {"equal", "geometric"}
-        ``sigma_k`` all equal, or ``sigma_k = decay * sigma_{k-1}``.
-    decay : float
-        ``c`` of the geometric schedule, finite, ``> 0``.
+    eta : float, optional
+        Tolerated share of spurious k-grams, in ``(0, 1)`` (default 0.01);
+        ``eta / max_candidates`` must exceed ``2**-79`` (the resolution of
+        the level thresholds: ``eta > 1.7e-16`` at the default
+        ``max_candidates``).
+    rule : {"both", "single"}, optional
+        Valid k-grams: ``(S_1 x S_{k-1}) ∩ (S_{k-1} x S_1)`` (the default)
+        or ``S_{k-1} x S_1``.
+    schedule : {"equal", "geometric"}, optional
+        ``sigma_k`` all equal (the default), or ``sigma_k = decay * sigma_{k-1}``.
+    decay : float, optional
+        ``c`` of the geometric schedule, finite, ``> 0`` (default 1).
+        ``eta``, ``rule``, ``schedule`` and ``decay`` are DPNE's: given to a
+        baseline, or ``decay`` without the geometric schedule, they are
+        refused rather than ignored.
     seed : int or None
         Reproducible noise (recorded as seeded); ``None`` draws a fresh key.
     backend : str, Backend or None
-        Recorded; the level loop runs on NumPy.
+        Where the level work runs: NumPy (Numba loops on the host) or CuPy
+        (the GPU, :mod:`.device`); the same release for the same key.
     max_candidates : int or None
         Work cap: a level whose candidate space ``V_k`` is larger is not
         extracted (its unsupported candidates take one keyed Bernoulli bit
@@ -297,13 +304,13 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
         it costs no privacy.  ``None``: :data:`MAX_CANDIDATES`.  DPNE only:
         the baselines draw no bits for unsupported grams.
     method : {"dpne", "dpsu-all", "dpsu-even", "dpsu-single"}
-        DPNE, or one of the paper's DPSU baselines (:mod:`.baselines`; they
-        ignore ``eta``, ``rule``, ``schedule`` and ``decay``, and
+        DPNE, or one of the paper's DPSU baselines (:mod:`.baselines`;
         ``dpsu-single`` releases ``max_n``-grams only).
     policy : {"weighted", "laplace"}
         DPSU update policy of the baselines (DPNE is weighted-Gaussian).
-    alpha : float
-        Policy Laplace cutoff ``Gamma = rho + alpha * lambda``.
+    alpha : float, optional
+        Policy Laplace cutoff ``Gamma = rho + alpha * lambda`` (default 5;
+        Policy Laplace only).
     engine : {"local", "dask"}
         Build the bounded histograms on this machine, or over Dask
         partitions holding all the texts of each of their users: every
@@ -333,17 +340,19 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     delta = check_probability(delta, "delta")
     max_n = check_positive_int(max_n, "max_n", maximum=MAX_N)
     caps = _contributions(contribution, max_n)
-    eta = check_probability(eta, "eta")
-    rule = check_choice(rule, "rule", RULES)
-    schedule = check_choice(schedule, "schedule", SCHEDULES)
-    decay = check_positive_real(decay, "decay")
     method = check_choice(method, "method", ("dpne",) + METHODS)
     policy = check_choice(policy, "policy", POLICIES)
-    alpha = check_positive_real(alpha, "alpha")
-    engine = check_engine(engine, db, client)
     if method == "dpne" and policy != "weighted":
         raise InvalidParameter("policy: DPNE uses the weighted policy; other policies are "
                                "for the dpsu-* methods")
+    _refuse_unused(method, policy, eta=eta, rule=rule, schedule=schedule, decay=decay,
+                   alpha=alpha)
+    eta = check_probability(0.01 if eta is None else eta, "eta")
+    rule = check_choice(rule or "both", "rule", RULES)
+    schedule = check_choice(schedule or "equal", "schedule", SCHEDULES)
+    decay = 1.0 if decay is None else check_positive_real(decay, "decay")
+    alpha = 5.0 if alpha is None else check_positive_real(alpha, "alpha")
+    engine = check_engine(engine, db, client)
     be = get_backend(backend)
     t0 = time.perf_counter()
     if method != "dpne":
@@ -425,7 +434,8 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
         "private": True,
         "parameters": {"epsilon": epsilon, "delta": delta, "max_n": max_n,
                        "contribution": caps, "eta": eta, "rule": rule, "schedule": schedule,
-                       "decay": decay, "max_candidates": max_candidates},
+                       "decay": decay if schedule == "geometric" else None,
+                       "max_candidates": max_candidates},
         "epsilon": ledger.spent_epsilon, "delta": ledger.spent_delta,
         "calibration": {"accounting": "discrete Gaussian, zCDP composition (CKS20 Thm 14, "
                                       "Cor 13)",
@@ -449,6 +459,21 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
         "timings": {"total_s": round(time.perf_counter() - t0, 4)},
     }
     return DPNERelease([lv.grams for lv in levels], report, db.vocab)
+
+
+def _refuse_unused(method: str, policy: str, **given: Any) -> None:
+    """Refuse an option that ``method`` (and ``policy``) would ignore, naming it."""
+    for name, value in given.items():
+        if value is None:
+            continue
+        if name == "alpha":
+            if method == "dpne" or policy != "laplace":
+                raise InvalidParameter("alpha: applies to the dpsu-* methods with policy "
+                                       "'laplace' only")
+        elif method != "dpne":
+            raise InvalidParameter(f"{name}: applies to method 'dpne' only, not {method!r}")
+        elif name == "decay" and given["schedule"] != "geometric":
+            raise InvalidParameter("decay: applies to schedule 'geometric' only")
 
 
 def _contributions(contribution: Any, max_n: int) -> list[int]:
@@ -607,7 +632,8 @@ def _baseline(db: SequenceDB, epsilon: float, delta: float, method: str, policy:
                  "(NeurIPS 2021), DPSU baselines (Gopi et al., ICML 2020)",
         "private": True,
         "parameters": {"epsilon": epsilon, "delta": delta, "max_n": max_n,
-                       "contribution": cap0, "policy": policy, "alpha": alpha},
+                       "contribution": cap0, "policy": policy,
+                       "alpha": alpha if policy == "laplace" else None},
         "sampling": {"draws_one_user_can_change": differing},
         "epsilon": ledger.spent_epsilon, "delta": ledger.spent_delta,
         "calibration": {"grid": GRID, "delta_mechanism": mech_delta,
