@@ -44,6 +44,7 @@ import csv
 import json
 import logging
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -52,6 +53,7 @@ import numpy as np
 
 from .. import __version__
 from ..data.io import atomic_output, input_errors, read_bytes
+from ..data.load import load
 from ..data.points import parse_columns, read_points
 from ..data.sequencedb import SequenceDB, sort_labels
 from ..data.vocabulary import Vocabulary
@@ -86,6 +88,61 @@ _ABSOLUTE_KEYS = ("min_support",)
 
 
 # ------------------------------------------------------------------ release
+def _release_path(release_dir: Any) -> Path:
+    """A release directory's path, refused unless it is given as a path.
+
+    Parameters
+    ----------
+    release_dir : str or path-like
+        The release directory.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    InvalidParameter
+        ``release_dir`` is not a str or path-like: an in-memory release
+        object, say, which ``release.save(path)`` writes to a directory first.
+    """
+    if not isinstance(release_dir, (str, os.PathLike)):
+        raise InvalidParameter(f"release_dir: expected the path of a release directory (str or "
+                               f"path-like), got {type(release_dir).__name__}; write an "
+                               "in-memory release with release.save(path) and pass that path")
+    return Path(release_dir)
+
+
+def _positive_ints(values: Any, name: str) -> list[int]:
+    """``values`` as a list of integers ``>= 1``: a non-empty sequence, not one number.
+
+    Parameters
+    ----------
+    values : iterable of int
+        The values given.
+    name : str
+        The parameter's name, for the error message.
+
+    Returns
+    -------
+    list of int
+
+    Raises
+    ------
+    InvalidParameter
+        ``values`` is a single value (a number, a string), empty, or holds
+        something other than an integer ``>= 1``.
+    """
+    try:
+        items = [] if isinstance(values, (str, bytes)) else list(values)
+    except TypeError:
+        items = []
+    if not items:
+        raise InvalidParameter(f"{name}: expected a non-empty sequence of integers (a list "
+                               f"such as [20, 40]), got {values!r}")
+    return [check_positive_int(v, name) for v in items]
+
+
 def release_files(release_dir: Any) -> dict[str, Path]:
     """The release files present, by kind: ``{"synthetic"|"ngrams"|..|"leaves": path}``.
 
@@ -108,8 +165,10 @@ def release_files(release_dir: Any) -> dict[str, Path]:
     ------
     InputError
         When several ``synthetic.*`` files are present.
+    InvalidParameter
+        ``release_dir`` is not a str or path-like.
     """
-    d = Path(release_dir)
+    d = _release_path(release_dir)
     found: dict[str, Path] = {}
     for name in ("ngrams", "frequent", "kgrams"):
         if (d / f"{name}.tsv").is_file():
@@ -141,8 +200,13 @@ def is_spatial_release(release_dir: Any) -> bool:
     -------
     bool
         True when it holds a regular file :data:`LEAVES`.
+
+    Raises
+    ------
+    InvalidParameter
+        ``release_dir`` is not a str or path-like.
     """
-    return (Path(release_dir) / LEAVES).is_file()
+    return (_release_path(release_dir) / LEAVES).is_file()
 
 
 def _header(path: Path) -> list[str]:
@@ -248,8 +312,12 @@ def choose_tasks(tasks: Iterable[str] | None, allowed: Sequence[str], release_di
     InputError
         When nothing is allowed and no task was asked for.
     InvalidParameter
-        An unknown task, or one that the release files do not allow.
+        ``tasks`` is a single string or not iterable, or holds an unknown
+        task or one that the release files do not allow.
     """
+    if isinstance(tasks, (str, bytes)) or not (tasks is None or isinstance(tasks, Iterable)):
+        raise InvalidParameter(f"tasks: expected a list of task names such as ['top-k'], got "
+                               f"{tasks!r}")
     if tasks is None:
         if not allowed:
             raise InputError(f"{release_dir}: no release file to evaluate (expected "
@@ -392,20 +460,24 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
 
     Parameters
     ----------
-    original : SequenceDB
-        The original (exact) data.
+    original : SequenceDB, str or path-like
+        The original (exact) data, or its file, read with
+        :func:`dpgpu.load` and ``reader_options`` as ``dpgpu evaluate``
+        reads ``--original`` (after the release directory is checked).
     release_dir : str or path-like
-        A directory with ``report.json`` and release files.
-    tasks : iterable of str, optional
+        A directory with ``report.json`` and release files; a release object
+        in memory is refused (``release.save(path)`` writes one).
+    tasks : list of str, optional
         Subset of :data:`TASKS`; default all that the files allow.
     seed : int
         Seed of the random query workload (evaluation only).
     n_queries : int
         Random count queries per maximal query size.
     query_sizes : sequence of int
-        Maximal query sizes (N-gram paper: 4, 8, 12, 16, 20).
+        Maximal query sizes (N-gram paper: 4, 8, 12, 16, 20); a list even
+        for one size (``[8]``, not ``8``).
     k_values : sequence of int
-        K of the top-K comparisons.
+        K of the top-K comparisons; a list even for one K (``[20]``).
     min_length : int, optional
         Shortest pattern in top-K lists.  Default: the papers' choices, 2 for
         ``top-k`` on synthetic data (size-1 patterns excluded, as in the
@@ -415,11 +487,12 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
         Relative support threshold for ``frequent`` (default: from the
         report's parameters ``threshold``/``theta``/``min_support``).
     coverage_ks : sequence of int
-        User-count thresholds K of the DPNE coverage.
+        User-count thresholds K of the DPNE coverage; a list even for one K.
     backend : str or Backend, optional
         Where contiguous counts are computed.
     reader_options : dict, optional
-        Reader options used for the original.  The synthetic file is read
+        Reader options of the original (:func:`dpgpu.load`'s keywords): used
+        to read it when ``original`` is a path.  The synthetic file is read
         with the options its report records; only for a release written
         before reports recorded them are these reused, for a synthetic file
         of the original's format.
@@ -430,13 +503,38 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
     -------
     dict
         The evaluation (see :func:`write_evaluation`).
+
+    Raises
+    ------
+    InvalidParameter
+        ``original`` is neither a SequenceDB nor a path; ``release_dir`` is
+        not a path; ``query_sizes``, ``k_values`` or ``coverage_ks`` is not a
+        non-empty sequence of integers ``>= 1`` (a single number is refused);
+        ``tasks`` is not a list of tasks the release allows; or another
+        setting is out of range.
+    InputError
+        A release directory or original that cannot be read, a spatial
+        release, an original without items, or vocabularies that differ.
     """
-    rdir = Path(release_dir)
+    rdir = _release_path(release_dir)
+    if not isinstance(original, (SequenceDB, str, os.PathLike)):
+        raise InvalidParameter(f"original: expected a SequenceDB (dpgpu.load(path)) or the path "
+                               f"of the dataset, got {type(original).__name__}")
+    n_queries = check_positive_int(n_queries, "n_queries")
+    query_sizes = _positive_ints(query_sizes, "query_sizes")
+    k_values = sorted(set(_positive_ints(k_values, "k_values")))
+    if min_length is not None:
+        min_length = check_positive_int(min_length, "min_length")
+    coverage_ks = sorted(set(_positive_ints(coverage_ks, "coverage_ks")))
+    seed = check_positive_int(seed, "seed", minimum=0)
+    tasks = None if tasks is None else choose_tasks(tasks, TASKS, rdir)  # names, before reading
     report = read_release_report(rdir)
     files = release_files(rdir)
     if "leaves" in files:
         raise InputError(f"{rdir}: a spatial release ({LEAVES}); its original is a points file "
                          "(evaluate_spatial_release)")
+    if not isinstance(original, SequenceDB):
+        original = load(original, **(reader_options or {}))
     oname = original_name or str(original.source.get("path", "the original"))
     if original.n_events == 0:
         raise InputError(f"{oname}: holds no items ({len(original)} sequences); there is nothing "
@@ -444,13 +542,6 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
     check_vocabulary(report, original, rdir, oname)
     min_support = release_threshold(report, len(original), threshold)
     chosen = choose_tasks(tasks, applicable_tasks(files, min_support is not None), rdir)
-    n_queries = check_positive_int(n_queries, "n_queries")
-    query_sizes = [check_positive_int(m, "query_sizes") for m in query_sizes]
-    k_values = sorted({check_positive_int(k, "k_values") for k in k_values})
-    if min_length is not None:
-        min_length = check_positive_int(min_length, "min_length")
-    coverage_ks = sorted({check_positive_int(k, "coverage_ks") for k in coverage_ks})
-    seed = check_positive_int(seed, "seed", minimum=0)
 
     ctx = _Context(original, backend)
     syn = None
@@ -970,10 +1061,13 @@ def evaluate_spatial_release(points_path: Any, release_dir: Any, *,
     Parameters
     ----------
     points_path : str or path-like
-        The original points (CSV or Parquet, see :func:`dpgpu.data.points.read_points`).
+        The original points file (CSV or Parquet, see
+        :func:`dpgpu.data.points.read_points`); an array of points is
+        refused (save it as CSV with the release's column names first).
     release_dir : str or path-like
         A directory with ``report.json`` (``parameters.columns`` and
-        ``domain.bounds``) and ``leaves.csv``.
+        ``domain.bounds``) and ``leaves.csv``; a release object in memory is
+        refused (``release.save(path)`` writes one).
     columns : str or sequence of str, optional
         The original's coordinate columns, in the release's order (default:
         the column names recorded in the report).
@@ -1003,9 +1097,13 @@ def evaluate_spatial_release(points_path: Any, release_dir: Any, *,
         ``leaves.csv``, or an original that is not a points file with the
         columns.
     InvalidParameter
-        Bad ``columns``, ``format``, ``tasks``, ``seed`` or ``n_queries``.
+        ``points_path`` or ``release_dir`` that is not a path; bad
+        ``columns``, ``format``, ``tasks``, ``seed`` or ``n_queries``.
     """
-    rdir = Path(release_dir)
+    rdir = _release_path(release_dir)
+    if not isinstance(points_path, (str, os.PathLike)):
+        raise InvalidParameter(f"points_path: expected the path of the original points file "
+                               f"(CSV or Parquet), got {type(points_path).__name__}")
     report = read_release_report(rdir)
     files = release_files(rdir)
     if "leaves" not in files:
@@ -1253,8 +1351,10 @@ def write_evaluation(release_dir: Any, result: dict, *, inputs: Iterable[Any] = 
     ------
     InputError
         When ``evaluation.json`` may not be written there.
+    InvalidParameter
+        ``release_dir`` is not a str or path-like.
     """
-    path = Path(release_dir) / EVALUATION
+    path = _release_path(release_dir) / EVALUATION
     with atomic_output(path, force=True, inputs=inputs) as f:
         dump_json(result, f, default=str)
     return path
@@ -1279,8 +1379,10 @@ def read_evaluation(release_dir: Any) -> dict:
         When the file is missing or unreadable, is not valid JSON, or does
         not have the layout that ``dpgpu evaluate`` writes (the message
         names the file and what is wrong).
+    InvalidParameter
+        ``release_dir`` is not a str or path-like.
     """
-    path = Path(release_dir) / EVALUATION
+    path = _release_path(release_dir) / EVALUATION
     if not path.exists():
         raise InputError(f"{path}: no such file (run dpgpu evaluate on {release_dir} first)")
     with input_errors(path):

@@ -31,6 +31,7 @@ function's docstring.  Summary of definitions:
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -44,6 +45,71 @@ SANITY_FRACTION = 0.001
 QUERY_SIZES = (4, 8, 12, 16, 20)
 #: Volume fractions (area in 2-D) of PrivTree's small / medium / large range-query sets.
 RANGE_SETS = {"small": (1e-4, 1e-3), "medium": (1e-3, 1e-2), "large": (1e-2, 1e-1)}
+
+
+def _numbers(values: Any, name: str, *, allow_inf: bool = False) -> np.ndarray:
+    """``values`` as a float64 array, refused unless it holds real numbers that are not NaN.
+
+    Parameters
+    ----------
+    values : array_like
+        Numbers of any shape; bools, strings and other objects are refused
+        (NumPy would read ``"1"`` as 1 and ``True`` as 1).
+    name : str
+        The parameter's name, for the error message.
+    allow_inf : bool
+        Accept infinities (NaN is never accepted).
+
+    Returns
+    -------
+    numpy.ndarray of float64
+
+    Raises
+    ------
+    InvalidParameter
+        A value that is not a real number, NaN, or infinite without ``allow_inf``.
+    """
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "iuf":
+        raise InvalidParameter(f"{name}: expected real numbers, got values of type {arr.dtype}")
+    arr = arr.astype(np.float64)
+    bad = np.isnan(arr) if allow_inf else ~np.isfinite(arr)
+    if bad.any():
+        need = "numbers other than NaN" if allow_inf else "finite numbers"
+        raise InvalidParameter(f"{name}: expected {need}, got {arr[bad].ravel()[0]}")
+    return arr
+
+
+def _number(value: Any, name: str) -> float:
+    """``value`` as a float if it is a finite real number (not a bool, not a string).
+
+    Parameters
+    ----------
+    value : any
+        The value given.
+    name : str
+        The parameter's name, for the error message.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    InvalidParameter
+        ``value`` is not a real number, or is NaN or infinite.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+            or not math.isfinite(value):
+        raise InvalidParameter(f"{name}: expected a finite number, got {value!r}")
+    return float(value)
+
+
+def _generator(seed: Any) -> np.random.Generator:
+    """A generator as given, or seeded with ``seed``, an integer ``>= 0`` (``seed`` in messages)."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(check_positive_int(seed, "seed", minimum=0))
 
 
 # ------------------------------------------------------------ relative error
@@ -66,10 +132,11 @@ def sanity_bound(n_records: int, fraction: float = SANITY_FRACTION) -> float:
     Raises
     ------
     InvalidParameter
-        ``fraction`` is not a finite number ``> 0``.
+        ``n_records`` is not an integer ``>= 1``, or ``fraction`` is not a
+        finite number ``> 0``.
     """
-    fraction = check_positive_real(fraction, "fraction")
-    return float(fraction) * int(n_records)
+    n_records = check_positive_int(n_records, "n_records")
+    return check_positive_real(fraction, "fraction") * n_records
 
 
 def relative_errors(estimates: Any, truth: Any, bound: float) -> np.ndarray:
@@ -78,17 +145,23 @@ def relative_errors(estimates: Any, truth: Any, bound: float) -> np.ndarray:
     Parameters
     ----------
     estimates, truth : array of float
-        Answers on the release and on the original data.
+        Answers on the release and on the original data; finite numbers.
     bound : float
         The sanity bound (:func:`sanity_bound`); must be > 0.
 
     Returns
     -------
     numpy.ndarray of float64
+
+    Raises
+    ------
+    InvalidParameter
+        ``bound`` is not a finite number ``> 0``; ``estimates`` or ``truth``
+        holds something other than a finite number, or their shapes differ.
     """
     bound = check_positive_real(bound, "bound")
-    est = np.asarray(estimates, dtype=np.float64)
-    tru = np.asarray(truth, dtype=np.float64)
+    est = _numbers(estimates, "estimates")
+    tru = _numbers(truth, "truth")
     if est.shape != tru.shape:
         raise InvalidParameter("estimates: must have the shape of truth")
     return np.abs(est - tru) / np.maximum(tru, bound)
@@ -124,11 +197,17 @@ def random_count_queries(n_items: int, max_size: int, n_queries: int = 10_000, *
     -------
     list of numpy.ndarray of int32
         Item ids.
+
+    Raises
+    ------
+    InvalidParameter
+        ``n_items``, ``max_size`` or ``n_queries`` is not an integer ``>= 1``,
+        or ``seed`` is neither a generator nor an integer ``>= 0``.
     """
     n_items = check_positive_int(n_items, "n_items")
     max_size = check_positive_int(max_size, "max_size")
     n_queries = check_positive_int(n_queries, "n_queries")
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = _generator(seed)
     sizes = rng.integers(1, max_size + 1, size=n_queries)
     flat = rng.integers(0, n_items, size=int(sizes.sum())).astype(np.int32)
     return np.split(flat, np.cumsum(sizes)[:-1])
@@ -147,8 +226,13 @@ def summarize(errors: Any) -> dict[str, float]:
     dict
         ``mean``, ``median``, ``p90``, ``max`` (float) and ``n`` (int, the
         number of errors); all 0 for no errors.
+
+    Raises
+    ------
+    InvalidParameter
+        An error that is not a finite number.
     """
-    e = np.asarray(errors, dtype=np.float64)
+    e = _numbers(errors, "errors")
     if e.size == 0:
         return {"mean": 0.0, "median": 0.0, "p90": 0.0, "max": 0.0, "n": 0}
     return {"mean": float(e.mean()), "median": float(np.median(e)),
@@ -204,15 +288,19 @@ def utility_loss(true_top: Mapping[Any, float], released_top: Mapping[Any, float
     Returns
     -------
     float
+
+    Raises
+    ------
+    InvalidParameter
+        A support of ``true_top`` that is not a finite number ``> 0``, or one
+        of ``released_top`` that is not a finite number.
     """
     if not true_top:
         return 0.0
     total = 0.0
     for f, s in true_top.items():
-        s = float(s)
-        if s <= 0:
-            raise InvalidParameter("true_top: supports must be > 0")
-        total += abs(s - float(released_top.get(f, 0.0))) / s
+        s = check_positive_real(s, "true_top")
+        total += abs(s - _number(released_top.get(f, 0.0), "released_top")) / s
     return total / len(true_top)
 
 
@@ -263,11 +351,20 @@ def support_relative_errors(released: Mapping[Any, float], true_support: Mapping
     -------
     numpy.ndarray of float64
         One error per released pattern, in ``released``'s order.
+
+    Raises
+    ------
+    InvalidParameter
+        A released support that is not a finite number, a true support that
+        is not a finite number ``>= 0``, or a released pattern that
+        ``true_support`` lacks.
     """
     vals = []
     for f, s in released.items():
-        t = float(true_support[f])
-        vals.append(abs(float(s) - t) / max(t, 1.0))
+        if f not in true_support:
+            raise InvalidParameter(f"true_support: has no support for the released pattern {f!r}")
+        t = check_positive_real(true_support[f], "true_support", allow_zero=True)
+        vals.append(abs(_number(s, "released") - t) / max(t, 1.0))
     return np.array(vals, dtype=np.float64)
 
 
@@ -278,18 +375,25 @@ def total_variation_distance(p: Any, q: Any) -> float:
     Parameters
     ----------
     p, q : array of float
-        Histograms (e.g. sequences per length); each is normalised to sum 1
-        and the shorter is padded with zeros.  An all-zero histogram is an
-        error.
+        Histograms (e.g. sequences per length) of finite numbers ``>= 0``;
+        each is normalised to sum 1 and the shorter is padded with zeros.
 
     Returns
     -------
     float in [0, 1]
+
+    Raises
+    ------
+    InvalidParameter
+        A histogram that holds something other than finite numbers ``>= 0``,
+        or sums to 0 (the message names ``p`` or ``q``).
     """
-    a = np.asarray(p, dtype=np.float64).ravel()
-    b = np.asarray(q, dtype=np.float64).ravel()
-    if a.sum() <= 0 or b.sum() <= 0 or (a < 0).any() or (b < 0).any():
-        raise InvalidParameter("p, q: histograms must be non-negative with a positive total")
+    a = _numbers(p, "p").ravel()
+    b = _numbers(q, "q").ravel()
+    for name, h in (("p", a), ("q", b)):
+        if (h < 0).any() or not h.sum() > 0:
+            raise InvalidParameter(f"{name}: a histogram must be non-negative with a "
+                                   "positive total")
     n = max(a.size, b.size)
     a = np.pad(a, (0, n - a.size)) / a.sum()
     b = np.pad(b, (0, n - b.size)) / b.sum()
@@ -310,16 +414,23 @@ def kanonymity_coverage(released: Iterable[Any], holders: Mapping[Any, int], K: 
     released : iterable of patterns
         The extracted grams (all lengths, or one length for a per-k curve).
     holders : mapping pattern -> number of users
-        Exact, from :func:`dpgpu.eval.truth.gram_user_counts`.
+        Exact, from :func:`dpgpu.eval.truth.gram_user_counts`; integers ``>= 0``.
     K : int
 
     Returns
     -------
     float in [0, 1], or None when no gram reaches K (nothing to cover: no share).
+
+    Raises
+    ------
+    InvalidParameter
+        ``K`` is not an integer ``>= 1``, or a number of users is not an
+        integer ``>= 0``.
     """
     K = check_positive_int(K, "K")
     r = set(released)
-    eligible = [g for g, c in holders.items() if c >= K]
+    eligible = [g for g, c in holders.items()
+                if check_positive_int(c, "holders", minimum=0) >= K]
     return covered_share(sum(1 for g in eligible if g in r), len(eligible))
 
 
@@ -357,7 +468,15 @@ def covered_share(covered: int, eligible: int) -> float | None:
     -------
     float or None
         ``covered / eligible``, or None when ``eligible`` is 0.
+
+    Raises
+    ------
+    InvalidParameter
+        ``eligible`` is not an integer ``>= 0``, or ``covered`` is not one
+        in ``[0, eligible]``.
     """
+    eligible = check_positive_int(eligible, "eligible", minimum=0)
+    covered = check_positive_int(covered, "covered", minimum=0, maximum=eligible)
     return covered / eligible if eligible else None
 
 
@@ -375,7 +494,15 @@ def spurious_share(absent: int, released: int) -> float:
     -------
     float
         ``absent / released``, or 0.0 when ``released`` is 0.
+
+    Raises
+    ------
+    InvalidParameter
+        ``released`` is not an integer ``>= 0``, or ``absent`` is not one
+        in ``[0, released]``.
     """
+    released = check_positive_int(released, "released", minimum=0)
+    absent = check_positive_int(absent, "absent", minimum=0, maximum=released)
     return absent / released if released else 0.0
 
 
@@ -397,9 +524,9 @@ def domain_bounds(domain: Any) -> np.ndarray:
     Raises
     ------
     InvalidParameter
-        Not finite, or ``lo >= hi`` in some dimension.
+        Not numbers, not finite, or ``lo >= hi`` in some dimension.
     """
-    b = np.asarray(domain, dtype=np.float64)
+    b = _numbers(domain, "domain", allow_inf=True)
     if b.ndim == 1 and b.size >= 2 and b.size % 2 == 0:
         b = b.reshape(2, -1).T
     if b.ndim != 2 or b.shape[1] != 2 or b.shape[0] == 0:
@@ -444,6 +571,14 @@ def random_range_queries(domain: Any, n_queries: int = 10_000,
     -------
     numpy.ndarray of float64, shape (n_queries, 2 d)
         Rows ``(lo_1, .., lo_d, hi_1, .., hi_d)``; in 2-D ``(x0, y0, x1, y1)``.
+
+    Raises
+    ------
+    InvalidParameter
+        ``n_queries`` is not an integer ``>= 1``, ``size`` neither a set's
+        name nor a pair ``0 < lo < hi <= 1``, ``max_aspect`` not a finite
+        number ``> 0``, a bad ``domain`` (:func:`domain_bounds`), or ``seed``
+        neither a generator nor an integer ``>= 0``.
     """
     n_queries = check_positive_int(n_queries, "n_queries")
     if isinstance(size, str):
@@ -451,13 +586,18 @@ def random_range_queries(domain: Any, n_queries: int = 10_000,
             raise InvalidParameter(f"size: must be one of {', '.join(RANGE_SETS)}, got {size!r}")
         lo, hi = RANGE_SETS[size]
     else:
-        lo, hi = (check_positive_real(v, "size") for v in size)
+        try:
+            lo, hi = size
+        except (TypeError, ValueError):
+            raise InvalidParameter(f"size: must be one of {', '.join(RANGE_SETS)} or a pair "
+                                   f"(lo, hi), got {size!r}") from None
+        lo, hi = check_positive_real(lo, "size"), check_positive_real(hi, "size")
         if not lo < hi <= 1:
             raise InvalidParameter("size: need 0 < lo < hi <= 1")
     spread = math.log(max(check_positive_real(max_aspect, "max_aspect"), 1.0))
     b = domain_bounds(domain)
     d = b.shape[0]
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = _generator(seed)
     a = np.exp(rng.uniform(math.log(lo), math.log(hi), n_queries))
     # t_j = e_j - e_d, uniform on [-spread, spread]^(d-1), kept where the sides' spread fits
     t = np.zeros((n_queries, d))
@@ -484,8 +624,9 @@ def random_range_queries(domain: Any, n_queries: int = 10_000,
 
 
 def _boxes(boxes: Any, d: int | None, name: str) -> np.ndarray:
-    """Boxes as a ``(n, 2 d)`` float64 array (``d`` from the shape when not given)."""
-    arr = np.asarray(boxes, dtype=np.float64)
+    """Boxes as a ``(n, 2 d)`` float64 array (``d`` from the shape when not given); numbers,
+    infinite sides allowed, NaN refused (:func:`_numbers`)."""
+    arr = _numbers(boxes, name, allow_inf=True)
     if d is None:
         if arr.ndim != 2 or arr.shape[1] == 0 or arr.shape[1] % 2:
             raise InvalidParameter(f"{name}: need a (n, 2 d) array of rows (lo..., hi...)")
@@ -508,7 +649,9 @@ def histogram_range_estimates(leaf_boxes: Any, leaf_counts: Any, query_boxes: An
     leaf_boxes : array of float, shape (L, 2 d)
         Rows ``(lo_1, .., lo_d, hi_1, .., hi_d)``, with ``0 < hi - lo < inf``.
     leaf_counts : array of float, shape (L,)
+        Finite numbers (noisy counts may be negative).
     query_boxes : array of float, shape (Q, 2 d)
+        Infinite sides are allowed (a box unbounded that way); NaN is not.
 
     Returns
     -------
@@ -517,13 +660,15 @@ def histogram_range_estimates(leaf_boxes: Any, leaf_counts: Any, query_boxes: An
     Raises
     ------
     InvalidParameter
-        Arrays of the wrong shape, or a leaf box without a positive finite
-        width in some dimension (it would hold no volume to spread its count on).
+        Arrays of the wrong shape or holding something other than numbers
+        (NaN, a count that is not finite), or a leaf box without a positive
+        finite width in some dimension (it would hold no volume to spread its
+        count on).
     """
     L = _boxes(leaf_boxes, None, "leaf_boxes")
     d = L.shape[1] // 2
     Q = _boxes(query_boxes, d, "query_boxes")
-    c = np.asarray(leaf_counts, dtype=np.float64).ravel()
+    c = _numbers(leaf_counts, "leaf_counts").ravel()
     if c.size != L.shape[0]:
         raise InvalidParameter("leaf_counts: one count per leaf box is needed")
     with np.errstate(over="ignore", invalid="ignore"):
@@ -562,5 +707,10 @@ def range_relative_errors(estimates: Any, truth: Any, n_points: int,
     -------
     numpy.ndarray of float64
         One error per query (:func:`relative_errors`).
+
+    Raises
+    ------
+    InvalidParameter
+        As :func:`sanity_bound` and :func:`relative_errors`.
     """
     return relative_errors(estimates, truth, sanity_bound(n_points, fraction))

@@ -35,6 +35,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import numbers
 from typing import Any, Iterable, Iterator, Sequence
 from urllib.parse import unquote
 
@@ -175,6 +176,7 @@ def _pattern_matrix(patterns: Iterable[Any], n_symbols: int, name: str = "patter
     ----------
     patterns : iterable of sequences of int
         Each one is flattened (``numpy.ravel``) unless it is a tuple or a list.
+        Ids are integers (Python or NumPy), not bools, floats or strings.
     n_symbols : int
         Ids must lie in ``0 .. n_symbols - 1``.
     name : str
@@ -189,11 +191,31 @@ def _pattern_matrix(patterns: Iterable[Any], n_symbols: int, name: str = "patter
     Raises
     ------
     InvalidParameter
-        At the first pattern that is empty or holds an id out of range.
+        When ``patterns`` is a string or not iterable, at the first pattern
+        that holds something other than an integer id (a label, say: the
+        message points to :meth:`Vocabulary.encode
+        <dpgpu.data.vocabulary.Vocabulary.encode>`), and at the first pattern
+        that is empty or holds an id out of range.
     """
+    if isinstance(patterns, (str, bytes)) or not isinstance(patterns, Iterable):
+        raise InvalidParameter(f"{name}: expected a sequence of patterns, each a tuple of "
+                               f"symbol ids, got {patterns!r}")
     pats = [p if isinstance(p, (tuple, list)) else np.asarray(p).ravel() for p in patterns]
+    ids = list(itertools.chain.from_iterable(pats))
+    odd = {t for t in set(map(type, ids))
+           if issubclass(t, bool) or not issubclass(t, numbers.Integral)}
+    if odd:
+        i, x = next((i, x) for i, p in enumerate(pats) for x in p if type(x) in odd)
+        raise InvalidParameter(f"{name}: pattern {i} holds {x!r}, which is not a symbol id; "
+                               f"patterns are tuples of integer ids 0 .. {n_symbols - 1} "
+                               "(Vocabulary.encode turns labels into ids: "
+                               "db.vocab.encode(['a', 'b']))")
     lens = np.fromiter(map(len, pats), dtype=np.int64, count=len(pats))
-    flat = np.fromiter(itertools.chain.from_iterable(pats), dtype=np.int64, count=int(lens.sum()))
+    try:
+        flat = np.fromiter(ids, dtype=np.int64, count=len(ids))
+    except OverflowError:  # an id beyond int64: out of range like a negative one
+        flat = np.fromiter((x if 0 <= x < n_symbols else -1 for x in ids), dtype=np.int64,
+                           count=len(ids))
     owner = np.repeat(np.arange(lens.size), lens)
     bad = lens == 0
     bad[owner[(flat < 0) | (flat >= n_symbols)]] = True
@@ -233,6 +255,14 @@ def pattern_counts(db: Any, patterns: Iterable[Any], *, l_max: int | None = None
     -------
     numpy.ndarray of int64
         One exact count per pattern, in input order.
+
+    Raises
+    ------
+    InvalidParameter
+        When a pattern is empty, or holds something other than an integer
+        id (a label, a float, a bool) or an id out of ``0 .. vocab.start_id``;
+        :meth:`Vocabulary.encode <dpgpu.data.vocabulary.Vocabulary.encode>`
+        turns labels into ids.
 
     Notes
     -----
@@ -385,12 +415,21 @@ def subsequence_supports(db: Any, patterns: Iterable[Any], *, l_max: int | None 
         Look only at each sequence's first ``l_max`` items.
     weights : array of int, optional
         A weight per sequence (default 1): the support is the sum of the
-        weights of the containing sequences.
+        weights of the containing sequences; integers >= 0.
 
     Returns
     -------
     numpy.ndarray of int64
         One support per pattern, in input order.
+
+    Raises
+    ------
+    InvalidParameter
+        When a pattern is empty, or holds something other than an integer
+        id (a label, a float, a bool) or an id out of ``0 .. vocab.size - 1``
+        (:meth:`Vocabulary.encode <dpgpu.data.vocabulary.Vocabulary.encode>`
+        turns labels into ids); when ``weights`` is not one integer >= 0 per
+        sequence.
 
     Notes
     -----
@@ -408,9 +447,14 @@ def subsequence_supports(db: Any, patterns: Iterable[Any], *, l_max: int | None 
     if weights is None:
         w = np.ones(len(src), dtype=np.int64)
     else:
-        w = np.ascontiguousarray(weights, dtype=np.int64)
+        w = np.asarray(weights)
+        if w.dtype.kind not in "iu":
+            raise InvalidParameter(f"weights: expected integers >= 0, got an array of {w.dtype}")
         if w.shape != (len(src),):
             raise InvalidParameter("weights: one weight per sequence is needed")
+        if (w < 0).any():
+            raise InvalidParameter(f"weights: expected integers >= 0, got {w.min()}")
+        w = np.ascontiguousarray(w, dtype=np.int64)
     return _grouped_supports(src, w, mat, lens, _prefix_ids(mat, lens))
 
 
@@ -460,9 +504,9 @@ def group_by_prefix(pats: Sequence[tuple[int, ...]]
     Raises
     ------
     InvalidParameter
-        At an empty pattern or a negative id.
+        At an empty pattern, an id that is not an integer, or a negative id.
     """
-    mat, lens = _pattern_matrix(pats, np.iinfo(np.int32).max)
+    mat, lens = _pattern_matrix(pats, np.iinfo(np.int32).max, "pats")
     return _prefix_layout(mat, lens, _prefix_ids(mat, lens))
 
 
