@@ -47,6 +47,7 @@ import csv
 import functools
 import importlib
 import json
+import numbers
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 from urllib.parse import unquote
@@ -334,7 +335,9 @@ def plot(release: Any, ax: Any = None, *, k: int = 20, min_length: int = 1,
     min_length : int
         Shortest string in the top-k charts of ``ngram`` and ``pfs2``.
     dims : pair of int
-        Dimensions drawn for a spatial release of 3 or more dimensions.
+        Dimensions drawn for a spatial release of 3 or more dimensions:
+        two different integers ``>= 0``, below the release's number of
+        dimensions.
 
     Returns
     -------
@@ -343,13 +346,14 @@ def plot(release: Any, ax: Any = None, *, k: int = 20, min_length: int = 1,
     Raises
     ------
     InvalidParameter
-        When pandas or matplotlib is not installed, for a bad ``k`` or
-        ``min_length``, or when ``ax`` is not a matplotlib Axes.
+        When pandas or matplotlib is not installed, for a bad ``k``,
+        ``min_length`` or ``dims``, or when ``ax`` is not a matplotlib Axes.
     """
     from .validation import check_positive_int  # noqa: PLC0415
 
     k = check_positive_int(k, "k")
     min_length = check_positive_int(min_length, "min_length")
+    dims = _check_dims(dims)
     plt = require("matplotlib.pyplot")
     if ax is not None and not isinstance(ax, plt.Axes):
         raise InvalidParameter(f"ax: expected a matplotlib Axes (such as plt.subplots()[1]), "
@@ -386,6 +390,24 @@ def plot(release: Any, ax: Any = None, *, k: int = 20, min_length: int = 1,
     return ax
 
 
+def _check_dims(dims: Any) -> tuple[int, int]:
+    """``dims`` as a pair of different integers ``>= 0`` (the release's size is checked later).
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``dims``: not a pair, an entry that is not an integer (a bool
+        or ``0.9`` included: never truncated) or is negative, or one
+        dimension twice.
+    """
+    pair = tuple(dims) if isinstance(dims, (tuple, list, np.ndarray)) else ()
+    if len(pair) != 2 or any(isinstance(d, (bool, np.bool_)) or not isinstance(d, numbers.Integral)
+                             or d < 0 for d in pair) or pair[0] == pair[1]:
+        raise InvalidParameter(f"dims: expected two different dimensions such as (0, 1), got "
+                               f"{dims!r}")
+    return int(pair[0]), int(pair[1])
+
+
 def _bars(ax: Any, grams: Any, values: Any, xlabel: str, title: str) -> None:
     """Horizontal bars, largest on top, labelled by the grams' labels."""
     labels = [" ".join(map(str, g)) for g in grams]
@@ -409,9 +431,10 @@ def _spatial(ax: Any, frame: Any, release: Any, dims: Sequence[int], title: str)
         ax.set_ylabel("noisy density (count per unit length)")
         ax.set_title(title)
         return
-    i, j = (int(d) for d in dims)
-    if not (0 <= i < len(names) and 0 <= j < len(names) and i != j):
-        raise InvalidParameter(f"dims: two different dimensions among 0..{len(names) - 1}")
+    i, j = dims
+    if max(i, j) >= len(names):
+        raise InvalidParameter(f"dims: two different dimensions among 0..{len(names) - 1}, got "
+                               f"{dims}")
     collections = require("matplotlib.collections")
     patches = require("matplotlib.patches")
     w, h = hi[:, i] - lo[:, i], hi[:, j] - lo[:, j]

@@ -38,6 +38,7 @@ from . import __version__
 from .backend import to_numpy
 from .data.io import check_output, current_umask, output_error, output_errors
 from .errors import InputError
+from .validation import check_bool
 
 log = logging.getLogger("dpgpu")
 
@@ -371,8 +372,8 @@ class ReleaseWriter:
                  progress: Callable[[str], None] | None = None):
         self.out_dir = out_dir
         self.inputs = tuple(inputs)
-        self.target = check_release_target(out_dir, force=force, inputs=self.inputs)
-        self.force = force
+        self.force = check_bool(force, "force")
+        self.target = check_release_target(out_dir, force=self.force, inputs=self.inputs)
         self.progress = progress or (lambda msg: log.info("release: %s", msg))
         with output_errors(out_dir):
             self.staging = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.",

@@ -20,6 +20,8 @@ from typing import Any, Sequence
 from .data.io import input_errors
 from .errors import InputError
 from .release import REPORT, read_report, read_synthetic
+from .validation import check_bool
+
 
 #: What one mechanism's guarantee protects: the unit whose presence is hidden.
 UNITS = {"ngram": "one sequence", "privtree-pst": "one sequence", "pfs2": "one sequence",
@@ -98,11 +100,15 @@ def summarize(release_dir: Any, *, with_evaluation: bool = False) -> dict:
 
     Raises
     ------
+    InvalidParameter
+        When ``with_evaluation`` is not a bool (a truthy ``"no"`` would add
+        the exact statistics).
     InputError
         When the directory is not a release, or (``with_evaluation``) its
         ``evaluation.json`` is missing or malformed
         (:func:`dpgpu.eval.evaluate.read_evaluation`).
     """
+    with_evaluation = check_bool(with_evaluation, "with_evaluation")
     d = Path(release_dir)
     facts = report_facts(read_release_report(d), str(d))
     facts["files"] = {name: (d / name).stat().st_size for name in facts["files"]
@@ -160,9 +166,29 @@ def report_facts(report: dict, where: str = "(not saved yet)") -> dict:
 
 
 class Displayed:
-    """Mixin: a release object (with a ``report`` dict) shows its summary in notebooks."""
+    """Mixin: a release object (with a ``report`` dict) shows its summary in notebooks.
+
+    Its ``repr`` names the class, the mechanism, the privacy spent (or that
+    the output is not private), whether the noise was seeded and the sizes of
+    what was released (:meth:`_sizes`), e.g.
+    ``NGramRelease(ngram, epsilon=1.0, delta=4.8e-10, seeded=True, grams=12)``.
+    """
 
     report: dict
+
+    def __repr__(self) -> str:
+        r = self.report
+        delta = r.get("delta")
+        privacy = ("NOT private" if not r.get("private", True) else f"epsilon={r.get('epsilon')}"
+                   + (f", delta={delta:.3g}" if isinstance(delta, float) and delta else ""))
+        sizes = "".join(f", {name}={value}" for name, value in self._sizes().items()
+                        if value is not None)
+        return (f"{type(self).__name__}({r.get('mechanism')}, {privacy}, "
+                f"seeded={bool(r.get('seeded'))}{sizes})")
+
+    def _sizes(self) -> dict[str, Any]:
+        """The sizes the ``repr`` shows, by name (released sizes only; None: left out)."""
+        return {}
 
     def _repr_html_(self) -> str:
         page = as_html(self._facts())
@@ -258,9 +284,8 @@ class LoadedRelease(Displayed):
         self.report = read_release_report(self.path)
         self.files = [f for f in self.report.get("files", []) if (self.path / f).exists()]
 
-    def __repr__(self) -> str:
-        return (f"LoadedRelease({self.report.get('mechanism')}, epsilon="
-                f"{self.report.get('epsilon')}, files={self.files})")
+    def _sizes(self) -> dict[str, Any]:
+        return {"files": self.files}
 
     def synthetic(self, **options: Any) -> Any:
         """The synthetic dataset of the release, loaded with :func:`dpgpu.load`.

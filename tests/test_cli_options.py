@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -91,8 +92,7 @@ def test_json_summary(tmp_path, command):
                        "--out", str(out)))
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
-    assert set(summary) == {"mechanism", "private", "epsilon", "delta", "out", "files", "seeded",
-                            "timings"}
+    assert set(summary) == {"mechanism", "private", "epsilon", "delta", "out", "files", "seeded"}
     assert summary["epsilon"] == pytest.approx(2.0) and summary["seeded"] is True
     assert summary["private"] is True
     assert summary["out"] == str(out)
@@ -100,6 +100,23 @@ def test_json_summary(tmp_path, command):
     assert all((out / f).is_file() for f in summary["files"])
     report = json.loads((out / "report.json").read_text())
     assert summary["mechanism"] == report["mechanism"] and summary["delta"] == report["delta"]
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_summaries_show_no_timings(tmp_path, command):
+    """Regression (privacy review F5): the --json summary held the run's timings and PST's
+    summary line its build time, on stdout; timings grow with the data, so they go to
+    diagnostics.json only (the input's reading time too)."""
+    out = tmp_path / "rel"
+    done = dpgpu(*argv(tmp_path, command, "--epsilon", "2", "--seed", "1", "--out", str(out)))
+    assert done.returncode == 0, done.stderr
+    assert not re.search(r"\d s\b|_s\b|timing", done.stdout.replace(str(out), "")), done.stdout
+    done = dpgpu(*argv(tmp_path, command, "--epsilon", "2", "--seed", "1", "--json", "--force",
+                       "--out", str(out)))
+    assert "timings" not in json.loads(done.stdout)
+    assert not re.search(r"_s\b", done.stdout.replace(json.dumps(str(out)), ""))
+    timings = json.loads((out / "diagnostics.json").read_text())["timings"]
+    assert timings["load_s"] >= 0 and "total_s" in timings
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))

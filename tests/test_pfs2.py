@@ -572,6 +572,20 @@ def test_a_budget_share_too_small_for_its_step_is_refused_up_front(no_data_read,
         pfs2(db, 1.0, 0.1, budget_split=split)
 
 
+@pytest.mark.parametrize("epsilon, why", [
+    (2000.0, r"needs sampling_delta=inf"),  # e^epsilon overflows: no finite sampling delta
+    (1e300, r"needs sampling_delta=inf"),
+    (5e-324, r"too small for the noisy \|D\| \(eps_1\) step .* a scale of inf"),  # shares of 0
+])
+def test_an_epsilon_out_of_the_samplers_range_is_refused_naming_epsilon(no_data_read, epsilon,
+                                                                        why):
+    """Regression: epsilon 2000 raised an OverflowError (the sampling bound summed an infinite
+    delta as a Fraction), and 5e-324, whose budget shares round to 0, an InvalidParameter
+    naming ``total`` (split_budget's parameter); N-gram refuses both naming epsilon."""
+    with pytest.raises(InvalidParameter, match=rf"^epsilon: .*{why}"):
+        pfs2(toy_db(0, 50), epsilon, 0.1)
+
+
 def test_an_epsilon_whose_worst_level_noise_is_drawable_runs():
     # the worst level scale, 6 / (an l_upper-th of eps_5 = 1e-8 x its weight), is drawable
     r = pfs2(toy_db(0, 50), 1e-8, 0.1, max_candidates=6, seed=1)

@@ -6,6 +6,7 @@ import importlib
 import json
 import math
 from collections import Counter
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -187,6 +188,27 @@ def test_tiny_epsilon_gets_a_bounded_default_synthetic_size(monkeypatch, caplog)
                         500)
     release = pst(random_db([list("ab"), list("ba")]), 1e-8, l_top=3, seed=1)
     assert len(release.synthetic) == 500 and "lowered to the limit of 500" in caplog.text
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 0.1, 0.3, 2.0, 7.7, 1e-5])
+def test_the_report_spends_exactly_the_epsilon_asked_for(epsilon):
+    """Regression: two budget shares rounded down each gave epsilon 0.9999999999999999 for
+    1.0 with five items (1/6 + 5/6); the tree now gets the exact rest of the histograms'."""
+    db = SequenceDB.from_sequences([list("abcde"), list("edcba")] * 5, vocab=list("abcde"))
+    report = pst(db, epsilon, l_top=3, seed=1, synthetic=False).report
+    assert report["epsilon"] == epsilon
+    steps = report["ledger"]["steps"]
+    assert Fraction(steps[0]["epsilon"]) + Fraction(steps[1]["epsilon"]) == Fraction(epsilon)
+    assert steps[0]["epsilon"] >= epsilon / 6 and steps[1]["epsilon"] <= epsilon * 5 / 6
+
+
+@given(st.floats(1e-3, 1e3), st.integers(1, 10**4))
+@settings(max_examples=300, deadline=None)
+def test_the_budget_shares_add_up_to_epsilon(epsilon, n_items):
+    eps_tree, eps_hist, params, _ = pst_module.calibrate(epsilon, 4, n_items)
+    assert Fraction(eps_tree) + Fraction(eps_hist) == Fraction(epsilon)
+    assert Fraction(eps_hist) <= Fraction(epsilon) * n_items / (n_items + 1) < Fraction(eps_hist)\
+        + Fraction(eps_tree) and params.beta == n_items + 1
 
 
 def test_release_files_report_and_reproducibility(tmp_path):

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+import dpgpu
 from dpgpu import InputError, InvalidParameter
 from dpgpu.audit import audit
 from dpgpu.cli import main
@@ -122,6 +123,52 @@ def test_invalid_parameters(kwargs):
     eps = args.pop("epsilon")
     with pytest.raises(InvalidParameter, match=next(iter(kwargs))):
         privtree_spatial(np.zeros((3, 2)), eps, **args)
+
+
+@pytest.mark.parametrize("columns", ["xy", ["lat,deg", "lon"], ['a"b', "c"], ["a\nb", "c"],
+                                     ["a\rb", "c"], ["x", "x"], ["x", ""], ["x", 1], {"x", "y"},
+                                     12])
+def test_columns_are_distinct_names_a_csv_header_holds(columns):
+    """Regression: a name with a comma, quote or line break gave a leaves.csv that did not read
+    back, a string "xy" was split into the names x and y, and duplicates were accepted."""
+    with pytest.raises(InvalidParameter, match="^columns: "):
+        privtree_spatial(np.zeros((3, 2)), 1.0, bounds=[0, 1, 0, 1], columns=columns)
+
+
+def test_columns_a_csv_header_holds_read_back(tmp_path):
+    pts = np.random.default_rng(3).random((200, 2))
+    with pytest.raises(InvalidParameter, match="^columns: "):
+        privtree_spatial(pts, 1.0, bounds=[0, 1, 0, 1], columns=["lat,deg", "lon"])
+    columns = ("lat 'deg'", "lon;%\t$")
+    release = privtree_spatial(pts, 1.0, bounds=[0, 1, 0, 1], columns=columns, seed=1)
+    loaded = dpgpu.load_release(release.save(tmp_path / "rel"))
+    assert loaded.to_pandas().equals(release.to_pandas())
+    assert list(release.to_pandas().columns[:2]) == ["lo_lat 'deg'", "hi_lat 'deg'"]
+
+
+@pytest.mark.parametrize("points", [[["a", "b"]], [[0.1, 0.2], [0.3]], [[0.1, 0.2], None],
+                                    {"x": 1}])
+def test_points_that_are_not_an_array_of_numbers_are_refused_naming_them(points):
+    """Regression: text and ragged rows gave NumPy's ValueError."""
+    with pytest.raises(InvalidParameter, match="^points: expected a finite"):
+        privtree_spatial(points, 1.0, bounds=[0, 1, 0, 1])
+    with pytest.raises(InvalidParameter, match="^points: "):
+        uniform_grid(points, 1.0, n=10, bounds=[0, 1, 0, 1])
+
+
+@pytest.mark.parametrize("dims", [(0, 1, 2), (0.9, 1.9), (0,), (True, 2), "01", 3])
+def test_plot_dims_are_two_different_dimensions(dims):
+    """Regression: three dims gave "too many values to unpack" and (0.9, 1.9) was truncated
+    to (0, 1)."""
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("pandas")
+    release = privtree_spatial(np.random.default_rng(4).random((100, 3)), 1.0,
+                               bounds=[0, 1] * 3, seed=1)
+    with pytest.raises(InvalidParameter, match="^dims: "):
+        release.plot(dims=dims)
+    assert release.plot(dims=(2, np.int64(0))).get_xlabel() == "x2"
+    with pytest.raises(InvalidParameter, match=r"^dims: two different dimensions among 0\.\.2"):
+        release.plot(dims=(0, 3))
 
 
 def test_cli_and_reader(tmp_path, capsys):

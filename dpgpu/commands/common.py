@@ -470,7 +470,10 @@ def run_mechanism(args: argparse.Namespace, load: Callable[[argparse.Namespace],
 
     ``--out`` is checked before the input is read
     (:func:`dpgpu.release.check_release_target`), so a run that could not
-    be written is not started.
+    be written is not started.  The summary (the line, or the ``--json``
+    object) shows no timings: they grow with the data, so they go to the
+    release's ``diagnostics.json`` (the input's reading time too, as
+    ``load_s``).
 
     Parameters
     ----------
@@ -482,7 +485,8 @@ def run_mechanism(args: argparse.Namespace, load: Callable[[argparse.Namespace],
         ``release(args, data, progress)``: the release object, which has
         ``report`` and ``save(out, force=...)``.
     describe : callable
-        ``describe(release)``: what was released, for the summary line.
+        ``describe(release)``: what was released, for the summary line
+        (released values and public parameters only).
 
     Returns
     -------
@@ -505,19 +509,18 @@ def run_mechanism(args: argparse.Namespace, load: Callable[[argparse.Namespace],
         t0 = time.perf_counter()
         progress("reading the input")
         data = load(args)
-        t1 = time.perf_counter()
+        load_s = time.perf_counter() - t0
         progress("releasing")
         rel = release(args, data, progress)
-        t2 = time.perf_counter()
+        rel.report.setdefault("timings", {})["load_s"] = round(load_s, 4)  # to diagnostics.json
         progress(f"writing {args.out}")
         out = Path(rel.save(args.out, force=args.force))
-        timings = {"load_s": round(t1 - t0, 4), "write_s": round(time.perf_counter() - t2, 4)}
     r = rel.report
     if args.json:
         print_json({"mechanism": r["mechanism"], "private": r["private"],
                     "epsilon": r["epsilon"], "delta": r["delta"],
                     "out": str(out), "files": sorted(p.name for p in out.iterdir()),
-                    "seeded": r["seeded"], "timings": {**r["timings"], **timings}})
+                    "seeded": r["seeded"]})
     elif not args.quiet:
         spent = f"epsilon={r['epsilon']:g}" + (f", delta={r['delta']:g}" if r["delta"] else "")
         guarantee = f"spent {spent}" if r["private"] else "NOT private (see the report's warning)"

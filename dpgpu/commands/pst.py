@@ -49,8 +49,6 @@ def _release(args: argparse.Namespace, db: Any, progress: Progress) -> PSTReleas
 
 
 def _describe(release: PSTRelease) -> str:
-    """Summary of a PrivTree PST release."""
-    r = release.report
-    return (f"PrivTree PST: {sum(r['tree']['nodes_per_depth'])} nodes, "
-            f"build {r['timings']['build_s']:.2f} s"
+    """Summary of a PrivTree PST release (no timings: they grow with the data)."""
+    return (f"PrivTree PST: {sum(release.report['tree']['nodes_per_depth'])} nodes"
             + (f", {len(release.synthetic)} synthetic sequences" if release.synthetic else ""))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections import abc
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -24,8 +25,51 @@ from .reading import optional_pyarrow
 from .io import read_bytes
 
 
+#: What a column name may not hold: release files (``leaves.csv``) write names bare,
+#: comma-separated, one row a line.
+UNSAFE_IN_NAMES = (",", '"', "\r", "\n")
+
+
+def check_columns(columns: Sequence[str], d: int | None = None) -> list[str]:
+    """``columns`` as a list, if it is a sequence of ``d`` distinct names that a CSV header holds.
+
+    Parameters
+    ----------
+    columns : sequence of str (a list, tuple or array)
+        The names: non-empty strings without a comma, a double quote or a
+        line break (:data:`UNSAFE_IN_NAMES`).  A string is refused, not
+        split into characters.
+    d : int, optional
+        How many names are needed (any number, at least one, when omitted).
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``columns``: a string or a value that is not a sequence, a
+        name that is not a non-empty string or holds one of those
+        characters, a duplicate, no name at all, or not ``d`` names.
+    """
+    if isinstance(columns, (str, bytes)) or not isinstance(columns, (abc.Sequence, np.ndarray)):
+        raise InvalidParameter(f"columns: expected a list of names such as ['x', 'y'], got "
+                               f"{columns!r}")
+    names = list(columns)
+    bad = [c for c in names if not isinstance(c, str) or not c
+           or any(ch in c for ch in UNSAFE_IN_NAMES)]
+    if bad or not names or len(set(names)) != len(names):
+        raise InvalidParameter(f"columns: expected distinct non-empty names without a comma, a "
+                               f"double quote or a line break, got {columns!r}")
+    if d is not None and len(names) != d:
+        raise InvalidParameter(f"columns: expected {d} names, one per dimension, got "
+                               f"{len(names)}")
+    return names
+
+
 def parse_columns(columns: "str | Sequence[str]") -> list[str]:
-    """Column names from ``"x,y"`` or a sequence; at least one, no duplicates.
+    """Column names from ``"x,y"`` or a sequence, checked by :func:`check_columns`.
 
     Parameters
     ----------
@@ -39,13 +83,10 @@ def parse_columns(columns: "str | Sequence[str]") -> list[str]:
     Raises
     ------
     InvalidParameter
-        An empty name, a duplicate, or no name at all.
+        From :func:`check_columns`.
     """
-    names = [c.strip() for c in columns.split(",")] if isinstance(columns, str) else \
-        [str(c) for c in columns]
-    if not names or any(not c for c in names) or len(set(names)) != len(names):
-        raise InvalidParameter(f"columns: expected distinct non-empty names, got {columns!r}")
-    return names
+    return check_columns([c.strip() for c in columns.split(",")] if isinstance(columns, str)
+                         else [str(c) for c in columns])
 
 
 def read_points(path: Any, columns: "str | Sequence[str]") -> np.ndarray:

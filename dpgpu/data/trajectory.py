@@ -21,9 +21,11 @@ column, keep file order); the trajectories follow the order in which they
 first appear.  By default a run of points in one cell gives one item
 (``repeats="collapse"``: the sequence of cells visited); ``repeats="keep"``
 gives an item per point.  A point outside the bounds is an error naming its
-line, unless ``outside="drop"``, which leaves it out (the runs are then
+line (not its coordinates: an error message may be shared where the data
+may not), unless ``outside="drop"``, which leaves it out (the runs are then
 collapsed as if it had never been there, and a trajectory with no point
-left is left out).  Coordinates must be finite numbers.
+left is left out) with a warning that gives no count, since the run goes on
+to a release.  Coordinates must be finite numbers.
 
 Writing gives a table of the same shape: a row per item, with its
 trajectory's name (the input's, else ``case-1``, ``case-2``, ...) and the
@@ -337,14 +339,14 @@ def read_trajectory(path: Any, data: bytes, *, grid: Any = None, bounds: Any = N
     kept = np.arange(ids.size)
     if not inside.all():
         first = int(np.argmin(inside))
-        if outside == "error":
-            raise InputError(f"{path}: {where(first)}: point ({xs[first]:g}, {ys[first]:g}) lies "
-                             f"outside the bounds (x {cells.bounds[0]:g} to {cells.bounds[1]:g}, "
-                             f"y {cells.bounds[2]:g} to {cells.bounds[3]:g}); widen --bounds, or "
-                             "leave such points out with --outside drop")
+        if outside == "error":  # the line, not the point: a location is what DP protects
+            raise InputError(f"{path}: {where(first)}: the point lies outside the bounds (x "
+                             f"{cells.bounds[0]:g} to {cells.bounds[1]:g}, y {cells.bounds[2]:g} "
+                             f"to {cells.bounds[3]:g}); widen --bounds, or leave such points "
+                             "out with --outside drop")
         kept = np.flatnonzero(inside)
-        log.warning("%s: %d of %d points lie outside the bounds and are left out", path,
-                    ids.size - kept.size, ids.size)
+        # no count: the run goes on to a release, and what it prints must hold no statistic
+        log.warning("%s: points outside the bounds are left out (--outside drop)", path)
     picked = {role: _renumbered(*values[role], kept) for role in ("case", "user")
               if role in values}
     db, extra = group_events(path, lambda i: where(int(kept[i])), columns, picked["case"],

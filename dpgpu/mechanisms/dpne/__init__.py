@@ -137,7 +137,7 @@ from ...ops.keys import array_module, index_dtype, sorted_unique
 from ...privacy import Bernoulli, DiscreteGaussian, PrivacyLedger, analytic_gaussian_sigma, \
     dpsu_threshold, sampling_delta, split_gaussian_sigma
 from ...privacy.samplers import MAX_GAUSSIAN_SIGMA
-from ...progress import Step
+from ...progress import Step, stage_reporter
 from ...release import ReleaseWriter, encode_id_grams, names_users, vocabulary_facts
 from ...report import Displayed
 from ...scale.partitions import check_engine, engine_run, partition
@@ -185,6 +185,10 @@ class DPNERelease(Displayed):
 
     def __init__(self, levels: list[np.ndarray], report: dict, vocab: Any):
         self.levels, self.report, self.vocab = levels, report, vocab
+
+    def _sizes(self) -> dict:
+        """Released grams in all, for the repr."""
+        return {"grams": sum(self.counts())}
 
     def counts(self) -> list[int]:
         """Released k-grams per ``k``."""
@@ -338,6 +342,7 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     db = check_db(db)
     epsilon = check_positive_real(epsilon, "epsilon")
     delta = check_probability(delta, "delta")
+    progress = stage_reporter(progress, "dpne")
     max_n = check_positive_int(max_n, "max_n", maximum=MAX_N)
     caps = _contributions(contribution, max_n)
     method = check_choice(method, "method", ("dpne",) + METHODS)
@@ -392,7 +397,6 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
                                                         0)), grid_sigmas[0], rho1, step.key, 0))
     first = first_level(s1_ids)
     levels, thresholds, stop = [first], [rho1], None
-    progress = progress or (lambda msg: log.info("dpne: %s", msg))
     progress(Step(f"k=1: {first.grams.shape[0]} grams", 1, max_n))
     occ = occ.map(kind.released, s1_ids, True)
     for k in range(2, max_n + 1):

@@ -79,9 +79,10 @@ from ...ops.grams import GramEngine
 from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_delta
 from ...privacy.samplers import LAPLACE_TV_BOUND, MAX_LAPLACE_SCALE
 from ...release import ReleaseWriter, add_vocabulary, encode_id_grams, note_users
+from ...progress import stage_reporter
 from ...report import Displayed
 from ...scale.partitions import check_engine, engine_run
-from ...validation import check_choice, check_positive_int, check_positive_real
+from ...validation import check_bool, check_choice, check_positive_int, check_positive_real
 from .consistency import enforce_consistency
 from .synthesis import ModelLevel, decompose, extend, model_level
 from .tree import Level, build_tree
@@ -117,6 +118,10 @@ class NGramRelease(Displayed):
                  synthetic: SequenceDB | None, report: dict, vocab: Any):
         self.levels, self.model, self.synthetic = levels, model, synthetic
         self.report, self.vocab = report, vocab
+
+    def _sizes(self) -> dict[str, int | None]:
+        return {"grams": sum(len(lvl.grams) for lvl in self.levels),
+                "synthetic": None if self.synthetic is None else len(self.synthetic)}
 
     def ngrams(self) -> list[tuple[tuple[str, ...], int, float]]:
         """Every tree node as ``(labels, noisy count, consistent count)``."""
@@ -306,7 +311,8 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
                     "at most l_max items and '&'", n_max, l_max + 1)
         n_max = l_max + 1
     laplace_scale(epsilon / n_max, _sensitivity(l_max))  # level 1's scale: the largest
-    progress = progress or (lambda msg: log.info("ngram: %s", msg))
+    progress = stage_reporter(progress, "ngram")
+    synthetic = check_bool(synthetic, "synthetic")
     be = get_backend(backend)
     private = variant != "baseline"
     timings: dict[str, float] = {}

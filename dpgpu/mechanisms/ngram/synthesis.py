@@ -40,10 +40,11 @@ from ...data.sequencedb import concat_ranges
 from ...ops import keys as K
 from ...ops.lookup import GramIndex
 from ...progress import Step
+from .tree import IndexedGrams
 
 
 @dataclass
-class ModelLevel:
+class ModelLevel(IndexedGrams):
     """The grams of one length with their (estimated) counts."""
 
     grams: np.ndarray

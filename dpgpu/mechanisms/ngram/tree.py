@@ -34,8 +34,32 @@ log = logging.getLogger("dpgpu")
 NoiseFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
+class IndexedGrams:
+    """Mixin of the gram tables that carry a :class:`~dpgpu.ops.lookup.GramIndex` of ``grams``.
+
+    The index holds its array module, which cannot be pickled, so a pickle
+    or a copy leaves the index out, keeping its alphabet size, and builds it
+    again from ``grams``.
+    """
+
+    grams: np.ndarray
+    index: GramIndex | None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        index = state.pop("index")
+        state["index_symbols"] = None if index is None else index.radix - 1  # radix: |symbols|+1
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        n_symbols = state.pop("index_symbols")
+        self.__dict__.update(state)
+        self.index = None if n_symbols is None else GramIndex(self.grams, n_symbols)
+
+
 @dataclass
-class Level:
+class Level(IndexedGrams):
     """The nodes of one tree level (all arrays have one row per node).
 
     Attributes

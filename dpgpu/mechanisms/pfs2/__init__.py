@@ -104,8 +104,8 @@ from ...eval.truth import _dedupe, gsp_join
 from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale
 from ...privacy.ledger import split_budget
 from ...privacy.rng import NoiseKey
-from ...privacy.tables import float_at_least
-from ...progress import Step
+from ...privacy.tables import float_at_least, float_at_most
+from ...progress import Step, stage_reporter
 from ...release import ReleaseWriter, add_vocabulary, encode_id_grams, note_users
 from ...report import Displayed
 from ...scale.partitions import Partitions, check_engine, engine_run, partition
@@ -196,6 +196,9 @@ class PFS2Release(Displayed):
         self.patterns = [p for p, _ in rows]
         self.supports = np.array([s for _, s in rows], dtype=np.int64)
         self.levels, self.report, self.vocab = levels, report, vocab
+
+    def _sizes(self) -> dict[str, int]:
+        return {"patterns": len(self.patterns)}
 
     def frequent(self) -> list[tuple[tuple[str, ...], int]]:
         """Every released pattern as ``(labels, noisy support)``."""
@@ -303,7 +306,7 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
     ledger.check_sampling("pfs2: all steps (public bound)", max(eps),
                           sampling_bound(eps, l_upper, max_candidates), hint=DRAWS_HINT)
     check_noise_scales(eps, l_upper, max_candidates)
-    progress = progress or (lambda msg: log.info("pfs2: %s", msg))
+    progress = stage_reporter(progress, "pfs2")
     be = get_backend(backend)
     data = partition(db, engine, client)
     timings: dict[str, float] = {}
@@ -363,12 +366,15 @@ def sampling_bound(epsilons: Sequence[float], l_upper: int, max_candidates: int)
     Returns
     -------
     float
-        At least the sum of the steps' sampling deltas, whatever the data.
+        At least the sum of the steps' sampling deltas, whatever the data;
+        infinite where a step's is (an epsilon whose ``e^epsilon`` overflows).
     """
     e1, e2, e3, e4, e5 = epsilons
     queries = search_queries(l_upper)
     parts = (tv_delta(1, e1), tv_delta(l_upper + 1, e2), tv_delta(queries, e3),
              tv_delta(max_candidates, e4), tv_delta(max_candidates, e5))
+    if not all(map(math.isfinite, parts)):
+        return math.inf
     return float_at_least(sum(map(Fraction, parts), Fraction(0)))
 
 
@@ -402,8 +408,10 @@ def check_noise_scales(epsilons: Sequence[float], l_upper: int, max_candidates: 
              ("length histogram (eps_2)", epsilons[1], 1, None),
              ("maximal-support queries (eps_3)", epsilons[2], queries, "l_upper"),
              ("pruning (eps_4)", epsilons[3], max_candidates, "max_candidates"),
+             # the least of split_budget(eps_5, [1] * L_f) for any L_f <= l_upper (0 where a
+             # tiny epsilon left eps_5 nothing, which split_budget would refuse as its total)
              ("level supports (eps_5 over l_upper levels)",
-              min(split_budget(epsilons[4], [1.0] * l_upper)), max_candidates,
+              float_at_most(Fraction(epsilons[4]) / l_upper), max_candidates,
               "max_candidates or l_upper"))
     for step, eps, sensitivity, lower in steps:
         try:
@@ -412,8 +420,9 @@ def check_noise_scales(epsilons: Sequence[float], l_upper: int, max_candidates: 
             raise InvalidParameter(
                 f"epsilon: too small for the {step} step with max_candidates={max_candidates} "
                 f"and l_upper={l_upper}: its noise could need a scale of "
-                f"{sensitivity / eps:.3g}, beyond what the samplers draw; raise epsilon or that "
-                f"step's share of budget_split" + (f", or lower {lower}" if lower else "")
+                f"{sensitivity / eps if eps else math.inf:.3g}, beyond what the samplers draw; "
+                "raise epsilon or that step's share of budget_split"
+                + (f", or lower {lower}" if lower else "")
             ) from None
 
 

@@ -24,12 +24,14 @@ Neighbouring databases differ in one sequence (added or removed).
   ``w`` that are suffixes of ``$ x_1 .. x_{i-1}`` -- one root-to-leaf path --
   and moves each of their scores by at most one.  The split test of
   :mod:`.core` with ``beta = |I| + 1``, ``sensitivity = l_top`` and budget
-  ``eps_tree = epsilon / beta`` is then ``eps_tree``-DP (Theorem 4.1 with
-  integer noise: see :mod:`.core`).
+  ``eps_tree = epsilon - eps_hist`` (``epsilon / beta`` up to rounding;
+  :func:`calibrate`) is then ``eps_tree``-DP (Theorem 4.1 with integer
+  noise: see :mod:`.core`).
 * **Leaf histograms (Theorem 4.2).**  Each symbol of the sequence is counted
   in the histogram of exactly one leaf, so the leaf histograms have L1
   sensitivity ``l_top``; each count gets discrete Laplace noise of scale
-  ``l_top / eps_hist`` with ``eps_hist = epsilon (beta - 1) / beta``.
+  ``l_top / eps_hist`` with ``eps_hist = epsilon (beta - 1) / beta``
+  (rounded down).
 * Inner histograms are sums of leaf histograms, negatives are set to 0,
   count queries (Eq. 12), top-k strings and synthetic sequences use the
   released histograms only: post-processing.  Total: ``epsilon``-DP by
@@ -65,12 +67,12 @@ from ...data.sequencedb import SequenceDB, check_db, synthetic_like
 from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_delta, \
     split_budget
 from ...privacy.samplers import LAPLACE_TV_BOUND
-from ...progress import Step
+from ...progress import Step, stage_reporter
 from ...release import ReleaseWriter, add_vocabulary, note_users
 from ...report import Displayed
 from ...scale.partitions import LocalPartitions, Partitions, check_engine, engine_run, \
     partition
-from ...validation import check_positive_int, check_positive_real
+from ...validation import check_bool, check_positive_int, check_positive_real
 from . import sampling
 from ...ops.keys import index_dtype
 from .core import SplitTest, split_params
@@ -335,6 +337,13 @@ def calibrate(epsilon: float, l_top: int, n_items: int):
     """The PST's budgets and noise (module doc): ``epsilon / beta`` for the tree, the rest
     for the leaf histograms, both for ``l_top`` paths per sequence (``beta = n_items + 1``).
 
+    ``eps_hist`` is ``epsilon (beta - 1) / beta`` rounded down and ``eps_tree``
+    the exact rest, ``epsilon - eps_hist`` (at least ``epsilon / beta``): a
+    float subtraction is exact when the result is at least half the
+    operand subtracted from (Sterbenz), here ``eps_hist >= epsilon / 2``, so
+    the two add up to exactly ``epsilon`` and the report says the budget
+    asked for, where two shares rounded down each spend a hair less.
+
     Returns
     -------
     eps_tree, eps_hist : float
@@ -344,7 +353,8 @@ def calibrate(epsilon: float, l_top: int, n_items: int):
         Discrete Laplace scale of a leaf histogram count, rounded up.
     """
     beta = n_items + 1
-    eps_tree, eps_hist = split_budget(epsilon, [1, beta - 1])
+    eps_hist = split_budget(epsilon, [1, beta - 1])[1]
+    eps_tree = epsilon - eps_hist
     return (eps_tree, eps_hist, split_params(eps_tree, beta, _sensitivity(l_top)),
             laplace_scale(eps_hist, _sensitivity(l_top)))
 
@@ -394,6 +404,10 @@ class PSTRelease(Displayed):
         self.levels, self.synthetic, self.report, self.vocab = levels, synthetic, report, vocab
         self.l_top = l_top
         self.model = sampling.Model(levels, vocab.size)
+
+    def _sizes(self) -> dict[str, int | None]:
+        return {"nodes": sum(int(lvl.leaf.size) for lvl in self.levels),
+                "synthetic": None if self.synthetic is None else len(self.synthetic)}
 
     @property
     def start_marker(self) -> str:
@@ -570,7 +584,8 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
     if n_synthetic is not None:
         n_synthetic = check_positive_int(n_synthetic, "n_synthetic", maximum=MAX_SYNTHETIC)
     engine = check_engine(engine, db, client)
-    progress = progress or (lambda msg: log.info("pst: %s", msg))
+    progress = stage_reporter(progress, "pst")
+    synthetic = check_bool(synthetic, "synthetic")
     be = get_backend(backend)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()

@@ -103,6 +103,13 @@ class Model:
         self.first, self.kids = xp.asarray(first), xp.asarray(kids)
         self._cum: Any = None  # running sums of each row, for sampling, made on first use
 
+    def __getstate__(self) -> dict[str, Any]:
+        # the backend holds its array module, which cannot be pickled: kept by name
+        return {**self.__dict__, "be": self.be.name}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, be=get_backend(state["be"]))
+
     def child(self, node: Any, sym: Any):
         """Global row of the child of each ``node`` whose context prepends ``sym`` to
         the node's, or -1 where there is none (``node`` or ``sym`` -1 included)."""

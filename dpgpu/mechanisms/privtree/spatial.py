@@ -41,7 +41,9 @@ warning, which is also logged.
 
 UG (the paper's baseline, [41, 48]) counts the points of an ``m**d`` grid,
 ``m = (n epsilon / 10) ** (2 / (d + 2))``, with discrete Laplace noise of
-scale ``1 / epsilon``; ``n`` is taken as public, as in the paper.
+scale ``1 / epsilon``; ``n`` is taken as public, as in the paper.  Its
+domain follows the same rule: without ``bounds`` its report says
+``"private": false``.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...backend import get_backend, to_numpy
+from ...data.points import check_columns
 from ...errors import InvalidParameter
 from ...ops import keys as K
 from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_delta, \
@@ -97,6 +100,15 @@ class SpatialHistogram:
         Corners of the boxes: finite, with ``0 < hi - lo < inf`` in every dimension.
     counts : (L,) array
         Noisy counts.
+    report : dict, optional
+        What a release of these boxes states (:func:`uniform_grid`'s: the
+        parameters, ``private`` -- false when the domain was taken from the
+        data --, ``epsilon``, ``delta``, the domain and the ledger).
+
+    Attributes
+    ----------
+    report : dict or None
+        ``report``.
 
     Raises
     ------
@@ -104,7 +116,8 @@ class SpatialHistogram:
         Corners of different shapes, or a box that is not finite or has no width.
     """
 
-    def __init__(self, lo: Any, hi: Any, counts: Any):
+    def __init__(self, lo: Any, hi: Any, counts: Any, report: dict | None = None):
+        self.report = report
         self.lo = np.asarray(lo, dtype=np.float64)
         self.hi = np.asarray(hi, dtype=np.float64)
         self.counts = np.asarray(counts)
@@ -158,6 +171,9 @@ class SpatialRelease(Displayed):
     def __init__(self, leaves: SpatialHistogram, nodes: list[dict], columns: list[str],
                  report: dict):
         self.leaves, self.nodes, self.columns, self.report = leaves, nodes, columns, report
+
+    def _sizes(self) -> dict[str, int]:
+        return {"leaves": len(self.leaves)}
 
     def range_count(self, lo: Any, hi: Any) -> np.ndarray:
         """Range-count estimates from the leaves (see :meth:`SpatialHistogram.range_count`)."""
@@ -368,9 +384,14 @@ def _domain(pts: np.ndarray, bounds: Any) -> tuple[np.ndarray, bool]:
 
 
 def _points(points: Any) -> np.ndarray:
-    pts = np.asarray(points, dtype=np.float64)
+    """``points`` as a finite ``(n, d)`` float64 array, or an InvalidParameter naming them."""
+    need = "points: expected a finite (n, d) array of coordinates"
+    try:
+        pts = np.asarray(points, dtype=np.float64)
+    except (TypeError, ValueError):  # text, ragged rows
+        raise InvalidParameter(f"{need} (numbers, every row of the same length)") from None
     if pts.ndim != 2 or pts.shape[1] < 1 or not np.all(np.isfinite(pts)):
-        raise InvalidParameter("points: expected a finite (n, d) array of coordinates")
+        raise InvalidParameter(need)
     return pts
 
 
@@ -394,7 +415,10 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
         (not private: the report says ``"private": false``, epsilon infinite,
         delta 1, and a warning is logged).
     columns : sequence of str, optional
-        Names of the dimensions (default ``x0, x1, ...``).
+        Names of the dimensions (default ``x0, x1, ...``): ``d`` distinct
+        non-empty strings without a comma, a double quote or a line break
+        (``leaves.csv`` names its columns after them; a string is refused,
+        not split into characters).
     fanout : int, optional
         ``2**k`` with ``1 <= k <= d`` (default ``2**d``).
     seed : int, optional
@@ -431,9 +455,7 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
     max_depth = check_positive_int(max_depth, "max_depth")
     max_nodes = check_positive_int(max_nodes, "max_nodes")
     engine = check_engine(engine, client=client)
-    names = [f"x{j}" for j in range(d)] if columns is None else list(columns)
-    if len(names) != d:
-        raise InvalidParameter(f"columns: expected {d} names, got {len(names)}")
+    names = [f"x{j}" for j in range(d)] if columns is None else check_columns(columns, d)
     dom, from_data = _domain(pts, bounds)
     be = get_backend(backend)
     xp = be.xp
@@ -461,24 +483,31 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
         "mechanism": "privtree-spatial",
         "paper": "Zhang, Xiao, Xie: PrivTree: A Differentially Private Algorithm for "
                  "Hierarchical Decompositions (SIGMOD 2016), Section 3",
-        "private": not from_data,
         "parameters": {"epsilon": epsilon, "fanout": fanout, "max_depth": max_depth,
                        "max_nodes": max_nodes, "columns": names},
-        "domain": {"bounds": dom.tolist(), "from_data": from_data},
+        **_privacy(ledger, dom, from_data),
         "split_test": params.to_dict(),
         "count_noise": {"epsilon": eps_count, "scale": count_scale},
-        "epsilon": math.inf if from_data else ledger.spent_epsilon,
-        "delta": 1.0 if from_data else ledger.spent_delta,
-        "ledger": ledger.to_dict(), "seeded": ledger.seeded,
         "backend": be.name, "device": be.device_name(), "engine": engine,
         "tree": {"nodes_per_depth": [int(lvl.lo.shape[0]) for lvl in levels],
                  "leaves": len(leaves), "split_tests": test.draws},
         "timings": {"tree_s": round(tree_s, 4),
                     "total_s": round(time.perf_counter() - t0, 4)},
     }
-    if from_data:
-        report["warning"] = DATA_DOMAIN_WARNING
     return SpatialRelease(leaves, nodes, names, report)
+
+
+def _privacy(ledger: PrivacyLedger, domain: np.ndarray, from_data: bool) -> dict[str, Any]:
+    """A spatial release's report entries on its privacy: the domain, and not private
+    (epsilon infinite, delta 1, a warning) when the domain was taken from the data."""
+    entries = {"private": not from_data,
+               "domain": {"bounds": domain.tolist(), "from_data": from_data},
+               "epsilon": math.inf if from_data else ledger.spent_epsilon,
+               "delta": 1.0 if from_data else ledger.spent_delta,
+               "ledger": ledger.to_dict(), "seeded": ledger.seeded}
+    if from_data:
+        entries["warning"] = DATA_DOMAIN_WARNING
+    return entries
 
 
 def _summaries(levels: list[SpatialLevel], noisy: list, beta: int):
@@ -511,20 +540,25 @@ def uniform_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
     n : int
         The dataset size, taken as public (as in the paper's baseline).
     bounds : (d, 2) array, optional
-        Public domain (default: the data's bounding box, not private).
+        Public domain.  Default: the data's bounding box, which makes the
+        grid **not** private: its report says ``"private": false``, epsilon
+        infinite and delta 1, with a warning, which is also logged.
     seed : int, optional
     backend : str or Backend, optional
 
     Returns
     -------
     SpatialHistogram
-        The grid cells with noisy counts (scale ``1 / epsilon``).
+        The grid cells with noisy counts (scale ``1 / epsilon``), and a
+        ``report``: mechanism ``"uniform-grid"``, the parameters (``m`` the
+        cells per dimension), ``private``, ``epsilon``, ``delta``, the
+        domain, the ledger and ``seeded``.
     """
     pts = _points(points)
     d = pts.shape[1]
     epsilon = check_positive_real(epsilon, "epsilon")
     n = check_positive_int(n, "n")
-    dom, _ = _domain(pts, bounds)
+    dom, from_data = _domain(pts, bounds)
     m = max(1, int(round((n * epsilon / 10) ** (2 / (d + 2)))))
     ledger = PrivacyLedger(epsilon, max_sampling_delta=1e-6, seed=seed)
     step = ledger.charge("ug: grid counts", epsilon,
@@ -539,5 +573,7 @@ def uniform_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
         step.key, be.xp.arange(m ** d, dtype=be.xp.int64), tag=0, backend=be))
     grid = np.stack(np.unravel_index(np.arange(m ** d), (m,) * d), axis=1)
     lo = dom[:, 0] + grid * width
-    return SpatialHistogram(lo, lo + width, counts + noise)
+    report = {"mechanism": "uniform-grid", "parameters": {"epsilon": epsilon, "n": n, "m": m},
+              **_privacy(ledger, dom, from_data)}
+    return SpatialHistogram(lo, lo + width, counts + noise, report)
 
