@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+import dpgpu
 from dpgpu import InvalidParameter, SequenceDB, Vocabulary
 from dpgpu.data.generate import markov_sequences
 
@@ -92,3 +93,11 @@ def test_the_constructor_takes_a_list_of_labels_as_vocab():
     assert list(db) == [("a", "b")]
     with pytest.raises(InvalidParameter, match="^vocab: "):
         SequenceDB([0], [0, 1], None)
+
+
+def test_load_refuses_a_set_as_vocabulary(tmp_path):
+    """The file reader's vocabulary goes through public_vocabulary, which listed the set."""
+    path = tmp_path / "x.txt"
+    path.write_text("a b\nb c\n")
+    with pytest.raises(InvalidParameter, match="^vocab: a set has no order"):
+        dpgpu.load(path, vocab={"a", "b", "c"})

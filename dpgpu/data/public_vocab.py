@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import InputError, InvalidParameter
 from .io import decode_text, read_bytes
 from .sequencedb import SequenceDB
-from .vocabulary import Vocabulary
+from .vocabulary import Vocabulary, check_ordered
 
 
 def read_vocabulary(path: Any) -> Vocabulary:
@@ -84,7 +84,8 @@ def public_vocabulary(vocab: Any) -> Vocabulary:
     Raises
     ------
     InvalidParameter
-        A vocabulary taken from data, repeated labels or no labels.
+        A vocabulary taken from data, a set (no order), repeated labels or no
+        labels.
     InputError
         From :func:`read_vocabulary`.
     """
@@ -95,6 +96,7 @@ def public_vocabulary(vocab: Any) -> Vocabulary:
         return vocab
     if isinstance(vocab, (str, os.PathLike)):
         return read_vocabulary(vocab)
+    check_ordered(vocab, "vocab")
     try:
         labels = [str(x) for x in vocab]
         out = Vocabulary(labels)

@@ -62,10 +62,7 @@ class Vocabulary:
         if isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
             raise InvalidParameter(f"{name}: pass a sequence of labels (a list such as "
                                    f"['a', 'b']), got {labels!r}")
-        if is_unordered(labels):
-            raise InvalidParameter(f"{name}: a {type(labels).__name__} has no order, so the "
-                                   "item ids would change between Python sessions; pass a "
-                                   "list (e.g. sorted(...))")
+        check_ordered(labels, name)
         self.public = check_bool(public, "public")
         self.labels = [str(x) for x in labels]
         self._index = {label: i for i, label in enumerate(self.labels)}
@@ -286,3 +283,16 @@ def is_unordered(values: Any) -> bool:
     """
     return isinstance(values, AbstractSet) and not isinstance(values, KeysView)
 
+
+def check_ordered(values: Any, name: str) -> None:
+    """Refuse, naming ``name``, a collection whose order may change between sessions.
+
+    Raises
+    ------
+    InvalidParameter
+        When :func:`is_unordered` is true of ``values``.
+    """
+    if is_unordered(values):
+        raise InvalidParameter(f"{name}: a {type(values).__name__} has no order, so the item "
+                               "ids would change between Python sessions; pass a list (e.g. "
+                               "sorted(...))")
