@@ -14,6 +14,7 @@ from dpgpu.cli import main
 from dpgpu.commands import advise as advise_module
 from dpgpu.commands.advise import advise
 from dpgpu.mechanisms import lengths as lengths_module
+from dpgpu.mechanisms.dpne import MAX_CONTRIBUTION, MAX_N
 
 # 100 sequences: lengths 1 (x50), 2 (x30), 5 (x15), 9 (x5): cover 85 % at 5, 90 % at 5, 95 % at 5
 SEQS = [["a"]] * 50 + [["a", "b"]] * 30 + [["a"] * 5] * 15 + [["b"] * 9] * 5
@@ -51,8 +52,70 @@ def test_cli(tmp_path, capsys):
 
 def test_an_l_upper_too_large_for_the_samplers_is_named():
     db = SequenceDB.from_sequences([["a", "b"], ["b"]], vocab=["a", "b"])
-    with pytest.raises(InvalidParameter, match=r"set by l_upper\); nothing was released"):
+    with pytest.raises(InvalidParameter, match=r"^l_upper: at most 1,700,290 at epsilon=1, "
+                                               r"got 1,000,000,000: above, the samplers'"):
         advise(db, 1.0, l_upper=10**9)
+
+
+@pytest.fixture
+def no_loading(monkeypatch):
+    """Fail where advise reads the data: its options are checked before."""
+    def load_from_args(args):
+        raise AssertionError("advise read the data")
+
+    monkeypatch.setattr(advise_module, "load_from_args", load_from_args)
+
+
+@pytest.mark.parametrize("argv, message", [
+    # regression: 1e9 ran for minutes in GBs (the work grew with n), 2**63 an IndexError
+    (["--gram-length", "1000000000"], f"--gram-length: must be an integer in [1, {MAX_N}], "
+                                      "got 1000000000"),
+    (["--gram-length", str(2**63)], f"--gram-length: must be an integer in [1, {MAX_N}]"),
+    # regression: 2**63 made garbage bins (negative edges) and different advice, exit 0
+    (["--contribution-upper", str(2**63)],
+     f"--contribution-upper: must be an integer in [1, {MAX_CONTRIBUTION}], got {2**63}"),
+    (["--contribution-upper", "1000000000000"], "--contribution-upper: must be an integer in"),
+    # regression: 'epsilon: a step must cost epsilon > 0 or delta > 0'
+    (["--contribution-share", "1e-320"], "--contribution-share: 1e-320 leaves 0 of epsilon=1 "
+                                         "to a noisy step"),
+    (["--contribution-share", "1e-17"], "--contribution-share: 1e-17 leaves 0 of epsilon=1"),
+    (["--contribution-share", "0.9999999999999999"],
+     "--contribution-share: 0.9999999999999999 leaves 5.55e-17 of epsilon=1"),
+    # regression: "epsilon: step 'advise: noisy length histogram' needs sampling_delta=..."
+    (["--l-upper", "10000000", "--epsilon", "1e-3"],
+     "--l-upper: at most 2,251,234 at epsilon=0.001, got 10,000,000"),
+    (["--l-upper", str(2**63)], "--l-upper: at most 1,700,290 at epsilon=1"),
+    (["--epsilon", "1e-16"], "--epsilon: too small: each of the two noisy steps gets "
+                             "epsilon / 2 = 5e-17"),
+    (["--epsilon", "100"], "--epsilon: 100 is too large: the samplers' accounted distance"),
+])
+def test_bad_options_exit_2_naming_them_before_the_data_is_read(capsys, no_loading, argv,
+                                                                  message):
+    assert main(["advise", "data.jsonl", "--epsilon", "1", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"dpgpu: error: {message}") and err.count("\n") == 1, err
+
+
+def test_the_bounds_themselves_are_accepted():
+    posts = SequenceDB.from_sequences(SEQS, vocab=["a", "b"], users=list(range(len(SEQS))))
+    out = advise(posts, 1.0, gram_length=MAX_N, contribution_upper=MAX_CONTRIBUTION,
+                 l_upper=1_700_290, seed=1)
+    assert out["contribution"]["gram_length"] == MAX_N
+    assert out["contribution"]["suggested"] == {"85%": 1, "90%": 1, "95%": 1}  # no 64-grams
+    with pytest.raises(InvalidParameter, match="^l_upper: at most 1,700,290"):
+        advise(posts, 1.0, l_upper=1_700_291)
+
+
+def test_errors_depend_on_the_parameters_not_on_users():
+    """A share that starves a part is refused on data without users too; an l_upper bound
+    holds with users or without."""
+    plain = SequenceDB.from_sequences(SEQS, vocab=["a", "b"])
+    posts = SequenceDB.from_sequences(SEQS, vocab=["a", "b"], users=list(range(len(SEQS))))
+    for db in (plain, posts):
+        with pytest.raises(InvalidParameter, match="^contribution_share: 1e-320 leaves 0"):
+            advise(db, 1.0, contribution_share=1e-320)
+        with pytest.raises(InvalidParameter, match="^l_upper: at most 2,251,234 at "):
+            advise(db, 1e-3, l_upper=10**7)
 
 
 def test_empty_sequences_are_covered_by_any_length():

@@ -2,6 +2,7 @@
 
 import collections
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ import dpgpu
 from dpgpu import InvalidParameter
 from dpgpu.cli import main
 from dpgpu.commands import generate as generate_command
-from dpgpu.data.generate import (CONTEXTS, MAX_MEAN_LENGTH, MAX_TABLE, MAX_TOKENS,
+from dpgpu.data.generate import (CONTEXTS, MAX_MEAN_LENGTH, MAX_TABLE, MAX_TOKENS, MAX_ZIPF,
                                  check_mean_length, check_n_items, markov_chunks,
                                  markov_sequences)
 
@@ -57,6 +58,26 @@ def test_markov_sequences_refuses_more_tokens_than_int64_counts_hold():
         markov_chunks(10, chunk_tokens=MAX_TOKENS + 1)
 
 
+# ------------------------------------------------------------------ zipf
+@pytest.mark.parametrize("value", [MAX_ZIPF * (1 + 2**-52), 400, 1e308])
+def test_a_zipf_beyond_the_bound_is_refused(value):
+    """Regression: 400 and 1e308 were taken, with NumPy's 'overflow encountered in power'
+    on stderr (n_items ** zipf past the largest float)."""
+    with pytest.raises(InvalidParameter, match=rf"^zipf: at most {MAX_ZIPF} \(item 2 then"):
+        markov_chunks(100, zipf=value)  # no iteration needed
+    with pytest.raises(InvalidParameter, match="^zipf: at most"):
+        markov_sequences(100, zipf=value)
+
+
+def test_the_zipf_bound_makes_no_warning_with_the_largest_alphabet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        db = markov_sequences(2_000, zipf=MAX_ZIPF, n_items=MAX_TABLE // CONTEXTS, seed=1)
+    assert db.n_events >= 2_000
+    with pytest.raises(InvalidParameter, match="zipf"):
+        markov_sequences(2_000, zipf=MAX_ZIPF + 1, n_items=2, seed=1)
+
+
 # ------------------------------------------------------------------ the CLI
 @pytest.fixture
 def no_writing(monkeypatch):
@@ -79,6 +100,9 @@ def no_writing(monkeypatch):
     (["--tokens", "1000", "--n-items", "100000000"],
      "--n-items: at most 16,384 with 4,096 contexts"),
     (["--tokens", "1000", "--n-items", "16385"], "--n-items: at most 16,384"),
+    (["--tokens", "200", "--zipf", "400"], f"--zipf: at most {MAX_ZIPF} (item 2 then has "
+                                           f"2**-{MAX_ZIPF} of item 1's weight), got 400.0"),
+    (["--tokens", "200", "--zipf", "1e308"], f"--zipf: at most {MAX_ZIPF}"),
 ])
 def test_generate_cli_refuses_what_it_cannot_make(tmp_path, capsys, no_writing, argv, message):
     out = tmp_path / "g.lines"
@@ -86,6 +110,25 @@ def test_generate_cli_refuses_what_it_cannot_make(tmp_path, capsys, no_writing, 
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_generate_cli_takes_at_most_as_many_jobs_as_cpus(tmp_path, capsys, monkeypatch):
+    """Regression: 12 workers started on a 2-CPU machine (about 300 MB each), and 2**63 was
+    taken, limited only by the number of chunks."""
+    monkeypatch.setattr(generate_command, "available_cpus", lambda: 2)
+    out = tmp_path / "g.lines"
+    for jobs in ("3", "12", str(2**63)):
+        assert main(["generate", str(out), "--tokens", "1e8", "--jobs", jobs]) == 2
+        err = capsys.readouterr().err
+        assert err == (f"dpgpu: error: --jobs: at most 2, the CPUs this process may use (a "
+                       f"worker uses one, and about 300 MB), got {jobs}\n")
+        assert list(tmp_path.iterdir()) == []
+    taken = []
+    real = generate_command.markov_chunks
+    monkeypatch.setattr(generate_command, "markov_chunks",
+                        lambda *a, **kw: taken.append(kw["jobs"]) or real(*a, **kw))
+    assert main(["generate", str(out), "--tokens", "100", "--jobs", "2", "--quiet"]) == 0
+    assert taken == [2] and capsys.readouterr().err == ""
 
 
 Usage = collections.namedtuple("Usage", "total used free")

@@ -20,28 +20,47 @@ users; that part is epsilon-DP for one user (all of the user's texts).
 The epsilon spent here adds to what the release spends, in each part's
 unit: on user-level data the ``l_max`` part protects one sequence, so for a
 user with k sequences it is worth k times its epsilon.
+
+The options are checked before the data is read, for data with users and
+without: --gram-length is at most DPNE's largest --max-n (64) and
+--contribution-upper its largest --contribution (10000); each part's
+epsilon must give a noise scale within the samplers' limit (2**52), and the
+noisy counts (--l-upper + 1 of them in the length histogram) must keep the
+samplers' accounted distance from exact noise within 1e-9.  (An --epsilon
+above about 28 fits only with users, whose l_max part gets less of it: it
+is refused once the data turns out to have none.)
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from fractions import Fraction
+from typing import Any, Mapping
 
 import numpy as np
 
+from ..errors import InvalidParameter
+from ..mechanisms.dpne import MAX_CONTRIBUTION, MAX_N
 from ..mechanisms.dpne.levels import Positions, identities
 from ..mechanisms.lengths import coverage_length, length_counts, noisy_count, \
     noisy_length_histogram
 from ..ops.keys import sorted_unique
 from ..privacy import PrivacyLedger
 from ..privacy.calibration import sampling_delta
-from ..privacy.samplers import LAPLACE_TV_BOUND
-from ..validation import check_positive_int, check_probability
+from ..privacy.samplers import LAPLACE_TV_BOUND, MAX_LAPLACE_SCALE
+from ..privacy.tables import float_at_most
+from ..validation import check_positive_int, check_positive_real, check_probability
 from .common import add_command, add_data_arguments, load_from_args, print_json
 
 COVERAGES = (0.85, 0.90, 0.95)
 #: Bins per doubling of the per-user count histogram (bin edges about 2 ** (j / 4)).
 BINS_PER_DOUBLING = 4
+#: The samplers' allowance of a run (on top of its pure epsilon).
+MAX_SAMPLING_DELTA = 1e-9
+#: The options of ``dpgpu advise`` that set :func:`advise`'s parameters (for its messages).
+OPTIONS = {"epsilon": "--epsilon", "l_upper": "--l-upper",
+           "contribution_share": "--contribution-share", "gram_length": "--gram-length",
+           "contribution_upper": "--contribution-upper"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -56,16 +75,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="share of --epsilon spent on the DPNE Delta suggestion when the data "
                         "has users (default 0.5)")
     p.add_argument("--gram-length", type=int, default=1,
-                   help="n of the distinct n-grams counted per user (default 1)")
-    p.add_argument("--contribution-upper", type=int, default=10_000,
-                   help="largest Delta considered (default 10000)")
+                   help=f"n of the distinct n-grams counted per user, at most {MAX_N} "
+                        "(default 1)")
+    p.add_argument("--contribution-upper", type=int, default=MAX_CONTRIBUTION,
+                   help=f"largest Delta considered, at most {MAX_CONTRIBUTION} (default "
+                        f"{MAX_CONTRIBUTION})")
     p.add_argument("--seed", type=int, help="reproducible noise (recorded as seeded)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
 
 def advise(db, epsilon: float, *, l_upper: int = 100, contribution_share: float = 0.5,
-           gram_length: int = 1, contribution_upper: int = 10_000,
+           gram_length: int = 1, contribution_upper: int = MAX_CONTRIBUTION,
            seed: int | None = None) -> dict:
     """Suggested truncation lengths and, for user-level data, DPNE contribution bounds.
 
@@ -81,9 +102,11 @@ def advise(db, epsilon: float, *, l_upper: int = 100, contribution_share: float 
         bound when ``db.users`` is set (otherwise all of it goes to
         ``l_max``).
     gram_length : int
-        ``n`` of the distinct n-grams counted per user.
+        ``n`` of the distinct n-grams counted per user, at most
+        :data:`~dpgpu.mechanisms.dpne.MAX_N`.
     contribution_upper : int
-        Largest bound considered (public).
+        Largest bound considered (public), at most
+        :data:`~dpgpu.mechanisms.dpne.MAX_CONTRIBUTION`.
     seed : int, optional
 
     Returns
@@ -94,22 +117,26 @@ def advise(db, epsilon: float, *, l_upper: int = 100, contribution_share: float 
         "one sequence", "contribution": "one user"}, "epsilon": ..., "ledger":
         ...}``.  The ``l_max`` part is epsilon-DP for one sequence, the
         ``contribution`` part for one user.
+
+    Raises
+    ------
+    InvalidParameter
+        A parameter :func:`check_parameters` refuses, before the data is
+        read; or an ``epsilon`` too large for the samplers on data without
+        users (with users, the ``l_max`` part gets less of it).
     """
-    ledger = PrivacyLedger(epsilon, seed=seed)
-    l_upper = check_positive_int(l_upper, "l_upper")
-    share = check_probability(contribution_share, "contribution_share")
-    gram_length = check_positive_int(gram_length, "gram_length")
-    contribution_upper = check_positive_int(contribution_upper, "contribution_upper")
+    ledger = PrivacyLedger(epsilon, seed=seed, max_sampling_delta=MAX_SAMPLING_DELTA)
+    epsilon, l_upper, share, gram_length, contribution_upper = check_parameters(
+        epsilon, l_upper=l_upper, contribution_share=contribution_share,
+        gram_length=gram_length, contribution_upper=contribution_upper)
     users = db.users is not None
-    half = ledger.epsilon * (1 - share if users else 1) / 2
-    size = ledger.charge("advise: noisy number of sequences", half,
-                         sampling_delta=sampling_delta(LAPLACE_TV_BOUND, 1, half))
-    hist = ledger.charge("advise: noisy length histogram", half,
-                         sampling_delta=sampling_delta(LAPLACE_TV_BOUND, l_upper + 1, half),
-                         hint="l_upper")
-    total = noisy_count(len(db), size.key, half, tag=1)
-    noisy = noisy_length_histogram(length_counts(db.lengths, l_upper), hist.key, half, tag=2)
-    contribution = _advise_contribution(db, ledger, gram_length, contribution_upper) \
+    edges = count_bins(contribution_upper)
+    steps = _steps(epsilon, share, l_upper, edges.size, gram_length, users)
+    keys = [ledger.charge(name, eps, sampling_delta=sd).key for name, eps, sd in steps]
+    half = steps[0][1]
+    total = noisy_count(len(db), keys[0], half, tag=1)
+    noisy = noisy_length_histogram(length_counts(db.lengths, l_upper), keys[1], half, tag=2)
+    contribution = _advise_contribution(db, keys[2:], steps[2][1], gram_length, edges) \
         if users else None
     return {"l_max": {f"{c:.0%}": coverage_length(noisy, total, c) for c in COVERAGES},
             "contribution": contribution,
@@ -118,6 +145,105 @@ def advise(db, epsilon: float, *, l_upper: int = 100, contribution_share: float 
             "units": {"l_max": "one sequence", "contribution": "one user"},
             "epsilon": ledger.spent_epsilon, "delta": ledger.spent_delta,
             "seeded": ledger.seeded, "ledger": ledger.to_dict()}
+
+
+def check_parameters(epsilon: Any, *, l_upper: Any = 100, contribution_share: Any = 0.5,
+                     gram_length: Any = 1, contribution_upper: Any = MAX_CONTRIBUTION,
+                     names: Mapping[str, str] | None = None) -> tuple[float, int, float, int, int]:
+    """:func:`advise`'s parameters, checked whatever the data (with users or without).
+
+    Besides each one's range, the budget split must work both ways: each
+    noisy step's epsilon must give a noise scale within the samplers' limit
+    (:data:`~dpgpu.privacy.samplers.MAX_LAPLACE_SCALE`), and the samplers'
+    accounted delta of all the steps (:func:`~dpgpu.privacy.calibration.sampling_delta`)
+    must stay within :data:`MAX_SAMPLING_DELTA`.  The length histogram's
+    ``l_upper + 1`` draws make most of it: ``l_upper`` is refused where a
+    smaller one would fit, ``epsilon`` where none would (on data with users
+    or without; an ``epsilon`` that fits only with users, whose ``l_max``
+    part gets less of it, is refused by :func:`advise` on data without).
+
+    Parameters
+    ----------
+    epsilon, l_upper, contribution_share, gram_length, contribution_upper
+        As for :func:`advise`.
+    names : mapping of str to str, optional
+        The name of each parameter in the messages (default: the parameter's
+        own; ``dpgpu advise`` gives :data:`OPTIONS`).
+
+    Returns
+    -------
+    (float, int, float, int, int)
+        ``epsilon``, ``l_upper``, ``contribution_share``, ``gram_length`` and
+        ``contribution_upper``, as float or int.
+
+    Raises
+    ------
+    InvalidParameter
+        Naming the parameter at fault.
+    """
+    name = dict(zip(OPTIONS, OPTIONS)) if names is None else names
+    epsilon = check_positive_real(epsilon, name["epsilon"])
+    l_upper = check_positive_int(l_upper, name["l_upper"])
+    share = check_probability(contribution_share, name["contribution_share"])
+    gram_length = check_positive_int(gram_length, name["gram_length"], maximum=MAX_N)
+    upper = check_positive_int(contribution_upper, name["contribution_upper"],
+                               maximum=MAX_CONTRIBUTION)
+    n_bins = count_bins(upper).size
+    for users in (False, True):
+        least = min(eps for _, eps, _ in _steps(epsilon, share, 1, n_bins, gram_length, users))
+        if least >= 1 / MAX_LAPLACE_SCALE:
+            continue
+        limit = "whose noise scale 1 / epsilon passes the samplers' limit of 2**52"
+        if not users:  # each step gets epsilon / 2
+            raise InvalidParameter(f"{name['epsilon']}: too small: each of the two noisy steps "
+                                   f"gets epsilon / 2 = {least:.3g}, {limit}")
+        raise InvalidParameter(
+            f"{name['contribution_share']}: {share!r} leaves {least:.3g} of epsilon={epsilon:g} "
+            f"to a noisy step (with users, l_max's two get (1 - share) / 2 of it each, the "
+            f"contribution's two share / 2), {limit}")
+
+    def fits(users: bool, length: int) -> bool:
+        deltas = [sd for _, _, sd in _steps(epsilon, share, length, n_bins, gram_length, users)]
+        return all(d <= MAX_SAMPLING_DELTA for d in deltas) \
+            and sum(map(Fraction, deltas)) <= Fraction(MAX_SAMPLING_DELTA)
+
+    why = (f"the samplers' accounted distance from exact noise, (1 + e^epsilon) x draws x tv "
+           f"with the step's epsilon, passes the run's allowance of {MAX_SAMPLING_DELTA:g}")
+    usable = [users for users in (False, True) if fits(users, 1)]
+    if not usable:
+        raise InvalidParameter(f"{name['epsilon']}: {epsilon:g} is too large: {why} at any "
+                               f"{name['l_upper']}; lower it")
+    if not all(fits(users, l_upper) for users in usable):
+        lo, hi = 1, l_upper  # lo fits, hi does not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if all(fits(users, mid) for users in usable) else (lo, mid)
+        raise InvalidParameter(f"{name['l_upper']}: at most {lo:,} at epsilon={epsilon:g}, "
+                               f"got {l_upper:,}: above, {why} (the length histogram draws "
+                               f"{name['l_upper']} + 1 noisy counts)")
+    return epsilon, l_upper, share, gram_length, upper
+
+
+def _steps(epsilon: float, share: float, l_upper: int, n_bins: int, gram_length: int,
+           users: bool) -> list[tuple[str, float, float]]:
+    """What :func:`advise` charges, in order: each noisy step's name, epsilon and sampling delta.
+
+    The ``l_max`` part, ``epsilon`` (``(1 - share) epsilon`` with users),
+    goes half to the number of sequences, half to the length histogram of
+    ``l_upper + 1`` bins; with users, the rest (rounded down, as the ledger
+    leaves it) half to the number of users, half to the histogram of their
+    distinct n-grams, ``n_bins + 1`` bins.
+    """
+    half = epsilon * (1 - share if users else 1) / 2
+    steps = [("advise: noisy number of sequences", half, 1),
+             ("advise: noisy length histogram", half, l_upper + 1)]
+    if users:
+        rest = float_at_most(Fraction(epsilon) - 2 * Fraction(half)) / 2
+        steps += [("advise: noisy number of users", rest, 1),
+                  (f"advise: noisy histogram of distinct {gram_length}-grams per user", rest,
+                   n_bins + 1)]
+    return [(name, eps, sampling_delta(LAPLACE_TV_BOUND, draws, eps))
+            for name, eps, draws in steps]
 
 
 def distinct_grams_per_user(db: Any, n: int) -> np.ndarray:
@@ -158,31 +284,31 @@ def count_bins(upper: int) -> np.ndarray:
     return np.append(edges[edges < upper], upper)
 
 
-def _advise_contribution(db: Any, ledger: PrivacyLedger, n: int, upper: int) -> dict:
-    """Spend what ``ledger`` has left on DP quantiles of distinct n-grams per user.
+def _advise_contribution(db: Any, keys: list[Any], epsilon: float, n: int,
+                         edges: np.ndarray) -> dict:
+    """DP quantiles of distinct ``n``-grams per user, in the bins of upper ``edges``.
 
     Adding or removing one user changes the number of users by 1 and one bin
     of the histogram by 1, so each gets discrete Laplace noise of scale
-    ``1 / epsilon_part`` (like the length histogram).
+    ``1 / epsilon`` (like the length histogram), with the two ``keys`` charged
+    for them.
     """
-    half = ledger.remaining_epsilon / 2
-    edges = count_bins(upper)
-    size = ledger.charge("advise: noisy number of users", half,
-                         sampling_delta=sampling_delta(LAPLACE_TV_BOUND, 1, half))
-    hist = ledger.charge(f"advise: noisy histogram of distinct {n}-grams per user", half,
-                         sampling_delta=sampling_delta(LAPLACE_TV_BOUND, edges.size + 1, half))
     counts = distinct_grams_per_user(db, n)
     # 0 for a user without n-grams (covered by any cap), else 1 .. len(edges); above: one more
     bins = np.where(counts > 0, np.searchsorted(edges, counts) + 1, 0)
-    total = noisy_count(bins.size, size.key, half, tag=3)
-    noisy = noisy_length_histogram(length_counts(bins, int(edges.size)), hist.key, half, tag=4)
+    total = noisy_count(bins.size, keys[0], epsilon, tag=3)
+    noisy = noisy_length_histogram(length_counts(bins, int(edges.size)), keys[1], epsilon, tag=4)
     return {"suggested": {f"{c:.0%}": int(edges[coverage_length(noisy, total, c) - 1])
                           for c in COVERAGES},
-            "gram_length": n, "upper": upper, "epsilon": 2 * half, "unit": "one user"}
+            "gram_length": n, "upper": int(edges[-1]), "epsilon": 2 * epsilon,
+            "unit": "one user"}
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load, advise, print."""
+    """Check the options, load, advise, print."""
+    check_parameters(args.epsilon, l_upper=args.l_upper,
+                     contribution_share=args.contribution_share, gram_length=args.gram_length,
+                     contribution_upper=args.contribution_upper, names=OPTIONS)
     db = load_from_args(args)
     result = advise(db, args.epsilon, l_upper=args.l_upper,
                     contribution_share=args.contribution_share, gram_length=args.gram_length,

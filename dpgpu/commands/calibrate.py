@@ -7,15 +7,21 @@ Examples::
     dpgpu calibrate dpsu --epsilon 1 --delta 1e-5 --max-items 10 [--json]
 
 Numbers are printed at full precision, one ``name value`` per line (or as
-JSON).  Invalid values (NaN, infinities, zero, negatives) exit with status 2
-and a one-line message naming the parameter.
+JSON).  Invalid values (NaN, infinities, zero, negatives, a --max-items
+above 10000, a Laplace scale past the samplers' limit of 2**52) exit with
+status 2 and a one-line message naming the parameter.
 """
 
 from __future__ import annotations
 
 import argparse
+from fractions import Fraction
 
+from ..errors import InvalidParameter
 from ..privacy import calibration
+from ..privacy.samplers import MAX_LAPLACE_SCALE
+from ..privacy.tables import float_at_most
+from ..validation import check_positive_real
 from .common import add_command, print_json
 
 
@@ -37,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                  "(DPNE Theorem 2.1)", "--epsilon 4 --delta 1e-7 --max-items 50")
     _target(dpsu, delta=True)
     dpsu.add_argument("--max-items", type=int, required=True,
-                      help="items each user contributes at most (Delta_0)")
+                      help=f"items each user contributes at most (Delta_0), at most "
+                           f"{calibration.MAX_ITEMS:,}")
     p.set_defaults(func=run)
 
 
@@ -63,12 +70,43 @@ def compute(args: argparse.Namespace) -> dict:
         return {"mechanism": "gaussian", "epsilon": args.epsilon, "delta": args.delta,
                 "sensitivity": args.sensitivity, "sigma": sigma}
     if args.kind == "laplace":
-        scale = calibration.laplace_scale(args.epsilon, args.sensitivity)
+        scale = laplace_scale(args.epsilon, args.sensitivity)
         return {"mechanism": "laplace", "epsilon": args.epsilon,
                 "sensitivity": args.sensitivity, "scale": scale}
     sigma, rho = calibration.dpsu_gaussian(args.epsilon, args.delta, args.max_items)
     return {"mechanism": "dpsu", "epsilon": args.epsilon, "delta": args.delta,
             "max_items": args.max_items, "sigma": sigma, "rho": rho}
+
+
+def laplace_scale(epsilon: float, sensitivity: float) -> float:
+    """:func:`~dpgpu.privacy.calibration.laplace_scale`, naming ``--sensitivity`` at fault.
+
+    The library names ``epsilon`` whenever ``sensitivity / epsilon`` passes
+    the samplers' limit; here a ``--sensitivity`` that passes it with an
+    ``--epsilon`` that does not (at sensitivity 1) is named instead.
+
+    Parameters
+    ----------
+    epsilon, sensitivity : float
+        Finite, ``> 0``.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``--sensitivity``, with the largest one ``epsilon`` allows.
+    """
+    epsilon = check_positive_real(epsilon, "epsilon")
+    sensitivity = check_positive_real(sensitivity, "sensitivity")
+    most = MAX_LAPLACE_SCALE * Fraction(epsilon)
+    if 1 <= most < Fraction(sensitivity):
+        raise InvalidParameter(f"--sensitivity: at most {float_at_most(most)!r} at epsilon="
+                               f"{epsilon!r}, got {sensitivity!r}: a noise scale sensitivity / "
+                               "epsilon past the samplers' limit of 2**52")
+    return calibration.laplace_scale(epsilon, sensitivity)
 
 
 def run(args: argparse.Namespace) -> int:

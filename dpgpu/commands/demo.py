@@ -16,8 +16,9 @@ from ..backend import get_backend
 from ..data.load import demo_path, load
 from ..eval.metrics import true_positive_ratio
 from ..eval.truth import top_k_strings
-from ..mechanisms.ngram import ngram
+from ..mechanisms.ngram import MAX_N, ngram
 from ..release import check_release_target
+from ..validation import check_positive_int, check_positive_real
 from .common import add_command, add_backend_argument
 
 K_VALUES = (20, 40, 60, 80, 100)
@@ -30,7 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_backend_argument(p)
     p.add_argument("--epsilon", type=float, default=1.0, help="privacy budget (default 1)")
     p.add_argument("--l-max", type=int, default=20, help="items kept per sequence (default 20)")
-    p.add_argument("--n-max", type=int, default=5, help="longest n-gram (default 5)")
+    p.add_argument("--n-max", type=int, default=5,
+                   help=f"longest n-gram, at most {MAX_N} (default 5)")
     p.add_argument("--out", default="demo-release", help="release directory (default "
                    "./demo-release)")
     p.add_argument("--force", action="store_true", help="replace an existing release")
@@ -38,8 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load, release, write, compare."""
+    """Check the options, load, release, write, compare."""
     be = get_backend(args.backend)
+    check_options(args)
     check_release_target(args.out, force=args.force)  # before the run, not after it
     t0 = time.perf_counter()
     db = load(demo_path())
@@ -66,3 +69,20 @@ def run(args: argparse.Namespace) -> int:
           + "; ".join(" ".join(names[i] for i in p) for p in synth_top[:3]))
     print("(the top-K comparison reads the original data: a diagnostic, not part of the release)")
     return 0
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Refuse a bad ``--epsilon``, ``--l-max`` or ``--n-max`` before the data is read.
+
+    The ranges and messages are :func:`~dpgpu.mechanisms.ngram.ngram`'s,
+    which checks them again (and the noise they make) once the data is
+    loaded.
+
+    Raises
+    ------
+    InvalidParameter
+        Naming the parameter as :func:`~dpgpu.mechanisms.ngram.ngram` does.
+    """
+    check_positive_real(args.epsilon, "epsilon")
+    check_positive_int(args.l_max, "l_max")
+    check_positive_int(args.n_max, "n_max", maximum=MAX_N)

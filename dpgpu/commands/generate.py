@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..data.generate import (CHUNK_TOKENS, CONTEXTS, MAX_MEAN_LENGTH, MAX_ORDER, MAX_TABLE,
-                             MAX_TOKENS, check_mean_length, check_n_items, markov_chunks)
+                             MAX_TOKENS, MAX_ZIPF, check_mean_length, check_n_items, check_zipf,
+                             markov_chunks)
 from ..data.io import check_output
 from ..data.writers import PART_FORMATS, write_parts
 from ..errors import InvalidParameter
@@ -18,7 +19,7 @@ from ..errors import InvalidParameter
 #: What ``generate`` writes: its items are no cells of a grid, so not ``trajectory``.
 GENERATED_FORMATS = tuple(f for f in PART_FORMATS if f != "trajectory")
 from ..progress import Step
-from ..validation import check_positive_int, check_positive_real
+from ..validation import check_positive_int
 from .common import Progress, add_command, print_json, whole_number
 from .convert import output_format
 
@@ -39,11 +40,11 @@ The sequences follow a variable-order Markov chain over a Zipf-distributed
 alphabet of --n-items items labelled 1, 2, ... (the workload of bench/).  The
 data depend only on --tokens, --seed and the chain's options: they are made
 in chunks of {CHUNK_TOKENS:,} tokens (chunk i from seed (SEED, i); chunk 0
-is the one-chunk dataset of the same seed), by --jobs worker processes, and
-written as they come, so memory does not limit the size.  A process makes
-about 5 million tokens a second; writing seq, spmf or lines keeps up with
-several, csv, parquet and xes with about one.  The total exceeds --tokens
-by less than one sequence per chunk.
+is the one-chunk dataset of the same seed), by --jobs worker processes (at
+most one per CPU this process may use), and written as they come, so memory
+does not limit the size.  A process makes about 5 million tokens a second;
+writing seq, spmf or lines keeps up with several, csv, parquet and xes with
+about one.  The total exceeds --tokens by less than one sequence per chunk.
 
 --tokens is at most {MAX_TOKENS:,}.  An output in a text format
 is refused where even its smallest possible size ({MIN_ITEM_BYTES} bytes an item,
@@ -73,13 +74,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-order", type=int, default=3,
                    help=f"longest context of the chain, at most {MAX_ORDER} (default 3)")
     p.add_argument("--zipf", type=float, default=1.1,
-                   help="exponent of the items' Zipf law (default 1.1)")
+                   help=f"exponent of the items' Zipf law, at most {MAX_ZIPF} (default 1.1)")
     p.add_argument("--mean-length", type=float, default=8.0,
                    help=f"mean sequence length, from 1 to {MAX_MEAN_LENGTH:,} (default 8; "
                         f"long sequences are slower to make)")
     p.add_argument("--jobs", type=int, default=None,
-                   help=f"worker processes (default: the CPUs this process may use, at most "
-                        f"{DEFAULT_JOBS}; each needs about 300 MB)")
+                   help=f"worker processes, at most the CPUs this process may use (default: "
+                        f"that many, at most {DEFAULT_JOBS}; each needs about 300 MB)")
     p.add_argument("--force", action="store_true", help="replace an existing output")
     p.add_argument("--quiet", action="store_true", help="no progress and no summary line")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -101,13 +102,12 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidParameter(f"--tokens: at most {MAX_TOKENS:,}, got {args.tokens}")
     seed = whole_number(args.seed, "--seed")
     fmt = output_format(args.output, args.to) or "lines"
-    jobs = min(available_cpus(), DEFAULT_JOBS) if args.jobs is None else \
-        check_positive_int(args.jobs, "--jobs")
+    jobs = min(available_cpus(), DEFAULT_JOBS) if args.jobs is None else check_jobs(args.jobs)
     chunks = markov_chunks(tokens, seed=seed, chunk_tokens=CHUNK_TOKENS, jobs=jobs,
                            n_items=check_n_items(args.n_items, CONTEXTS, "--n-items"),
                            max_order=check_positive_int(args.max_order, "--max-order",
                                                         maximum=MAX_ORDER),
-                           zipf=check_positive_real(args.zipf, "--zipf"),
+                           zipf=check_zipf(args.zipf, "--zipf"),
                            mean_length=check_mean_length(args.mean_length, "--mean-length"))
     target = check_output(args.output, force=args.force)  # before the work
     check_free_space(target, tokens, fmt)
@@ -122,6 +122,35 @@ def run(args: argparse.Namespace) -> int:
     elif not args.quiet:
         print(f"wrote {sequences:,} sequences ({events:,} items) to {args.output} as {fmt}")
     return 0
+
+
+def check_jobs(value: int) -> int:
+    """Return ``--jobs`` if it is from 1 to the CPUs this process may use.
+
+    A worker generates a chunk on one CPU, so more workers than CPUs make
+    nothing faster and take about 300 MB each; the data do not depend on
+    ``--jobs``.
+
+    Parameters
+    ----------
+    value : int
+        The ``--jobs`` given.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``--jobs``, and the CPUs available when it is above them.
+    """
+    jobs = check_positive_int(value, "--jobs")
+    cpus = available_cpus()
+    if jobs > cpus:
+        raise InvalidParameter(f"--jobs: at most {cpus}, the CPUs this process may use (a worker "
+                               f"uses one, and about 300 MB), got {jobs}")
+    return jobs
 
 
 def check_free_space(target: Path, tokens: int, fmt: str) -> None:

@@ -45,6 +45,11 @@ CONTEXTS = 4096
 #: chunk builds it anew, with about 16 bytes an entry (1 GB at this bound).
 MAX_TABLE = 2**26
 
+#: Largest Zipf exponent.  Item 2 then has ``2**-32`` of item 1's weight (a larger
+#: exponent makes about the same data), and ``n_items ** zipf`` stays a float for every
+#: alphabet the table holds (at most ``2**(26 * 32)`` with ``MAX_TABLE`` items).
+MAX_ZIPF = 32
+
 
 def markov_sequences(n_tokens: int, *, n_items: int = 100, max_order: int = 3,
                      zipf: float = 1.1, mean_length: float = 8.0, contexts: int = CONTEXTS,
@@ -63,9 +68,10 @@ def markov_sequences(n_tokens: int, *, n_items: int = 100, max_order: int = 3,
         The context of the next item is the last ``1 + (prev % max_order)``
         items (so the order varies with the previous item).
     zipf : float
-        Exponent of the Zipf law of the next item: with probability 1/2 over
-        the global item order (so item frequencies are Zipf-skewed), else
-        over a permutation of the alphabet specific to the context.
+        Exponent of the Zipf law of the next item, in ``(0, MAX_ZIPF]``
+        (:func:`check_zipf`): with probability 1/2 over the global item
+        order (so item frequencies are Zipf-skewed), else over a permutation
+        of the alphabet specific to the context.
     mean_length : float
         Mean of the geometric sequence lengths, in ``[1, MAX_MEAN_LENGTH]``.
     contexts : int
@@ -165,7 +171,7 @@ def _chain_options(*, n_items: Any, max_order: Any, zipf: Any, mean_length: Any,
     contexts = check_positive_int(contexts, "contexts", maximum=MAX_TABLE)
     return {"n_items": check_n_items(n_items, contexts),
             "max_order": check_positive_int(max_order, "max_order", maximum=MAX_ORDER),
-            "zipf": check_positive_real(zipf, "zipf"),
+            "zipf": check_zipf(zipf),
             "mean_length": check_mean_length(mean_length),
             "contexts": contexts}
 
@@ -194,6 +200,32 @@ def check_mean_length(value: Any, name: str = "mean_length") -> float:
     if not 1 <= x <= MAX_MEAN_LENGTH:
         raise InvalidParameter(f"{name}: must be in [1, {MAX_MEAN_LENGTH:,}] (a mean sequence "
                                f"length), got {value!r}")
+    return x
+
+
+def check_zipf(value: Any, name: str = "zipf") -> float:
+    """Return ``value`` as a float if it is a Zipf exponent in ``(0, MAX_ZIPF]``.
+
+    Parameters
+    ----------
+    value : any
+        The value given; a real number, not a bool.
+    name : str
+        The parameter's name, for the error message.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    InvalidParameter
+        ``value`` is not a finite number in the range (see :data:`MAX_ZIPF`).
+    """
+    x = check_positive_real(value, name)
+    if x > MAX_ZIPF:
+        raise InvalidParameter(f"{name}: at most {MAX_ZIPF} (item 2 then has 2**-{MAX_ZIPF} of "
+                               f"item 1's weight), got {value!r}")
     return x
 
 

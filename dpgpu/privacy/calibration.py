@@ -43,6 +43,11 @@ from ..validation import check_positive_int, check_positive_real, check_positive
 from .samplers import MAX_LAPLACE_SCALE
 from .tables import float_at_least
 
+#: Largest ``max_items`` of :func:`dpsu_threshold` and :func:`dpsu_gaussian`, whose time
+#: and memory are linear in it: DPNE's largest contribution bound
+#: (:data:`dpgpu.mechanisms.dpne.MAX_CONTRIBUTION`, not imported: DPNE imports this module).
+MAX_ITEMS = 10_000
+
 
 def laplace_scale(epsilon: float, sensitivity: float = 1.0) -> float:
     """Scale of (discrete) Laplace noise for ``epsilon``-DP.
@@ -275,7 +280,8 @@ def dpsu_threshold(sigma: float, delta: float, max_items: int) -> float:
     delta : float
         The threshold's share of delta, in ``(0, 1)``.
     max_items : int
-        ``Delta_0``: items each user contributes at most, ``>= 1``.
+        ``Delta_0``: items each user contributes at most, from 1 to
+        :data:`MAX_ITEMS`.
 
     Returns
     -------
@@ -284,7 +290,7 @@ def dpsu_threshold(sigma: float, delta: float, max_items: int) -> float:
     """
     sigma = check_positive_real(sigma, "sigma")
     delta = check_probability(delta, "delta")
-    max_items = check_positive_int(max_items, "max_items")
+    max_items = check_positive_int(max_items, "max_items", maximum=MAX_ITEMS)
     t = np.arange(1, max_items + 1, dtype=np.float64)
     # Phi^-1((1 - delta)^(1/t)) = -Phi^-1(1 - (1 - delta)^(1/t)), computed without rounding 1 - x.
     tail = -np.expm1(np.log1p(-delta) / t)
@@ -307,7 +313,7 @@ def dpsu_gaussian(epsilon: float, delta: float, max_items: int) -> tuple[float, 
     delta : float
         In ``(0, 1)``.
     max_items : int
-        ``Delta_0 >= 1``.
+        ``Delta_0``, from 1 to :data:`MAX_ITEMS`.
 
     Returns
     -------
@@ -315,7 +321,7 @@ def dpsu_gaussian(epsilon: float, delta: float, max_items: int) -> tuple[float, 
     """
     epsilon = check_positive_real(epsilon, "epsilon")
     delta = check_probability(delta, "delta")
-    max_items = check_positive_int(max_items, "max_items")
+    max_items = check_positive_int(max_items, "max_items", maximum=MAX_ITEMS)
     sigma = analytic_gaussian_sigma(epsilon, delta / 2)
     return sigma, dpsu_threshold(sigma, delta / 2, max_items)
 

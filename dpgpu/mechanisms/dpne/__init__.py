@@ -136,6 +136,7 @@ from ...errors import InvalidParameter
 from ...ops.keys import array_module, index_dtype, sorted_unique
 from ...privacy import Bernoulli, DiscreteGaussian, PrivacyLedger, analytic_gaussian_sigma, \
     dpsu_threshold, sampling_delta, split_gaussian_sigma
+from ...privacy.calibration import MAX_ITEMS
 from ...privacy.samplers import MAX_GAUSSIAN_SIGMA
 from ...progress import Step, stage_reporter
 from ...release import ReleaseWriter, encode_id_grams, names_users, vocabulary_facts
@@ -163,8 +164,8 @@ MAX_N = 64
 #: this size on one CPU core).
 MAX_CANDIDATES = 10 ** 8
 #: Largest contribution bound accepted (the paper uses up to a few hundred;
-#: calibrating the threshold takes time linear in it).
-MAX_CONTRIBUTION = 10_000
+#: calibrating the threshold takes time linear in it): ``calibrate dpsu``'s too.
+MAX_CONTRIBUTION = MAX_ITEMS
 #: The options, besides epsilon, that set the draws one user can change (for the ledger's message).
 DRAWS_HINT = "contribution and max_n"
 
