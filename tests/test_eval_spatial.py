@@ -193,7 +193,8 @@ def test_columns_option_is_for_spatial_releases_only(tmp_path, capsys):
     seqs.write_text("a b\nb a\n")
     rel = tmp_path / "seqrel"
     rel.mkdir()
-    (rel / "report.json").write_text(json.dumps({"mechanism": "handmade", "parameters": {}}))
+    (rel / "report.json").write_text(json.dumps({"mechanism": "handmade", "epsilon": 1.0,
+                                                 "parameters": {}}))
     (rel / "ngrams.tsv").write_text("gram\tcount\na b\t1\n")
     status, _, err = run(capsys, "evaluate", "--original", str(seqs), "--release", str(rel),
                          "--columns", "x,y")

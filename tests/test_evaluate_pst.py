@@ -163,7 +163,7 @@ def test_pst_task_needs_pst_json(tmp_path, original, capsys):
     d.mkdir()
     db = dpgpu.load(original)
     (d / "report.json").write_text(json.dumps(
-        {"mechanism": "handmade", "parameters": {},
+        {"mechanism": "handmade", "epsilon": 1.0, "parameters": {},
          "vocabulary": {"size": 3, "sha256": vocabulary_fingerprint(db.vocab)}}))
     (d / "synthetic.txt").write_text(ORIGINAL)
     status, _, err = run(capsys, "evaluate", "--original", str(original), "--release", str(d),

@@ -20,34 +20,55 @@ replaces the one an earlier evaluation left in the release (dpgpu's own
 file, never part of the release; a link or a directory of that name is
 refused), and the ``--plot`` figure never replaces an existing file
 without ``--force``.  Both are written atomically.
+
+The work is bounded: ``--queries``, the query items it draws with
+``--query-sizes``, and ``--k`` have maxima (see their help), and a top-K or
+frequent-subsequence search that would examine more candidate patterns than
+dpgpu.eval.evaluate.MAX_CANDIDATES (a low ``--threshold``, a large ``--k``
+or ``--min-length``) stops with an error naming the option to change.
+Top-K rows where the original has no pattern of ``--min-length`` read
+``n/a``.  The options of sequence releases (``--query-sizes``, ``--k``,
+``--min-length``, ``--threshold``, ``--coverage-k``, ``--backend``) are
+refused for a spatial release, as ``--columns`` is for a sequence release.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 
 from ..data.io import check_output
 from ..errors import InvalidParameter
-from ..report import read_release_report
 from .common import (FORMAT_OPTIONS, add_backend_argument, add_command, add_data_arguments,
                      check_outside_release, input_paths, load_from_args, print_json)
 
+#: The options that set the evaluation's keywords, by keyword (how its messages name them).
+OPTIONS = {"n_queries": "--queries", "query_sizes": "--query-sizes", "k_values": "--k",
+           "min_length": "--min-length", "threshold": "--threshold",
+           "coverage_ks": "--coverage-k", "seed": "--seed", "columns": "--columns",
+           "backend": "--backend"}
+#: Keywords of the sequence evaluation that a spatial release has no use for.
+SEQUENCE_ONLY = ("query_sizes", "k_values", "min_length", "threshold", "coverage_ks", "backend")
 
-def _int_list(text: str) -> list[int]:
+
+def _int_list(text: str, maximum: int | None = None) -> list[int]:
+    """argparse ``type`` of comma-separated integers ``>= 1`` (at most ``maximum``)."""
     try:
         values = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
     if not values or min(values) < 1:
         raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    if maximum is not None and max(values) > maximum:
+        raise argparse.ArgumentTypeError(f"at most {maximum:,}, got {max(values)}")
     return values
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``evaluate`` subcommand."""
-    from ..eval.evaluate import COVERAGE_KS, K_VALUES, TASKS
-    from ..eval.metrics import QUERY_SIZES
+    from ..eval.evaluate import COVERAGE_KS, K_VALUES, MAX_K, TASKS
+    from ..eval.metrics import MAX_QUERIES, MAX_QUERY_ITEMS, QUERY_SIZES
 
     p = add_command(sub, "evaluate", help="compare a release with its original data (exact "
                     "diagnostic, not private)", description=__doc__,
@@ -70,12 +91,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the random query workload (default 0)")
     p.add_argument("--queries", type=int, default=10_000,
-                   help="random count queries per maximal size, or range queries per set "
-                        "(default 10000)")
-    p.add_argument("--query-sizes", type=_int_list, default=list(QUERY_SIZES),
-                   help="maximal query sizes (default 4,8,12,16,20)")
-    p.add_argument("--k", dest="k_values", type=_int_list, default=list(K_VALUES),
-                   help="K values of the top-K comparisons (default 20,40,60,80,100)")
+                   help=f"random count queries per maximal size, or range queries per set "
+                        f"(default 10000; at most {MAX_QUERIES}, and --queries times the sum "
+                        f"of --query-sizes at most {MAX_QUERY_ITEMS})")
+    p.add_argument("--query-sizes", type=_int_list,
+                   help=f"maximal query sizes (default {','.join(map(str, QUERY_SIZES))})")
+    p.add_argument("--k", dest="k_values", type=functools.partial(_int_list, maximum=MAX_K),
+                   help=f"K values of the top-K comparisons (default "
+                        f"{','.join(map(str, K_VALUES))}; at most {MAX_K})")
     p.add_argument("--min-length", type=int,
                    help="shortest pattern in top-K lists (default: 2 for the synthetic data, "
                         "single items excluded as in the N-gram paper; 1 for a PST model, as "
@@ -83,18 +106,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=float,
                    help="relative support threshold for frequent subsequences "
                         "(default: from report.json parameters)")
-    p.add_argument("--coverage-k", dest="coverage_ks", type=_int_list, default=list(COVERAGE_KS),
-                   help="user-count thresholds K of the k-gram coverage (default 1,10,100,1000)")
+    p.add_argument("--coverage-k", dest="coverage_ks", type=_int_list,
+                   help=f"user-count thresholds K of the k-gram coverage (default "
+                        f"{','.join(map(str, COVERAGE_KS))})")
     add_backend_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Check the release and the outputs, evaluate, print and write the results."""
-    from ..eval.evaluate import (EVALUATION, format_table, is_spatial_release, plot_evaluation,
-                                 plot_format, require_matplotlib, write_evaluation)
+    from ..eval.evaluate import (EVALUATION, check_release_report, format_table,
+                                 is_spatial_release, plot_evaluation, plot_format,
+                                 require_matplotlib, write_evaluation)
 
-    read_release_report(args.release)  # a mistyped --release is named before the data is read
+    check_release_report(args.release)  # a mistyped --release is named before the data is read
     inputs = [args.original, *input_paths(args)]
     check_output(Path(args.release) / EVALUATION, force=True, inputs=inputs)
     if args.plot:
@@ -117,18 +142,18 @@ def run(args: argparse.Namespace) -> int:
 
 def _sequences(args: argparse.Namespace) -> dict:
     """Evaluate a sequence release against the original sequence dataset."""
-    from ..eval.evaluate import evaluate_release
+    from ..eval.evaluate import check_count_workload, evaluate_release
+    from ..eval.metrics import QUERY_SIZES
 
     if args.columns is not None:
         raise InvalidParameter("--columns: applies to spatial releases (leaves.csv) only")
+    check_count_workload(args.queries, args.query_sizes or QUERY_SIZES, OPTIONS)  # before reading
     original = load_from_args(args, "original")
     options = {k: getattr(args, k) for k in FORMAT_OPTIONS if getattr(args, k, None) is not None}
+    given = {k: getattr(args, k) for k in SEQUENCE_ONLY if getattr(args, k) is not None}
     return evaluate_release(original, args.release, tasks=args.task, seed=args.seed,
-                            n_queries=args.queries, query_sizes=args.query_sizes,
-                            k_values=args.k_values, min_length=args.min_length,
-                            threshold=args.threshold, coverage_ks=args.coverage_ks,
-                            backend=args.backend, reader_options=options,
-                            original_name=str(args.original))
+                            n_queries=args.queries, reader_options=options,
+                            original_name=str(args.original), names=OPTIONS, **given)
 
 
 def _spatial(args: argparse.Namespace) -> dict:
@@ -140,6 +165,12 @@ def _spatial(args: argparse.Namespace) -> dict:
         raise InvalidParameter(f"--{used[0]}: a sequence reader option; the original of a "
                                "spatial release is a points file (--format csv|parquet, "
                                "--columns)")
+    unused = [k for k in SEQUENCE_ONLY if getattr(args, k) is not None]
+    if unused:
+        raise InvalidParameter(f"{OPTIONS[unused[0]]}: applies to "
+                               "sequence releases only; a spatial release (leaves.csv) is "
+                               "judged by range queries (--queries, --seed)")
     return evaluate_spatial_release(args.original, args.release, columns=args.columns,
                                     format=args.format, tasks=args.task, seed=args.seed,
-                                    n_queries=args.queries, original_name=str(args.original))
+                                    n_queries=args.queries, original_name=str(args.original),
+                                    names=OPTIONS)

@@ -28,6 +28,15 @@ file, read with the coordinate columns that ``report.json`` records
 (:func:`evaluate_spatial_release`); every other release is judged against a
 sequence dataset whose vocabulary must match (:func:`evaluate_release`).
 
+The work is bounded by the settings' maxima (:data:`MAX_K`,
+:data:`dpgpu.eval.metrics.MAX_QUERIES`, :data:`~dpgpu.eval.metrics.MAX_QUERY_ITEMS`)
+and by the data: no pattern longer than the longest sequence is searched for,
+and a search for frequent or top-K patterns stops with an error naming the
+setting to change once it examines more than :data:`MAX_CANDIDATES`
+candidates.  A top-K comparison with no pattern to compare scores None
+(``n/a``), never a perfect score.  ``report.json`` is checked first
+(:func:`check_release_report`).
+
 The result is a diagnostic built from the *exact* original data: it is not
 differentially private.  :func:`write_evaluation` stores it as
 ``evaluation.json`` in the release directory (atomically, touching no other
@@ -40,6 +49,7 @@ written atomically and never over an existing file without ``force``.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import logging
@@ -47,7 +57,7 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -59,10 +69,10 @@ from ..data.sequencedb import SequenceDB, sort_labels
 from ..data.vocabulary import Vocabulary
 from ..errors import InputError, InvalidParameter
 from ..mechanisms.privtree.spatial import check_bounds
-from ..ops.keys import sorted_unique
 from ..release import (REPORT, dump_json, read_synthetic, synthetic_reading,
                        vocabulary_fingerprint)
 from ..report import read_release_report
+from ..backend import to_numpy
 from ..validation import check_positive_int, check_positive_real
 from . import metrics as M
 from . import truth as T
@@ -77,6 +87,12 @@ PST = "pst.json"
 #: Formats a spatial release's original may have (the content decides when none is given).
 POINT_FORMATS = ("csv", "parquet")
 K_VALUES = (20, 40, 60, 80, 100)
+#: Largest K of a top-K comparison (100 times the papers' largest).
+MAX_K = 10_000
+#: Most candidate patterns a top-K or frequent-pattern search may examine: candidate
+#: subsequences the exact miner counts (:func:`dpgpu.eval.truth.frequent_subsequences`),
+#: strings one step of the PST model's top-K search expands.
+MAX_CANDIDATES = 2_000_000
 COVERAGE_KS = (1, 10, 100, 1000)
 #: Figure formats of :func:`plot_evaluation`, by file name extension.
 PLOT_FORMATS = ("png",)
@@ -113,7 +129,13 @@ def _release_path(release_dir: Any) -> Path:
     return Path(release_dir)
 
 
-def _positive_ints(values: Any, name: str) -> list[int]:
+def _option(names: Mapping[str, str] | None, key: str) -> str:
+    """How messages name the parameter ``key``: ``names[key]`` (a command-line option), else
+    ``key`` itself."""
+    return (names or {}).get(key, key)
+
+
+def _positive_ints(values: Any, name: str, maximum: int | None = None) -> list[int]:
     """``values`` as a list of integers ``>= 1``: a non-empty sequence, not one number.
 
     Parameters
@@ -122,6 +144,8 @@ def _positive_ints(values: Any, name: str) -> list[int]:
         The values given.
     name : str
         The parameter's name, for the error message.
+    maximum : int, optional
+        The largest value allowed; no bound when omitted.
 
     Returns
     -------
@@ -131,7 +155,7 @@ def _positive_ints(values: Any, name: str) -> list[int]:
     ------
     InvalidParameter
         ``values`` is a single value (a number, a string), empty, or holds
-        something other than an integer ``>= 1``.
+        something other than an integer in ``[1, maximum]``.
     """
     try:
         items = [] if isinstance(values, (str, bytes)) else list(values)
@@ -140,7 +164,45 @@ def _positive_ints(values: Any, name: str) -> list[int]:
     if not items:
         raise InvalidParameter(f"{name}: expected a non-empty sequence of integers (a list "
                                f"such as [20, 40]), got {values!r}")
-    return [check_positive_int(v, name) for v in items]
+    return [check_positive_int(v, name, maximum=maximum) for v in items]
+
+
+def check_count_workload(n_queries: Any, query_sizes: Any,
+                         names: Mapping[str, str] | None = None) -> tuple[int, list[int]]:
+    """The random count-query settings, checked to draw a bounded workload.
+
+    Parameters
+    ----------
+    n_queries : int
+        Queries per maximal size, at most :data:`dpgpu.eval.metrics.MAX_QUERIES`.
+    query_sizes : sequence of int
+        Maximal query sizes, integers ``>= 1``.
+    names : mapping of str to str, optional
+        How messages name ``n_queries`` and ``query_sizes`` (default: so;
+        ``dpgpu evaluate`` gives its options).
+
+    Returns
+    -------
+    n_queries : int
+    query_sizes : list of int
+
+    Raises
+    ------
+    InvalidParameter
+        A value out of range, or ``n_queries`` times the sum of
+        ``query_sizes`` (the most query items the workload may draw) above
+        :data:`dpgpu.eval.metrics.MAX_QUERY_ITEMS`.
+    """
+    many, sizes = _option(names, "n_queries"), _option(names, "query_sizes")
+    n = check_positive_int(n_queries, many, maximum=M.MAX_QUERIES)
+    query_sizes = _positive_ints(query_sizes, sizes)
+    items = n * sum(query_sizes)
+    if items > M.MAX_QUERY_ITEMS:
+        raise InvalidParameter(
+            f"{many}, {sizes}: {n:,} queries for each maximal size "
+            f"({', '.join(map(str, query_sizes))}) may draw {items:,} query items, more than "
+            f"the {M.MAX_QUERY_ITEMS:,} allowed; lower {many} or {sizes}")
+    return n, query_sizes
 
 
 def release_files(release_dir: Any) -> dict[str, Path]:
@@ -207,6 +269,65 @@ def is_spatial_release(release_dir: Any) -> bool:
         ``release_dir`` is not a str or path-like.
     """
     return (_release_path(release_dir) / LEAVES).is_file()
+
+
+_MISSING = object()
+
+
+def _real(value: Any, low: float, high: float) -> bool:
+    """Whether ``value`` is a JSON number (not a bool) in ``[low, high]`` (NaN is not)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and low <= value <= high
+
+
+#: The report.json fields an evaluation reads: (field, what it must be, test of its value;
+#: :data:`_MISSING` when absent).
+_REPORT_FIELDS = (
+    ("mechanism", "the mechanism's name (a non-empty string)",
+     lambda v: isinstance(v, str) and v.strip() != ""),
+    ("epsilon", "a finite number >= 0 (null for an output that is not private)",
+     lambda v: v is None or _real(v, 0, math.inf) and math.isfinite(v)),
+    ("delta", "a number in [0, 1] or null", lambda v: v in (None, _MISSING) or _real(v, 0, 1)),
+    *((key, "a JSON object", lambda v: v is _MISSING or isinstance(v, dict))
+      for key in ("parameters", "input", "vocabulary")),
+)
+
+
+def check_release_report(release_dir: Any) -> dict:
+    """A release's ``report.json``, with the fields an evaluation reads checked.
+
+    :func:`dpgpu.report.read_release_report` reads it as a JSON object; here
+    ``mechanism`` must be a non-empty string, ``epsilon`` a finite number
+    ``>= 0`` (null: an output that is not private), ``delta``, where given,
+    a number in ``[0, 1]`` or null, and ``parameters``, ``input`` and
+    ``vocabulary``, where given, JSON objects.
+
+    Parameters
+    ----------
+    release_dir : str or path-like
+        The release directory.
+
+    Returns
+    -------
+    dict
+        The report.
+
+    Raises
+    ------
+    InputError
+        When the directory is not a release (:func:`~dpgpu.report.read_release_report`),
+        or as ``<dir>/report.json: <field>: expected ...`` at the first field
+        that is missing or malformed.
+    InvalidParameter
+        ``release_dir`` is not a str or path-like.
+    """
+    rdir = _release_path(release_dir)
+    report = read_release_report(rdir)
+    for field, expected, ok in _REPORT_FIELDS:
+        if not ok(report.get(field, _MISSING)):
+            got = "nothing" if field not in report else json.dumps(report[field])
+            raise InputError(f"{rdir / REPORT}: {field}: expected {expected}, got {got}")
+    return report
 
 
 def _header(path: Path) -> list[str]:
@@ -400,7 +521,8 @@ def read_gram_file(path: Path, vocab: Any, columns: Sequence[str]
     return pats, vals
 
 
-def release_threshold(report: dict, n_sequences: int, threshold: float | None) -> int | None:
+def release_threshold(report: dict, n_sequences: int, threshold: float | None,
+                      name: str = "threshold") -> int | None:
     """Absolute support threshold: ``threshold`` (relative), else the report's parameters.
 
     Parameters
@@ -413,6 +535,8 @@ def release_threshold(report: dict, n_sequences: int, threshold: float | None) -
         Sequences of the original data.
     threshold : float or None
         A relative threshold in ``(0, 1]`` that wins over the report's.
+    name : str
+        How messages name ``threshold``.
 
     Returns
     -------
@@ -427,7 +551,7 @@ def release_threshold(report: dict, n_sequences: int, threshold: float | None) -
         ``threshold`` not a finite number in ``(0, 1]``.
     """
     if threshold is not None:
-        return T.support_threshold(_check_theta(threshold, "threshold"), n_sequences)
+        return T.support_threshold(_check_theta(threshold, name), n_sequences)
     params = report.get("parameters") or {}
     for key in _ABSOLUTE_KEYS:
         v = params.get(key)
@@ -455,7 +579,8 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
                      threshold: float | None = None,
                      coverage_ks: Sequence[int] = COVERAGE_KS, backend: Any = None,
                      reader_options: dict | None = None,
-                     original_name: str | None = None) -> dict:
+                     original_name: str | None = None,
+                     names: Mapping[str, str] | None = None) -> dict:
     """Compare a release directory with the original dataset it was made from.
 
     Parameters
@@ -472,20 +597,29 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
     seed : int
         Seed of the random query workload (evaluation only).
     n_queries : int
-        Random count queries per maximal query size.
+        Random count queries per maximal query size, at most
+        :data:`dpgpu.eval.metrics.MAX_QUERIES`.
     query_sizes : sequence of int
         Maximal query sizes (N-gram paper: 4, 8, 12, 16, 20); a list even
-        for one size (``[8]``, not ``8``).
+        for one size (``[8]``, not ``8``).  ``n_queries`` times their sum
+        is at most :data:`dpgpu.eval.metrics.MAX_QUERY_ITEMS`
+        (:func:`check_count_workload`).
     k_values : sequence of int
-        K of the top-K comparisons; a list even for one K (``[20]``).
+        K of the top-K comparisons, at most :data:`MAX_K`; a list even for
+        one K (``[20]``).  Where the original has fewer patterns than K,
+        the comparison is over those it has; where it has none, the scores
+        are None (``n/a``), not perfect ones.
     min_length : int, optional
         Shortest pattern in top-K lists.  Default: the papers' choices, 2 for
         ``top-k`` on synthetic data (size-1 patterns excluded, as in the
         N-gram paper) and 1 for the ``pst`` model's top-k strings (any
-        length, as in PrivTree Section 6.2).
+        length, as in PrivTree Section 6.2).  Above the longest sequence,
+        no pattern qualifies (scores None) and nothing is mined.
     threshold : float, optional
         Relative support threshold for ``frequent`` (default: from the
         report's parameters ``threshold``/``theta``/``min_support``).
+        The exact search for the truly frequent subsequences examines at
+        most :data:`MAX_CANDIDATES` candidates (so do the top-K searches).
     coverage_ks : sequence of int
         User-count thresholds K of the DPNE coverage; a list even for one K.
     backend : str or Backend, optional
@@ -498,6 +632,9 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
         of the original's format.
     original_name : str, optional
         How to name the original in messages (default its source path).
+    names : mapping of str to str, optional
+        How messages name the settings, by keyword (default: by keyword;
+        ``dpgpu evaluate`` gives its options, ``{"n_queries": "--queries"}``).
 
     Returns
     -------
@@ -511,24 +648,26 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
         not a path; ``query_sizes``, ``k_values`` or ``coverage_ks`` is not a
         non-empty sequence of integers ``>= 1`` (a single number is refused);
         ``tasks`` is not a list of tasks the release allows; or another
-        setting is out of range.
+        setting is out of range, the maxima above included.
     InputError
-        A release directory or original that cannot be read, a spatial
-        release, an original without items, or vocabularies that differ.
+        A release directory or original that cannot be read, a malformed
+        ``report.json`` (:func:`check_release_report`), a spatial release, an
+        original without items, or vocabularies that differ; a top-K or
+        frequent-pattern search that needs more than :data:`MAX_CANDIDATES`
+        candidates (naming the setting to change).
     """
     rdir = _release_path(release_dir)
     if not isinstance(original, (SequenceDB, str, os.PathLike)):
         raise InvalidParameter(f"original: expected a SequenceDB (dpgpu.load(path)) or the path "
                                f"of the dataset, got {type(original).__name__}")
-    n_queries = check_positive_int(n_queries, "n_queries")
-    query_sizes = _positive_ints(query_sizes, "query_sizes")
-    k_values = sorted(set(_positive_ints(k_values, "k_values")))
+    n_queries, query_sizes = check_count_workload(n_queries, query_sizes, names)
+    k_values = sorted(set(_positive_ints(k_values, _option(names, "k_values"), maximum=MAX_K)))
     if min_length is not None:
-        min_length = check_positive_int(min_length, "min_length")
-    coverage_ks = sorted(set(_positive_ints(coverage_ks, "coverage_ks")))
-    seed = check_positive_int(seed, "seed", minimum=0)
+        min_length = check_positive_int(min_length, _option(names, "min_length"))
+    coverage_ks = sorted(set(_positive_ints(coverage_ks, _option(names, "coverage_ks"))))
+    seed = check_positive_int(seed, _option(names, "seed"), minimum=0)
     tasks = None if tasks is None else choose_tasks(tasks, TASKS, rdir)  # names, before reading
-    report = read_release_report(rdir)
+    report = check_release_report(rdir)
     files = release_files(rdir)
     if "leaves" in files:
         raise InputError(f"{rdir}: a spatial release ({LEAVES}); its original is a points file "
@@ -540,10 +679,11 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
         raise InputError(f"{oname}: holds no items ({len(original)} sequences); there is nothing "
                          "to compare the release with")
     check_vocabulary(report, original, rdir, oname)
-    min_support = release_threshold(report, len(original), threshold)
+    min_support = release_threshold(report, len(original), threshold,
+                                    _option(names, "threshold"))
     chosen = choose_tasks(tasks, applicable_tasks(files, min_support is not None), rdir)
 
-    ctx = _Context(original, backend)
+    ctx = _Context(original, backend, names)
     syn = None
     if "synthetic" in files and set(chosen) & {"count-queries", "top-k", "lengths", "frequent"}:
         syn = _load_synthetic(files["synthetic"], report, original, reader_options or {})
@@ -610,11 +750,13 @@ def _needs(task: str) -> str:
 
 
 class _Context:
-    """The original data and the exact answers shared by several tasks."""
+    """The original data, the exact answers shared by several tasks, and how messages name
+    the settings (:func:`_option`)."""
 
-    def __init__(self, db: Any, backend: Any):
+    def __init__(self, db: Any, backend: Any, names: Mapping[str, str] | None = None):
         self.db = db
         self.backend = backend
+        self.names = names
         self._engine = None
         self._workload: tuple | None = None
         self.labels = db.vocab.labels
@@ -627,23 +769,38 @@ class _Context:
             self._engine = GramEngine(self.db, start=True, end=True, backend=self.backend)
         return self._engine
 
-    def counts(self, patterns: list[tuple[int, ...]]) -> np.ndarray:
-        return T.pattern_counts(self.db, patterns, engine=self.engine)
+    def counts(self, patterns: Any, lengths: Any = None) -> np.ndarray:
+        """Exact occurrence counts (:func:`dpgpu.eval.truth.pattern_counts`) in the original."""
+        return T.pattern_counts(self.db, patterns, lengths=lengths, engine=self.engine)
+
+    def option(self, key: str) -> str:
+        """How messages name the setting ``key`` (:func:`_option`)."""
+        return _option(self.names, key)
 
     def count_workload(self, sizes: Sequence[int], n_queries: int, seed: int
-                       ) -> tuple[list[tuple[int, ...]], np.ndarray]:
+                       ) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]:
         """The random count queries (N-gram 6.2.1) and their exact answers, drawn once.
 
         All subsets come from one generator seeded with ``seed``, in the
         order of ``sizes``; every task that answers count queries (the
-        synthetic data, the PST model) is judged on the same queries.
+        synthetic data, the PST model) is judged on the same queries.  They
+        are kept as arrays (:func:`dpgpu.eval.metrics.random_count_workload`),
+        never as a Python object per query or item.
+
+        Returns
+        -------
+        queries : list of (numpy.ndarray, numpy.ndarray)
+            Per maximal size, its queries' items concatenated and their sizes.
+        true : numpy.ndarray of int64
+            The exact answers, one subset after the other.
         """
         key = (tuple(sizes), n_queries, seed)
         if self._workload is None or self._workload[0] != key:
             rng = np.random.default_rng(seed)
-            qs = [tuple(int(x) for x in q) for m in sizes
-                  for q in M.random_count_queries(self.db.vocab.size, m, n_queries, seed=rng)]
-            self._workload = (key, qs, self.counts(qs))  # one level-wise pass for all subsets
+            qs = [M.random_count_workload(self.db.vocab.size, m, n_queries, seed=rng)
+                  for m in sizes]
+            # a pass per subset: its queries padded to its own maximal size, not the largest
+            self._workload = (key, qs, np.concatenate([self.counts(*q) for q in qs]))
         return self._workload[1], self._workload[2]
 
     def label(self, pattern: Iterable[int]) -> str:
@@ -698,11 +855,10 @@ def _labels(db: Any, patterns: Iterable[Iterable[int]]) -> list[tuple[str, ...]]
 
 def _count_queries(ctx: _Context, syn: Any, sizes: Sequence[int], n_queries: int,
                    seed: int) -> dict:
+    # the synthetic data numbers the original's items as the original does (_numbered_as)
     qs, true = ctx.count_workload(sizes, n_queries, seed)
-    enc, ok = _to_vocab(_labels(ctx.db, qs), syn.vocab)
-    est = np.zeros(len(qs), dtype=np.int64)
-    if enc and len(syn):
-        est[ok] = T.pattern_counts(syn, enc, backend=ctx.backend)
+    est = np.concatenate([T.pattern_counts(syn, items, lengths=lengths, backend=ctx.backend)
+                          for items, lengths in qs])
     return {**_count_errors(ctx, est, true, sizes, n_queries, seed),
             "synthetic_sequences": len(syn)}
 
@@ -722,13 +878,29 @@ def _count_errors(ctx: _Context, est: np.ndarray, true: np.ndarray, sizes: Seque
             "by_max_size": by_size}
 
 
+@contextlib.contextmanager
+def _candidate_limit(search: str, change: str) -> Iterator[None]:
+    """Word a :class:`dpgpu.eval.truth.CandidateLimit` met by ``search`` (what was searched,
+    for the message) as an error whose first word ``change`` names the setting to change."""
+    try:
+        yield
+    except T.CandidateLimit as exc:
+        raise InputError(f"{change}: finding {search} needs more than the {exc.limit:,} "
+                         f"candidate patterns allowed ({exc.candidates:,} up to length "
+                         f"{exc.length}); change {change}") from None
+
+
 def _top_k(ctx: _Context, syn: Any, k_values: Sequence[int], min_length: int) -> dict:
     kmax = max(k_values)
     out = {"min_length": min_length}
+    change = f"{ctx.option('k_values')} or {ctx.option('min_length')}"
     for kind, fn in (("strings", T.top_k_strings), ("subsequences", T.top_k_subsequences)):
-        kw = {"backend": ctx.backend} if kind == "strings" else {}
-        tp, tc = fn(ctx.db, kmax, min_length=min_length, **kw)
-        sp, sc = fn(syn, kmax, min_length=min_length, **kw) if len(syn) else ([], np.zeros(0))
+        kw = {"backend": ctx.backend} if kind == "strings" else \
+            {"max_candidates": MAX_CANDIDATES}
+        with _candidate_limit(f"the exact top-{kmax} {kind} of length >= {min_length}", change):
+            tp, tc = fn(ctx.db, kmax, min_length=min_length, **kw)
+            sp, sc = fn(syn, kmax, min_length=min_length, **kw) if len(syn) else \
+                ([], np.zeros(0))
         tl = _labels(ctx.db, tp)
         rows = _top_k_rows(tl, tc, _labels(syn, sp), sc, k_values, "true_positive_ratio")
         out[kind] = {"frequency": "occurrences" if kind == "strings" else "supporting sequences",
@@ -740,7 +912,8 @@ def _top_k(ctx: _Context, syn: Any, k_values: Sequence[int], min_length: int) ->
 def _top_k_rows(true_top: list, true_freq: np.ndarray, released_top: list,
                 released_freq: np.ndarray, k_values: Sequence[int], ratio: str) -> dict:
     """Per K: the share of the true top-K that the released top-K holds (named ``ratio``)
-    and the utility loss of the released frequencies."""
+    and the utility loss of the released frequencies; both None where the original has no
+    pattern to compare (``available`` 0)."""
     rows = {}
     for k in k_values:
         true_k = dict(zip(true_top[:k], true_freq[:k].tolist()))
@@ -847,14 +1020,57 @@ def read_pst(path: Path, vocab: Any) -> tuple[list[Any], int]:
     return levels, l_top
 
 
-def _model_estimates(model: Any, queries: Sequence[tuple[int, ...]]) -> np.ndarray:
-    """Eq. 12 estimates of item strings, one batch per string length."""
-    est = np.zeros(len(queries), dtype=np.float64)
-    lengths = np.array([len(q) for q in queries], dtype=np.int64)
-    for n in sorted_unique(lengths).tolist():
-        idx = np.flatnonzero(lengths == n)
-        est[idx] = model.estimate(np.array([queries[i] for i in idx], dtype=np.int32))
-    return est
+def _model_estimates(model: Any, queries: Sequence[tuple[np.ndarray, np.ndarray]]
+                     ) -> np.ndarray:
+    """Eq. 12 estimates of the count queries: :meth:`Model.estimate
+    <dpgpu.mechanisms.privtree.sampling.Model.estimate>`'s products, all lengths at once.
+
+    Position by position over the queries of each subset (items concatenated, and their
+    sizes): the count of a query's first item at the root, times at each further position the
+    probability of its item after the items before it, of which only the last ``height - 1``
+    can lead to a node.  A query that has ended, or whose estimate is already 0, drops out:
+    the work follows the items that are multiplied, not the number of queries times the
+    longest, nor a batch per length.
+    """
+    xp = model.be.xp
+    out = []
+    for items, lengths in queries:
+        starts = np.cumsum(lengths) - lengths
+        est = to_numpy(model.hist[0, xp.asarray(items[starts])]).astype(np.float64)
+        for i in range(1, int(lengths.max())):
+            act = np.flatnonzero((lengths > i) & (est > 0))
+            if act.size == 0:
+                break
+            ctx = items[starts[act, None] + np.arange(i - min(i, model.height - 1), i)]
+            p = to_numpy(model.conditional(xp.asarray(ctx)))
+            est[act] *= p[np.arange(act.size), items[starts[act] + i]]
+        out.append(est)
+    return np.concatenate(out)
+
+
+def _model_top_k(ctx: _Context, model: Any, k: int, min_length: int, l_top: int
+                 ) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """The model's top-``k`` strings of length ``min_length .. l_top`` by Eq. 12 (none when
+    ``min_length > l_top``), refused where its search could grow past :data:`MAX_CANDIDATES`.
+
+    The search (:meth:`Model.top_k <dpgpu.mechanisms.privtree.sampling.Model.top_k>`) extends
+    every string with a positive estimate until ``min_length``, so up to ``n ** min_length``
+    strings for ``n`` items, and then the best ``k``, so ``k n`` strings a length.
+    """
+    if min_length > l_top:
+        return [], np.zeros(0)
+    n = ctx.db.vocab.size
+    if min_length > 1 and min_length * math.log(n) > math.log(MAX_CANDIDATES):
+        raise InvalidParameter(
+            f"{ctx.option('min_length')}: the PST model's top-K search extends every string "
+            f"shorter than {min_length}: up to {n} ** {min_length} strings of {n} items, more "
+            f"than the {MAX_CANDIDATES:,} allowed; lower {ctx.option('min_length')}")
+    if k * n > MAX_CANDIDATES:
+        raise InvalidParameter(
+            f"{ctx.option('k_values')}: the PST model's top-{k} search extends {k} strings by "
+            f"each of {n} items, {k * n:,} strings, more than the {MAX_CANDIDATES:,} allowed; "
+            f"lower {ctx.option('k_values')}")
+    return model.top_k(k, min_length=min_length, max_length=l_top)
 
 
 def _pst(ctx: _Context, path: Path, k_values: Sequence[int], min_length: int,
@@ -865,8 +1081,8 @@ def _pst(ctx: _Context, path: Path, k_values: Sequence[int], min_length: int,
     levels, l_top = read_pst(path, db.vocab)
     model = Model(levels, db.vocab.size, ctx.backend)
     kmax = max(k_values)
+    mp, mc = _model_top_k(ctx, model, kmax, min_length, l_top)
     tp, tc = T.top_k_strings(db, kmax, min_length=min_length, backend=ctx.backend)
-    mp, mc = model.top_k(kmax, min_length=min_length, max_length=l_top)
     ml = _labels(db, mp)
     rows = _top_k_rows(_labels(db, tp), tc, ml, mc, k_values, "precision")
     qs, true = ctx.count_workload(sizes, n_queries, seed)
@@ -924,8 +1140,11 @@ def _frequent(ctx: _Context, path: Path | None, syn: Any, min_support: int | Non
                            "relative_threshold": (min_support / len(db)
                                                   if min_support and len(db) else None)}
     true_set: dict | None = None
+    change = ctx.option("threshold")
+    search = f"the subsequences of the {{}} held by >= {min_support} sequences"
     if min_support is not None:
-        tp, ts = T.frequent_subsequences(db, min_support)
+        with _candidate_limit(search.format("original"), change):
+            tp, ts = T.frequent_subsequences(db, min_support, max_candidates=MAX_CANDIDATES)
         true_set = dict(zip(tp, ts.tolist()))
     if path is not None:
         pats, vals = read_gram_file(path, db.vocab, ("pattern", "support"))
@@ -945,7 +1164,9 @@ def _frequent(ctx: _Context, path: Path | None, syn: Any, min_support: int | Non
         else:
             out["release"] = _prf_block(true_set, released, {**true_set, **tsup})
     if syn is not None and min_support is not None:
-        sp, ss = T.frequent_subsequences(syn, min_support) if len(syn) else ([], np.zeros(0))
+        with _candidate_limit(search.format("synthetic data"), change):
+            sp, ss = T.frequent_subsequences(syn, min_support, max_candidates=MAX_CANDIDATES) \
+                if len(syn) else ([], np.zeros(0))
         enc, ok = _to_vocab(_labels(syn, sp), db.vocab)
         released = {p: v for p, v, good in zip(enc, ss.tolist(), ok.tolist()) if good}
         tsup = dict(zip(released, T.subsequence_supports(db, list(released)).tolist())) \
@@ -1048,7 +1269,8 @@ def evaluate_spatial_release(points_path: Any, release_dir: Any, *,
                              format: str | None = None, tasks: Iterable[str] | None = None,
                              seed: int = 0, n_queries: int = 10_000,
                              workload: dict[str, Any] | None = None,
-                             original_name: str | None = None) -> dict:
+                             original_name: str | None = None,
+                             names: Mapping[str, str] | None = None) -> dict:
     """Compare a spatial release (``leaves.csv``) with the points it was made from.
 
     Range-count queries of PrivTree Section 6.1: for each query box, the
@@ -1078,12 +1300,16 @@ def evaluate_spatial_release(points_path: Any, release_dir: Any, *,
     seed : int
         Seed of the random query boxes (evaluation only).
     n_queries : int
-        Boxes per query set (small, medium, large; the paper uses 10,000).
+        Boxes per query set (small, medium, large; the paper uses 10,000), at
+        most :data:`dpgpu.eval.metrics.MAX_QUERIES`.
     workload : dict of str to (Q, 2 d) array, optional
         Query boxes ``(lo_1, .., lo_d, hi_1, .., hi_d)`` per set (in 2-D
         ``(x0, y0, x1, y1)``), instead of the random ones.
     original_name : str, optional
         How to name the original in messages (default its path).
+    names : mapping of str to str, optional
+        How messages name the settings, by keyword (as for
+        :func:`evaluate_release`).
 
     Returns
     -------
@@ -1093,9 +1319,9 @@ def evaluate_spatial_release(points_path: Any, release_dir: Any, *,
     Raises
     ------
     InputError
-        Not a spatial release, a report without columns or bounds, a bad
-        ``leaves.csv``, or an original that is not a points file with the
-        columns.
+        Not a spatial release, a malformed report (:func:`check_release_report`)
+        or one without columns or bounds, a bad ``leaves.csv``, or an
+        original that is not a points file with the columns.
     InvalidParameter
         ``points_path`` or ``release_dir`` that is not a path; bad
         ``columns``, ``format``, ``tasks``, ``seed`` or ``n_queries``.
@@ -1104,21 +1330,22 @@ def evaluate_spatial_release(points_path: Any, release_dir: Any, *,
     if not isinstance(points_path, (str, os.PathLike)):
         raise InvalidParameter(f"points_path: expected the path of the original points file "
                                f"(CSV or Parquet), got {type(points_path).__name__}")
-    report = read_release_report(rdir)
+    report = check_release_report(rdir)
     files = release_files(rdir)
     if "leaves" not in files:
         raise InputError(f"{rdir}: not a spatial release (no {LEAVES})")
-    names, bounds = spatial_layout(report, rdir)
+    coords, bounds = spatial_layout(report, rdir)
     chosen = choose_tasks(tasks, ["range-queries"], rdir)
-    n_queries = check_positive_int(n_queries, "n_queries")
-    seed = check_positive_int(seed, "seed", minimum=0)
-    cols = names if columns is None else parse_columns(columns)
-    if len(cols) != len(names):
-        raise InvalidParameter(f"columns: the release has {len(names)} coordinates "
-                               f"({', '.join(names)}), got {len(cols)}")
+    n_queries = check_positive_int(n_queries, _option(names, "n_queries"),
+                                   maximum=M.MAX_QUERIES)
+    seed = check_positive_int(seed, _option(names, "seed"), minimum=0)
+    cols = coords if columns is None else parse_columns(columns)
+    if len(cols) != len(coords):
+        raise InvalidParameter(f"{_option(names, 'columns')}: the release has {len(coords)} "
+                               f"coordinates ({', '.join(coords)}), got {len(cols)}")
     oname = original_name or str(points_path)
     points = read_original_points(points_path, cols, format, oname)
-    leaves = read_leaves(files["leaves"], names)
+    leaves = read_leaves(files["leaves"], coords)
     t0 = time.perf_counter()
     log.info("evaluate: range-queries")
     queries = range_workload(bounds, n_queries, seed) if workload is None else workload
@@ -1448,9 +1675,7 @@ def format_table(result: dict) -> str:
             lines += ["", f"top-K frequent {kind} (length >= {t['min_length']}, by "
                       f"{t[kind]['frequency']})",
                       f"  {'K':>5}  {'TP ratio':>8}  {'utility loss':>12}"]
-            for k, r in t[kind]["by_k"].items():
-                lines.append(f"  {k:>5}  {r['true_positive_ratio']:8.3f}  "
-                             f"{r['utility_loss']:12.4f}")
+            lines += _top_k_lines(t[kind]["by_k"], "true_positive_ratio", 8, t["min_length"])
     if "lengths" in tasks:
         t = tasks["lengths"]
         lines += ["", f"length distribution: total variation distance "
@@ -1465,8 +1690,7 @@ def format_table(result: dict) -> str:
                   f"  top-K frequent strings by the model's Eq. 12 estimates (length >= "
                   f"{t['top_k']['min_length']})",
                   f"  {'K':>5}  {'precision':>9}  {'utility loss':>12}"]
-        for k, r in t["top_k"]["by_k"].items():
-            lines.append(f"  {k:>5}  {r['precision']:9.3f}  {r['utility_loss']:12.4f}")
+        lines += _top_k_lines(t["top_k"]["by_k"], "precision", 9, t["top_k"]["min_length"])
         c = t["count_queries"]
         lines += [f"  count queries answered by Eq. 12 ({c['n_queries']} random queries per max "
                   f"size, sanity bound {c['sanity_bound']:g})",
@@ -1522,6 +1746,17 @@ def format_table(result: dict) -> str:
                          f"{r['median']:9.4f}  {r['nonzero_true']:8d}")
     lines += ["", f"({WARNING})"]
     return "\n".join(lines)
+
+
+def _top_k_lines(rows: dict, ratio: str, width: int, min_length: int) -> list[str]:
+    """The table lines of top-K rows (:func:`_top_k_rows`): K, ``ratio`` in ``width``
+    columns and the utility loss, ``n/a`` where the original has no pattern to compare."""
+    lines = [f"  {k:>5}  " + (f"{'n/a':>{width}}  {'n/a':>12}" if r[ratio] is None else
+                              f"{r[ratio]:{width}.3f}  {r['utility_loss']:12.4f}")
+             for k, r in rows.items()]
+    if any(r[ratio] is None for r in rows.values()):
+        lines.append(f"  (n/a: no pattern of length >= {min_length} in the original)")
+    return lines
 
 
 # ---------------------------------------------------------------------- plot
@@ -1644,6 +1879,11 @@ def plot_evaluation(result: dict, path: Any, *, force: bool = False,
     return Path(path)
 
 
+def _nan(value: float | None) -> float:
+    """A score to plot: NaN (no point) for None (``n/a``, nothing compared)."""
+    return np.nan if value is None else value
+
+
 def _plot_counts(ax, t):
     sizes = list(t["by_max_size"])
     ax.bar(range(len(sizes)), [t["by_max_size"][m]["mean"] for m in sizes], color="tab:blue",
@@ -1656,9 +1896,9 @@ def _plot_counts(ax, t):
 def _plot_topk(ax, t):
     for kind, style in (("strings", "o-"), ("subsequences", "s--")):
         ks = list(t[kind]["by_k"])
-        ax.plot([int(k) for k in ks], [t[kind]["by_k"][k]["true_positive_ratio"] for k in ks],
-                style, label=f"{kind}: TP ratio")
-        ax.plot([int(k) for k in ks], [t[kind]["by_k"][k]["utility_loss"] for k in ks],
+        ax.plot([int(k) for k in ks], [_nan(t[kind]["by_k"][k]["true_positive_ratio"])
+                                       for k in ks], style, label=f"{kind}: TP ratio")
+        ax.plot([int(k) for k in ks], [_nan(t[kind]["by_k"][k]["utility_loss"]) for k in ks],
                 style, alpha=0.5, label=f"{kind}: utility loss")
     ax.set_xlabel("K")
     ax.set_ylim(0, 1.05)
@@ -1681,8 +1921,8 @@ def _plot_lengths(ax, t):
 def _plot_pst(ax, t):
     rows = t["top_k"]["by_k"]
     ks = [int(k) for k in rows]
-    ax.plot(ks, [r["precision"] for r in rows.values()], "o-", label="top-K precision")
-    ax.plot(ks, [r["utility_loss"] for r in rows.values()], "s--", label="utility loss")
+    ax.plot(ks, [_nan(r["precision"]) for r in rows.values()], "o-", label="top-K precision")
+    ax.plot(ks, [_nan(r["utility_loss"]) for r in rows.values()], "s--", label="utility loss")
     ax.set_xlabel("K")
     ax.set_ylim(0, 1.05)
     ax.legend(fontsize=7)
@@ -1717,8 +1957,8 @@ def _plot_frequent(ax, t):
 def _plot_coverage(ax, t):
     for n, r in t["by_k"].items():
         Ks = list(r["coverage"])
-        ax.plot([int(K) for K in Ks], [np.nan if r["coverage"][K] is None else r["coverage"][K]
-                                       for K in Ks], "o-", label=f"k={n}")
+        ax.plot([int(K) for K in Ks], [_nan(r["coverage"][K]) for K in Ks], "o-",
+                label=f"k={n}")
     ax.set_xscale("log")
     ax.set_xlabel("K (users holding the gram)")
     ax.set_ylabel("coverage")

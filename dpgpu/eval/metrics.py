@@ -43,6 +43,12 @@ from ..validation import check_positive_int, check_positive_real
 SANITY_FRACTION = 0.001
 #: Maximal query sizes of the N-gram paper's five query subsets.
 QUERY_SIZES = (4, 8, 12, 16, 20)
+#: Most random queries of one workload subset: count queries of one maximal size, range
+#: queries of one set (100 times the papers' 10,000).
+MAX_QUERIES = 1_000_000
+#: Most query items a count-query workload may draw: ``n_queries`` times the sum of its
+#: maximal sizes (the N-gram paper's workload draws at most 600,000).
+MAX_QUERY_ITEMS = 20_000_000
 #: Volume fractions (area in 2-D) of PrivTree's small / medium / large range-query sets.
 RANGE_SETS = {"small": (1e-4, 1e-3), "medium": (1e-3, 1e-2), "large": (1e-2, 1e-1)}
 
@@ -188,6 +194,8 @@ def random_count_queries(n_items: int, max_size: int, n_queries: int = 10_000, *
     max_size : int
         The subset's maximal query size (4, 8, 12, 16 or 20 in the paper).
     n_queries : int
+        At most :data:`MAX_QUERIES`, with ``n_queries * max_size`` at most
+        :data:`MAX_QUERY_ITEMS`.
     seed : int or numpy.random.Generator
         Evaluation randomness (not a privacy mechanism): a fixed seed makes
         the query workload reproducible, so different releases of the same
@@ -202,15 +210,51 @@ def random_count_queries(n_items: int, max_size: int, n_queries: int = 10_000, *
     ------
     InvalidParameter
         ``n_items``, ``max_size`` or ``n_queries`` is not an integer ``>= 1``,
-        or ``seed`` is neither a generator nor an integer ``>= 0``.
+        or the workload is larger than the maxima above, or ``seed`` is
+        neither a generator nor an integer ``>= 0``.
+
+    See Also
+    --------
+    random_count_workload : the same queries, concatenated.
+    """
+    items, sizes = random_count_workload(n_items, max_size, n_queries, seed=seed)
+    return np.split(items, np.cumsum(sizes)[:-1])
+
+
+def random_count_workload(n_items: int, max_size: int, n_queries: int = 10_000, *,
+                          seed: Any = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The queries of :func:`random_count_queries` as one array of items and their sizes.
+
+    The same draws (for the same ``seed``), without an array per query: a
+    workload of many short queries takes a few bytes a query.
+
+    Parameters
+    ----------
+    n_items, max_size, n_queries, seed
+        As for :func:`random_count_queries`.
+
+    Returns
+    -------
+    items : numpy.ndarray of int32
+        The queries' item ids, concatenated.
+    sizes : numpy.ndarray of int64, shape (n_queries,)
+        Each query's size (its number of items).
+
+    Raises
+    ------
+    InvalidParameter
+        As :func:`random_count_queries`.
     """
     n_items = check_positive_int(n_items, "n_items")
-    max_size = check_positive_int(max_size, "max_size")
-    n_queries = check_positive_int(n_queries, "n_queries")
+    max_size = check_positive_int(max_size, "max_size", maximum=MAX_QUERY_ITEMS)
+    n_queries = check_positive_int(n_queries, "n_queries", maximum=MAX_QUERIES)
+    if n_queries * max_size > MAX_QUERY_ITEMS:
+        raise InvalidParameter(f"n_queries: {n_queries:,} queries of up to {max_size:,} items "
+                               f"may draw more than the {MAX_QUERY_ITEMS:,} query items "
+                               "allowed; draw fewer or shorter queries")
     rng = _generator(seed)
     sizes = rng.integers(1, max_size + 1, size=n_queries)
-    flat = rng.integers(0, n_items, size=int(sizes.sum())).astype(np.int32)
-    return np.split(flat, np.cumsum(sizes)[:-1])
+    return rng.integers(0, n_items, size=int(sizes.sum())).astype(np.int32), sizes
 
 
 def summarize(errors: Any) -> dict[str, float]:
@@ -241,7 +285,7 @@ def summarize(errors: Any) -> dict[str, float]:
 
 # --------------------------------------------------------------------- top-k
 def true_positive_ratio(true_top: Iterable[Any], released_top: Iterable[Any],
-                        k: int | None = None) -> float:
+                        k: int | None = None) -> float | None:
     """``|F_K(D) & F_K(D~)| / K`` (N-gram Tables 5-6; PrivTree "precision").
 
     Parameters
@@ -257,19 +301,20 @@ def true_positive_ratio(true_top: Iterable[Any], released_top: Iterable[Any],
 
     Returns
     -------
-    float in [0, 1]
+    float in [0, 1] or None
+        None when ``k`` is left out and ``true_top`` is empty: there is
+        nothing to compare, which is no perfect score.
     """
     t, r = set(true_top), set(released_top)
     k = len(t) if k is None else check_positive_int(k, "k")
-    if k == 0:
-        return 1.0
-    return len(t & r) / k
+    return len(t & r) / k if k else None
 
 
 topk_precision = true_positive_ratio
 
 
-def utility_loss(true_top: Mapping[Any, float], released_top: Mapping[Any, float]) -> float:
+def utility_loss(true_top: Mapping[Any, float], released_top: Mapping[Any, float]
+                 ) -> float | None:
     """Utility loss of the N-gram paper (Section 6.2.2, after Chen et al. KDD'11).
 
     ``(1/K) sum_{F in F_K(D)} |sup(F, F_K(D)) - sup(F, F_K(D~))| / sup(F, F_K(D))``
@@ -287,7 +332,9 @@ def utility_loss(true_top: Mapping[Any, float], released_top: Mapping[Any, float
 
     Returns
     -------
-    float
+    float or None
+        None for an empty ``true_top``: there is nothing to compare, which
+        is no perfect score.
 
     Raises
     ------
@@ -296,7 +343,7 @@ def utility_loss(true_top: Mapping[Any, float], released_top: Mapping[Any, float
         of ``released_top`` that is not a finite number.
     """
     if not true_top:
-        return 0.0
+        return None
     total = 0.0
     for f, s in true_top.items():
         s = check_positive_real(s, "true_top")
@@ -561,6 +608,7 @@ def random_range_queries(domain: Any, n_queries: int = 10_000,
         ``(d, 2)`` rows ``[lo, hi]``, or a flat ``(lo_1, .., lo_d, hi_1, .., hi_d)``
         (:func:`domain_bounds`).
     n_queries : int
+        At most :data:`MAX_QUERIES`.
     size : {"small", "medium", "large"} or (lo, hi)
         A set of :data:`RANGE_SETS`, or a volume fraction range ``0 < lo < hi <= 1``.
     seed : int or numpy.random.Generator
@@ -575,12 +623,12 @@ def random_range_queries(domain: Any, n_queries: int = 10_000,
     Raises
     ------
     InvalidParameter
-        ``n_queries`` is not an integer ``>= 1``, ``size`` neither a set's
+        ``n_queries`` is not an integer in ``[1, MAX_QUERIES]``, ``size`` neither a set's
         name nor a pair ``0 < lo < hi <= 1``, ``max_aspect`` not a finite
         number ``> 0``, a bad ``domain`` (:func:`domain_bounds`), or ``seed``
         neither a generator nor an integer ``>= 0``.
     """
-    n_queries = check_positive_int(n_queries, "n_queries")
+    n_queries = check_positive_int(n_queries, "n_queries", maximum=MAX_QUERIES)
     if isinstance(size, str):
         if size not in RANGE_SETS:
             raise InvalidParameter(f"size: must be one of {', '.join(RANGE_SETS)}, got {size!r}")

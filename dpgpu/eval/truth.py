@@ -44,7 +44,7 @@ import numpy as np
 from ..backend import to_numpy
 from ..data.sequencedb import concat_ranges
 from ..data.vocabulary import END_LABEL, START_LABEL
-from ..errors import InvalidParameter
+from ..errors import InputError, InvalidParameter
 from ..ops.keys import INT63, decode_packed, sorted_unique
 from ..validation import check_positive_int
 
@@ -53,6 +53,29 @@ log = logging.getLogger("dpgpu")
 
 #: Bound on ``contexts x symbols`` cells of one next-symbol histogram call.
 _HIST_CELLS = 2 ** 24
+
+
+class CandidateLimit(InputError):
+    """Exact mining met more candidate patterns than its ``max_candidates`` allows.
+
+    Raised by :func:`frequent_subsequences` and :func:`top_k_subsequences`:
+    how many candidates there are depends on the data, so the caller (which
+    knows the setting to change) may word its own message from the attributes.
+
+    Parameters
+    ----------
+    length : int
+        The pattern length whose candidates passed the limit.
+    candidates : int
+        Candidates counted up to and including that length.
+    limit : int
+        The ``max_candidates`` passed.
+    """
+
+    def __init__(self, length: int, candidates: int, limit: int):
+        super().__init__(f"max_candidates: exact mining met {candidates:,} candidate patterns "
+                         f"of length up to {length}, more than the {limit:,} allowed")
+        self.length, self.candidates, self.limit = length, candidates, limit
 
 
 # --------------------------------------------------------------------- labels
@@ -168,19 +191,23 @@ def decode_pattern(vocab: Any, pattern: Iterable[int]) -> str:
     return " ".join(vocab.decode(pattern))
 
 
-def _pattern_matrix(patterns: Iterable[Any], n_symbols: int, name: str = "patterns"
-                    ) -> tuple[np.ndarray, np.ndarray]:
+def _pattern_matrix(patterns: Iterable[Any], n_symbols: int, name: str = "patterns",
+                    lengths: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """Checked patterns as a padded matrix, built without a Python step per symbol.
 
     Parameters
     ----------
-    patterns : iterable of sequences of int
+    patterns : iterable of sequences of int, or array of int
         Each one is flattened (``numpy.ravel``) unless it is a tuple or a list.
         Ids are integers (Python or NumPy), not bools, floats or strings.
+        With ``lengths``: one 1-D integer array, the patterns' ids concatenated.
     n_symbols : int
         Ids must lie in ``0 .. n_symbols - 1``.
     name : str
         How messages name the parameter.
+    lengths : array of int, optional
+        The patterns' lengths, when ``patterns`` is their concatenated ids;
+        they must sum to its size.
 
     Returns
     -------
@@ -195,8 +222,33 @@ def _pattern_matrix(patterns: Iterable[Any], n_symbols: int, name: str = "patter
         that holds something other than an integer id (a label, say: the
         message points to :meth:`Vocabulary.encode
         <dpgpu.data.vocabulary.Vocabulary.encode>`), and at the first pattern
-        that is empty or holds an id out of range.
+        that is empty or holds an id out of range; with ``lengths``, when
+        either is not a 1-D integer array or they do not add up.
     """
+    if lengths is None:
+        flat, lens, pats = _listed(patterns, n_symbols, name)
+    else:
+        (flat, lens), pats = _ragged(patterns, lengths, n_symbols, name), None
+    owner = np.repeat(np.arange(lens.size), lens)
+    starts = np.cumsum(lens) - lens
+    bad = lens == 0
+    bad[owner[(flat < 0) | (flat >= n_symbols)]] = True
+    if bad.any():
+        i = int(np.argmax(bad))
+        if not lens[i]:
+            raise InvalidParameter(f"{name}: empty pattern")
+        t = tuple(int(x) for x in pats[i]) if pats is not None else \
+            tuple(flat[starts[i]:starts[i] + lens[i]].tolist())
+        raise InvalidParameter(f"{name}: symbol id out of range 0..{n_symbols - 1} in {t}")
+    mat = np.full((lens.size, int(lens.max(initial=0))), -1, dtype=np.int32)
+    mat[owner, np.arange(flat.size) - np.repeat(starts, lens)] = flat
+    return mat, lens
+
+
+def _listed(patterns: Iterable[Any], n_symbols: int, name: str
+            ) -> tuple[np.ndarray, np.ndarray, list]:
+    """The ids of patterns given one by one, concatenated (ids beyond int64 read -1), their
+    lengths and the patterns as read (:func:`_pattern_matrix`)."""
     if isinstance(patterns, (str, bytes)) or not isinstance(patterns, Iterable):
         raise InvalidParameter(f"{name}: expected a sequence of patterns, each a tuple of "
                                f"symbol ids, got {patterns!r}")
@@ -216,22 +268,30 @@ def _pattern_matrix(patterns: Iterable[Any], n_symbols: int, name: str = "patter
     except OverflowError:  # an id beyond int64: out of range like a negative one
         flat = np.fromiter((x if 0 <= x < n_symbols else -1 for x in ids), dtype=np.int64,
                            count=len(ids))
-    owner = np.repeat(np.arange(lens.size), lens)
-    bad = lens == 0
-    bad[owner[(flat < 0) | (flat >= n_symbols)]] = True
-    if bad.any():
-        t = tuple(int(x) for x in pats[int(np.argmax(bad))])
-        if not t:
-            raise InvalidParameter(f"{name}: empty pattern")
-        raise InvalidParameter(f"{name}: symbol id out of range 0..{n_symbols - 1} in {t}")
-    mat = np.full((lens.size, int(lens.max(initial=0))), -1, dtype=np.int32)
-    mat[owner, np.arange(flat.size) - np.repeat(np.cumsum(lens) - lens, lens)] = flat
-    return mat, lens
+    return flat, lens, pats
+
+
+def _ragged(ids: Any, lengths: Any, n_symbols: int, name: str
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenated ids and their patterns' lengths, checked to be 1-D integer arrays that
+    add up, as int64 (uint64 ids beyond ``n_symbols`` read ``n_symbols``: out of range)."""
+    flat, lens = np.asarray(ids), np.asarray(lengths)
+    for arr, what in ((flat, name), (lens, "lengths")):
+        if arr.ndim != 1 or arr.dtype.kind not in "iu":
+            raise InvalidParameter(f"{what}: with lengths, expected a 1-D array of integers, "
+                                   f"got shape {arr.shape} of {arr.dtype}")
+    if (lens < 0).any() or int(lens.sum()) != flat.size:
+        raise InvalidParameter(f"lengths: expected integers >= 0 that sum to the {flat.size} "
+                               f"ids of {name}")
+    if flat.dtype == np.uint64:  # beyond int64 it would wrap round
+        flat = np.minimum(flat, n_symbols)
+    return flat.astype(np.int64), lens.astype(np.int64)
 
 
 # ---------------------------------------------------------- contiguous counts
-def pattern_counts(db: Any, patterns: Iterable[Any], *, l_max: int | None = None,
-                   backend: Any = None, engine: Any = None) -> np.ndarray:
+def pattern_counts(db: Any, patterns: Iterable[Any], *, lengths: Any = None,
+                   l_max: int | None = None, backend: Any = None,
+                   engine: Any = None) -> np.ndarray:
     """Occurrence counts of contiguous patterns (query strings).
 
     The count of a pattern is the number of (sequence, position) pairs where
@@ -243,8 +303,12 @@ def pattern_counts(db: Any, patterns: Iterable[Any], *, l_max: int | None = None
     Parameters
     ----------
     db : SequenceDB
-    patterns : iterable of sequences of int
-        Symbol ids, any lengths >= 1, duplicates allowed.
+    patterns : iterable of sequences of int, or array of int
+        Symbol ids, any lengths >= 1, duplicates allowed; with ``lengths``,
+        one 1-D integer array of all the patterns' ids, concatenated.
+    lengths : array of int, optional
+        The length of each pattern, when ``patterns`` is their concatenated
+        ids (many patterns without a Python object each).
     l_max : int, optional
         Count within each sequence's first ``l_max`` items only.
     backend : str or Backend, optional
@@ -262,7 +326,8 @@ def pattern_counts(db: Any, patterns: Iterable[Any], *, l_max: int | None = None
         When a pattern is empty, or holds something other than an integer
         id (a label, a float, a bool) or an id out of ``0 .. vocab.start_id``;
         :meth:`Vocabulary.encode <dpgpu.data.vocabulary.Vocabulary.encode>`
-        turns labels into ids.
+        turns labels into ids; with ``lengths``, when either is not a 1-D
+        integer array or they do not add up.
 
     Notes
     -----
@@ -275,7 +340,7 @@ def pattern_counts(db: Any, patterns: Iterable[Any], *, l_max: int | None = None
     from ..ops.grams import GramEngine
 
     vocab = db.vocab
-    mat, lens = _pattern_matrix(patterns, vocab.size + 2)
+    mat, lens = _pattern_matrix(patterns, vocab.size + 2, lengths=lengths)
     out = np.zeros(lens.size, dtype=np.int64)
     if not lens.size or len(db) == 0:
         return out
@@ -588,7 +653,8 @@ def gsp_join(level: Iterable[tuple[int, ...]], parents: Iterable[tuple[int, ...]
 
 
 def frequent_subsequences(db: Any, min_support: int, *, max_length: int | None = None,
-                          min_length: int = 1, l_max: int | None = None
+                          min_length: int = 1, l_max: int | None = None,
+                          max_candidates: int | None = None
                           ) -> tuple[list[tuple[int, ...]], np.ndarray]:
     """All subsequence patterns with support >= ``min_support`` (exact).
 
@@ -601,9 +667,14 @@ def frequent_subsequences(db: Any, min_support: int, *, max_length: int | None =
     max_length : int, optional
         Longest pattern (default: no bound).
     min_length : int
-        Shortest pattern reported (shorter ones are still mined).
+        Shortest pattern reported (shorter ones are still mined; none is
+        when it exceeds the longest sequence).
     l_max : int, optional
         Look only at each sequence's first ``l_max`` items.
+    max_candidates : int, optional
+        Most candidate patterns of length 3 or more to count, over all
+        lengths (default: no bound).  A low threshold on long sequences has
+        exponentially many.
 
     Returns
     -------
@@ -611,17 +682,23 @@ def frequent_subsequences(db: Any, min_support: int, *, max_length: int | None =
         Ranked by support (ties: shorter, then lexicographic).
     supports : numpy.ndarray of int64
 
+    Raises
+    ------
+    CandidateLimit
+        When more than ``max_candidates`` candidates turn up.
+
     Notes
     -----
     Level-wise (Apriori/GSP) candidate generation with exact supports from
     :func:`subsequence_supports`.
     """
     min_support = check_positive_int(min_support, "min_support")
-    return _mine(db, min_support, None, max_length, min_length, l_max)
+    return _mine(db, min_support, None, max_length, min_length, l_max, max_candidates)
 
 
 def top_k_subsequences(db: Any, k: int, *, max_length: int | None = None, min_length: int = 1,
-                       l_max: int | None = None) -> tuple[list[tuple[int, ...]], np.ndarray]:
+                       l_max: int | None = None, max_candidates: int | None = None
+                       ) -> tuple[list[tuple[int, ...]], np.ndarray]:
     """The ``k`` subsequence patterns of largest support (exact).
 
     Parameters
@@ -631,13 +708,22 @@ def top_k_subsequences(db: Any, k: int, *, max_length: int | None = None, min_le
     max_length : int, optional
         Longest pattern (``k_max``); default no bound.
     min_length : int
-        Shortest pattern considered (``2`` excludes single items).
+        Shortest pattern considered (``2`` excludes single items); none is
+        when it exceeds the longest sequence.
     l_max : int, optional
+    max_candidates : int, optional
+        As for :func:`frequent_subsequences`: until ``k`` patterns are kept,
+        and below ``min_length``, every pattern that occurs is a candidate.
 
     Returns
     -------
     patterns : list of tuple of int
     supports : numpy.ndarray of int64
+
+    Raises
+    ------
+    CandidateLimit
+        When more than ``max_candidates`` candidates turn up.
 
     Notes
     -----
@@ -646,10 +732,10 @@ def top_k_subsequences(db: Any, k: int, *, max_length: int | None = None, min_le
     all its subsequences have at least that support.
     """
     k = check_positive_int(k, "k")
-    return _mine(db, 1, k, max_length, min_length, l_max)
+    return _mine(db, 1, k, max_length, min_length, l_max, max_candidates)
 
 
-def _mine(db, min_support, k, max_length, min_length, l_max):
+def _mine(db, min_support, k, max_length, min_length, l_max, max_candidates):
     """Level-wise mining of :func:`frequent_subsequences` (``k`` None) or
     :func:`top_k_subsequences` (threshold raised to the ``k``-th support kept so far).
 
@@ -660,8 +746,13 @@ def _mine(db, min_support, k, max_length, min_length, l_max):
     min_length = check_positive_int(min_length, "min_length")
     if max_length is not None:
         max_length = check_positive_int(max_length, "max_length")
+    if max_candidates is not None:
+        max_candidates = check_positive_int(max_candidates, "max_candidates")
     src = db if l_max is None else db.truncate(l_max)
+    if min_length > src.max_length:  # no pattern is long enough: nothing to mine
+        return [], np.zeros(0, dtype=np.int64)
     src, weights = _dedupe(src)
+    counted = 0  # candidates from gsp_candidates, which max_candidates bounds
     kept: list[tuple[np.ndarray, np.ndarray]] = []  # length n at n - 1: rows in order, supports
     cands = np.arange(db.vocab.size, dtype=np.int32).reshape(-1, 1)
     sup = None  # the candidates' supports, where found with them
@@ -690,6 +781,9 @@ def _mine(db, min_support, k, max_length, min_length, l_max):
             from .subseq_numba import gsp_candidates  # noqa: PLC0415 - Numba on use
 
             cands, sup = gsp_candidates(level, _chunks(level.shape[0])), None
+            counted += cands.shape[0]
+            if max_candidates is not None and counted > max_candidates:
+                raise CandidateLimit(n + 1, counted, max_candidates)
         n += 1
     if not kept:
         return [], np.zeros(0, dtype=np.int64)
