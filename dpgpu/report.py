@@ -14,6 +14,8 @@ the terminal, or a self-contained HTML page.
 from __future__ import annotations
 
 import html
+import json
+import math
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -46,6 +48,29 @@ EXACT_BANNER = ("NOT PRIVATE: this summary includes evaluation.json, which is co
                 "for the data holder: do not publish it.")
 
 
+_MISSING = object()
+
+
+def _real(value: Any, low: float, high: float) -> bool:
+    """Whether ``value`` is a JSON number (not a bool) in ``[low, high]`` (NaN is not)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and low <= value <= high
+
+
+#: The report.json fields readers use: (field, what it must be, test of its value;
+#: :data:`_MISSING` when absent).
+REPORT_FIELDS = (
+    ("mechanism", "the mechanism's name (a non-empty string)",
+     lambda v: isinstance(v, str) and v.strip() != ""),
+    ("epsilon", "a finite number >= 0 (null for an output that is not private)",
+     lambda v: v is None or _real(v, 0, math.inf) and math.isfinite(v)),
+    ("delta", "a number in [0, 1] or null", lambda v: v in (None, _MISSING) or _real(v, 0, 1)),
+    *((key, "a JSON object", lambda v: v is _MISSING or isinstance(v, dict))
+      for key in ("parameters", "input", "vocabulary")),
+)
+
+
+
 def read_release_report(release_dir: Any) -> dict:
     """The ``report.json`` of a release directory, checked to be a readable JSON object.
 
@@ -63,7 +88,9 @@ def read_release_report(release_dir: Any) -> dict:
     ------
     InputError
         When ``release_dir`` is not a directory, or its ``report.json`` is
-        missing, unreadable, not valid JSON or not a JSON object.
+        missing, unreadable, not valid JSON or not a JSON object, or as
+        ``<dir>/report.json: <field>: expected ...`` at the first field of
+        :data:`REPORT_FIELDS` that is missing or malformed.
     """
     d = Path(release_dir)
     if d.exists() and not d.is_dir():
@@ -76,6 +103,10 @@ def read_release_report(release_dir: Any) -> dict:
     if not isinstance(report, dict):
         raise InputError(f"{d / REPORT}: not a dpgpu report (expected a JSON object, got "
                          f"{type(report).__name__})")
+    for field, expected, ok in REPORT_FIELDS:
+        if not ok(report.get(field, _MISSING)):
+            got = "nothing" if field not in report else json.dumps(report[field])
+            raise InputError(f"{d / REPORT}: {field}: expected {expected}, got {got}")
     return report
 
 
@@ -155,7 +186,7 @@ def report_facts(report: dict, where: str = "(not saved yet)") -> dict:
         "unit": UNITS.get(mechanism, "one record"),
         "seeded": bool(report.get("seeded")),
         "parameters": report.get("parameters", {}),
-        "steps": report.get("ledger", {}).get("steps", []),
+        "steps": _ledger_steps(report.get("ledger")),
         "files": {name: 0 for name in report.get("files", [])},
         "caveat": " ".join(c for c in (CAVEATS.get(mechanism, ""), report.get("privacy_unit")
                                        and f"Privacy unit: {report['privacy_unit']}.") if c),
@@ -163,6 +194,12 @@ def report_facts(report: dict, where: str = "(not saved yet)") -> dict:
         "device": report.get("device"),
         "version": report.get("dpgpu"),
     }
+
+
+def _ledger_steps(ledger: Any) -> list:
+    """The steps of a report's ledger: none where it has no list of them (a hand-made report)."""
+    steps = ledger.get("steps") if isinstance(ledger, dict) else None
+    return [s for s in steps if isinstance(s, dict)] if isinstance(steps, list) else []
 
 
 class Displayed:

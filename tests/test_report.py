@@ -269,3 +269,30 @@ def test_a_release_that_is_not_private_writes_standard_json(tmp_path, capsys):
     capsys.readouterr()
     assert main(["report", str(tmp_path / "rel")]) == 0
     assert "NOT differentially private" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("change", [{"epsilon": "one"}, {"mechanism": ""}, {"delta": 2}])
+def test_a_malformed_report_is_named_field_by_field(tmp_path, capsys, change):
+    """From a CLI review: dpgpu report crashed on fields of the wrong type."""
+    out = _saved(tmp_path)
+    report = json.loads((out / "report.json").read_text())
+    (out / "report.json").write_text(json.dumps({**report, **change}))
+    field = next(iter(change))
+    assert main(["report", str(out)]) == 2
+    assert f"report.json: {field}: expected" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("ledger", [None, [], {"steps": 3}])
+def test_a_ledger_without_steps_shows_none(tmp_path, capsys, ledger):
+    """From a CLI review: a null ledger crashed dpgpu report with AttributeError."""
+    out = _saved(tmp_path)
+    report = json.loads((out / "report.json").read_text())
+    (out / "report.json").write_text(json.dumps({**report, "ledger": ledger}))
+    assert main(["report", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["steps"] == []
+
+
+def _saved(tmp_path):
+    db = SequenceDB.from_sequences([["a", "b"], ["b"]] * 50, vocab=["a", "b"])
+    return dpgpu.ngram(db, 1.0, seed=1).save(tmp_path / "rel")
+
