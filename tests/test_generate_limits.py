@@ -11,6 +11,7 @@ import dpgpu
 from dpgpu import InvalidParameter
 from dpgpu.cli import main
 from dpgpu.commands import generate as generate_command
+from dpgpu.data import io as io_module
 from dpgpu.data.generate import (CONTEXTS, MAX_MEAN_LENGTH, MAX_TABLE, MAX_TOKENS, MAX_ZIPF,
                                  check_mean_length, check_n_items, markov_chunks,
                                  markov_sequences)
@@ -136,7 +137,7 @@ Usage = collections.namedtuple("Usage", "total used free")
 
 def test_generate_cli_refuses_an_output_larger_than_the_free_space(tmp_path, capsys, no_writing,
                                                                    monkeypatch):
-    monkeypatch.setattr(generate_command.shutil, "disk_usage", lambda path: Usage(1, 1, 10_000))
+    monkeypatch.setattr(io_module.shutil, "disk_usage", lambda path: Usage(1, 1, 10_000))
     out = tmp_path / "g.lines"
     assert main(["generate", str(out), "--tokens", "1e4"]) == 2
     err = capsys.readouterr().err
@@ -152,7 +153,7 @@ def test_compressed_outputs_are_not_refused_for_their_text_size(tmp_path, capsys
     would not: it is written."""
     if name.endswith("parquet"):
         pytest.importorskip("pyarrow")
-    monkeypatch.setattr(generate_command.shutil, "disk_usage", lambda path: Usage(1, 1, 10_000))
+    monkeypatch.setattr(io_module.shutil, "disk_usage", lambda path: Usage(1, 1, 10_000))
     out = tmp_path / name
     assert main(["generate", str(out), "--tokens", "1e4", "--seed", "2", "--jobs", "1",
                  "--quiet"]) == 0

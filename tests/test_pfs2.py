@@ -539,15 +539,16 @@ def test_max_candidates_equal_to_the_vocabulary_runs():
 
 
 def test_samplers_bound_is_checked_up_front_naming_pfs2s_options(no_data_read):
-    """Regression: epsilon 14 was refused only after pre-mining, advising to lower
-    'contribution, l_max, l_top' (options of other mechanisms)."""
+    """Regression: epsilon 14 (at the then default of 10^7 candidates; 20 at 10^6) was
+    refused only after pre-mining, advising to lower 'contribution, l_max, l_top' (options
+    of other mechanisms)."""
     with pytest.raises(InvalidParameter, match=r"^epsilon: .*lower epsilon \(or that number, "
                                                r"set by max_candidates and l_upper\)") as info:
-        pfs2(toy_db(0, 50), 14.0, 0.02)
+        pfs2(toy_db(0, 50), 20.0, 0.02)
     assert "l_top" not in str(info.value)
 
 
-@pytest.mark.parametrize("max_candidates", [60, 10_000_000])
+@pytest.mark.parametrize("max_candidates", [60, 4_000_000])
 def test_an_epsilon_too_small_for_any_levels_noise_is_refused_up_front(no_data_read,
                                                                        max_candidates):
     """Regression: epsilon 1e-14 passed the up-front checks and failed at level 1's supports
@@ -609,10 +610,10 @@ def test_cli_pfs2_max_candidates(tmp_path, capsys):
     data = tmp_path / "toy.txt"
     data.write_text("\n".join(" ".join(s) for s in toy_db(2, 300)) + "\n")
     base = ["pfs2", str(data), "--threshold", "0.1", "--seed", "1", "--quiet"]
-    assert main(base + ["--epsilon", "14", "--out", str(tmp_path / "a")]) == 2
+    assert main(base + ["--epsilon", "20", "--out", str(tmp_path / "a")]) == 2
     err = capsys.readouterr().err
     assert "max_candidates" in err and len(err.strip().splitlines()) == 1
-    assert main(base + ["--epsilon", "14", "--max-candidates", "1e5", "--out",
+    assert main(base + ["--epsilon", "20", "--max-candidates", "1e5", "--out",
                         str(tmp_path / "b")]) == 0  # written as the README writes it
     report = json.loads((tmp_path / "b" / "report.json").read_text())
     assert report["parameters"]["max_candidates"] == 100_000

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import argparse
 import textwrap
+from pathlib import Path
+from typing import Any
 
 from ..data.load import EXTENSIONS, extension_format
 from ..data.writers import WRITE_FORMATS
 from ..errors import InvalidParameter
-from ..data.io import check_output
+from ..data.io import check_free_space, check_output
 from .common import add_command, add_data_arguments, input_paths, load_from_args
 
 _EXTENSIONS = textwrap.fill(", ".join(f"{suffix} ({fmt})" for suffix, fmt in EXTENSIONS.items()
                                       if fmt in WRITE_FORMATS),
                             width=76, initial_indent="  ", subsequent_indent="  ")
+#: Most cells (rows times the longest sequence) a wide output may have.
+MAX_WIDE_CELLS = 1_000_000_000
+
+
 DESCRIPTION = f"""\
 Rewrite a dataset in another format.
 
@@ -43,6 +49,11 @@ SPMF input, a .seq output the category names of a .seq input.  To write the
 names themselves in another format, read the input with --vocab listing
 them.  Items read with --tokens str (labels such as 007) are written as they
 are to lines and column files: read those back with --tokens str too.
+
+A wide table pads every row to the longest sequence: its rows times that
+length is at most {MAX_WIDE_CELLS:,} cells, and it is refused where even its
+smallest possible size (a byte a cell; with .gz, that over gzip's largest ratio)
+exceeds the free space of the output's folder.
 """
 
 
@@ -105,6 +116,35 @@ def output_format(output: str, to: str | None, input_format: str | None = None) 
     return named
 
 
+def check_wide_size(db: Any, output: str) -> None:
+    """Refuse a wide table of ``db`` too large to write as ``output``.
+
+    Every row of a wide table has a cell per item of the longest sequence,
+    each at least a byte (its delimiter); the table may have at most
+    :data:`MAX_WIDE_CELLS` cells, and at least that many bytes
+    (:data:`~dpgpu.data.io.MAX_GZIP_RATIO` times less for a
+    ``.gz`` output) must fit in the free space of ``output``'s folder.
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The data to write.
+    output : str
+        The output file, in an existing folder (:func:`~dpgpu.data.io.check_output`).
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``--to wide``, the cells, and the limit or the bytes free.
+    """
+    cells = len(db) * max(int(db.lengths.max(initial=0)), 1)
+    if cells > MAX_WIDE_CELLS:
+        raise InvalidParameter(f"--to wide: {len(db):,} rows padded to the longest sequence "
+                               f"make {cells:,} cells, above the limit of {MAX_WIDE_CELLS:,}; "
+                               "write another format (lines, column, csv)")
+    check_free_space(Path(output), cells, f"--to wide: {cells:,} cells")
+
+
 #: Formats written as CSV tables besides event logs: a ``.csv`` name suits them too.
 CSV_TABLES = ("wide", "trajectory", "column")
 
@@ -114,6 +154,8 @@ def run(args: argparse.Namespace) -> int:
     fmt = output_format(args.output, args.to, args.format)
     check_output(args.output, force=args.force, inputs=input_paths(args))  # before reading
     db = load_from_args(args)
+    if (fmt or db.source.get("format")) == "wide":
+        check_wide_size(db, args.output)
     n = db.save(args.output, format=fmt, force=args.force)
     print(f"wrote {n} sequences to {args.output}")
     return 0

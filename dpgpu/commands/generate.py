@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-from pathlib import Path
 from typing import Any, Iterator
 
 from ..data.generate import (CHUNK_TOKENS, CONTEXTS, MAX_MEAN_LENGTH, MAX_ORDER, MAX_TABLE,
                              MAX_TOKENS, MAX_ZIPF, check_mean_length, check_n_items, check_zipf,
                              markov_chunks)
-from ..data.io import check_output
+from ..data.io import MAX_GZIP_RATIO, check_free_space, check_output
 from ..data.writers import PART_FORMATS, write_parts
 from ..errors import InvalidParameter
 
@@ -29,8 +27,6 @@ DEFAULT_JOBS = 8
 #: Fewest bytes an item takes in a text output: a label of one character and a separator.
 MIN_ITEM_BYTES = 2
 
-#: Deflate's largest compression ratio: a ``.gz`` output is at least this much smaller.
-MAX_GZIP_RATIO = 1032
 
 DESCRIPTION = f"""\
 Write a synthetic dataset of about --tokens items, for scaling tests: not
@@ -110,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
                            zipf=check_zipf(args.zipf, "--zipf"),
                            mean_length=check_mean_length(args.mean_length, "--mean-length"))
     target = check_output(args.output, force=args.force)  # before the work
-    check_free_space(target, tokens, fmt)
+    if fmt != "parquet":  # compressed column by column: no useful lower bound on its size
+        check_free_space(target, tokens * MIN_ITEM_BYTES, f"--tokens: {tokens:,} items")
     show = not (args.quiet or args.verbose) and sys.stderr.isatty()
     with Progress("generate", show=show) as progress:
         sequences, events = write_parts(_reported(chunks, tokens, progress), args.output, fmt,
@@ -151,44 +148,6 @@ def check_jobs(value: int) -> int:
         raise InvalidParameter(f"--jobs: at most {cpus}, the CPUs this process may use (a worker "
                                f"uses one, and about 300 MB), got {jobs}")
     return jobs
-
-
-def check_free_space(target: Path, tokens: int, fmt: str) -> None:
-    """Refuse ``tokens`` that cannot fit in the free space of ``target``'s folder.
-
-    The size compared is a lower bound, so that nothing that could succeed is
-    refused: :data:`MIN_ITEM_BYTES` per item in a text format, divided by
-    :data:`MAX_GZIP_RATIO` for a ``.gz`` output.  A Parquet file, compressed
-    column by column, has no useful lower bound and is not checked.
-
-    Parameters
-    ----------
-    target : pathlib.Path
-        The output, in an existing folder (:func:`~dpgpu.data.io.check_output`).
-    tokens : int
-        The items to be written (at least).
-    fmt : str
-        The output format.
-
-    Raises
-    ------
-    InvalidParameter
-        Naming ``--tokens``, the bytes needed at least and the bytes free.
-    """
-    if fmt == "parquet":
-        return
-    need = tokens * MIN_ITEM_BYTES
-    if target.name.endswith(".gz"):
-        need //= MAX_GZIP_RATIO
-    free = shutil.disk_usage(target.parent).free
-    if need > free:
-        raise InvalidParameter(f"--tokens: {tokens:,} items need at least {_size(need)} as "
-                               f"{target.name}, but {target.parent} has {_size(free)} free")
-
-
-def _size(n: int) -> str:
-    """``n`` bytes, for a message: ``'2,000,000,000 bytes (2.0 GB)'``."""
-    return f"{n:,} bytes" + (f" ({n / 1e9:,.1f} GB)" if n >= 10**9 else "")
 
 
 def _reported(chunks: Iterator[Any], tokens: int, progress: Progress) -> Iterator[Any]:

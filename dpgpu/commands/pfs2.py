@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..mechanisms.pfs2 import MAX_CANDIDATES, PFS2Release, pfs2
+from ..mechanisms.pfs2 import MAX_CANDIDATES, MAX_CANDIDATES_LIMIT, PFS2Release, pfs2
 from .common import (Progress, add_data_arguments, add_engine_arguments, add_mechanism_command,
                      load_from_args, run_mechanism, whole_count)
 
@@ -31,7 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--zeta", type=float, default=0.3, help="relaxation parameter (default 0.3)")
     p.add_argument("--max-candidates", type=whole_count, default=MAX_CANDIDATES,
                    help="public cap on the noisy local supports drawn, at least the number of "
-                        f"items (default {MAX_CANDIDATES:_}); lower it to run at a larger "
+                        f"items and at most {MAX_CANDIDATES_LIMIT:_} (about 1 KB of memory "
+                        f"each; default {MAX_CANDIDATES:_}); lower it to run at a larger "
                         "--epsilon (it sets the samplers' accounted delta)")
     add_engine_arguments(p)
     p.set_defaults(func=run)

@@ -24,15 +24,18 @@ import contextlib
 import gzip
 import os
 import re
+import shutil
 import stat
 import tempfile
 import zlib
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Iterator
 
-from ..errors import InputError
+from ..errors import InputError, InvalidParameter
 
 GZIP_MAGIC = b"\x1f\x8b"
+#: Deflate's largest compression ratio: a ``.gz`` output is at least this much smaller.
+MAX_GZIP_RATIO = 1032
 _CR_TO_LF = bytes.maketrans(b"\r", b"\n")
 _LONE_CR = re.compile(rb"\r(?!\n)")
 
@@ -466,3 +469,37 @@ def atomic_output(path: Any, *, force: bool = False, binary: bool = False,
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
+
+
+def check_free_space(target: Path, least: int, what: str) -> None:
+    """Refuse an output of at least ``least`` bytes that cannot fit in ``target``'s folder.
+
+    ``least`` is a lower bound on the uncompressed size, divided by
+    :data:`MAX_GZIP_RATIO` for a ``.gz`` output, so that nothing that could
+    succeed is refused.
+
+    Parameters
+    ----------
+    target : pathlib.Path
+        The output, in an existing folder (:func:`check_output`).
+    least : int
+        Bytes the output takes at least, uncompressed.
+    what : str
+        The option and amount at fault, to start the message (``"--tokens: 1,000
+        items"``).
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``what``, the bytes needed at least and the bytes free.
+    """
+    need = least // MAX_GZIP_RATIO if target.name.endswith(".gz") else least
+    free = shutil.disk_usage(target.parent).free
+    if need > free:
+        raise InvalidParameter(f"{what} need at least {byte_size(need)} as {target.name}, but "
+                               f"{target.parent} has {byte_size(free)} free")
+
+
+def byte_size(n: int) -> str:
+    """``n`` bytes, for a message: ``'2,000,000,000 bytes (2.0 GB)'``."""
+    return f"{n:,} bytes" + (f" ({n / 1e9:,.1f} GB)" if n >= 10**9 else "")

@@ -64,7 +64,9 @@ noisy supports are kept; level 1's candidates are the whole vocabulary, so
 ``max_candidates`` must be at least its size: keeping some items would need
 a rule that either ignores the data, and so drops items whatever their
 support, or ranks them by support, which costs budget the paper does not
-spend).  The sampling deltas of all the steps together have a public bound
+spend); ``max_candidates`` is at most ``MAX_CANDIDATES_LIMIT``, which bounds
+the run's memory whatever the data (so a vocabulary above it is refused).
+The sampling deltas of all the steps together have a public bound
 (:func:`sampling_bound`: ``|D|~``, ``l_1 + 1`` length counts,
 ``ceil(log2 l_1)`` maximal-support queries, ``max_candidates`` local
 supports, and at most ``max_candidates`` supports on ``D`` in all, each
@@ -122,7 +124,11 @@ log = logging.getLogger("dpgpu")
 #: The paper's budget split eps_1 .. eps_5 (Section VII-A).
 BUDGET_SPLIT = (0.025, 0.025, 0.05, 0.45, 0.45)
 #: Default public cap on the number of noisy local supports one release draws.
-MAX_CANDIDATES = 10_000_000
+MAX_CANDIDATES = 1_000_000
+#: Largest ``max_candidates`` accepted: candidates are Python tuples, about 1 KB and 30 us
+#: each while a level is built and counted, so this bounds a run by about 4 GB whatever
+#: the data (a vocabulary's level 1 draws one per item, so it bounds the vocabulary too).
+MAX_CANDIDATES_LIMIT = 4_000_000
 #: Largest l_upper accepted (the length histogram has l_upper bins).
 MAX_L_UPPER = 1_000_000
 #: Noise tag of the random partition (levels use tags 1 .. L_f).
@@ -262,7 +268,8 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
         Weights of ``eps_1 .. eps_5`` (default the paper's).
     max_candidates : int
         Public cap on the noisy local supports drawn, at least the
-        vocabulary's size (level 1 draws one per item).  With ``epsilon`` it
+        vocabulary's size (level 1 draws one per item) and at most
+        :data:`MAX_CANDIDATES_LIMIT`.  With ``epsilon`` it
         sets the samplers' accounted delta (module doc): lower it to run at
         a larger ``epsilon``.
     seed : int, optional
@@ -427,13 +434,33 @@ def check_noise_scales(epsilons: Sequence[float], l_upper: int, max_candidates: 
 
 
 def check_max_candidates(max_candidates: int, n_items: int) -> None:
-    """Refuse a ``max_candidates`` below the vocabulary's size (module doc).
+    """Refuse a ``max_candidates`` below the vocabulary's size or above the public limit.
+
+    Level 1 draws one noisy local support per item (module doc), so
+    ``max_candidates`` must be at least the vocabulary's size; it must be at
+    most :data:`MAX_CANDIDATES_LIMIT`, which bounds the run's memory whatever
+    the data.  Both depend on parameters only (the vocabulary is public).
+
+    Parameters
+    ----------
+    max_candidates : int
+    n_items : int
+        The vocabulary's size.
 
     Raises
     ------
     InvalidParameter
         Naming ``max_candidates``.
     """
+    if max_candidates > MAX_CANDIDATES_LIMIT:
+        raise InvalidParameter(
+            f"max_candidates: at most {MAX_CANDIDATES_LIMIT} (each candidate takes about "
+            f"1 KB of memory while a level is built), got {max_candidates}")
+    if n_items > MAX_CANDIDATES_LIMIT:
+        raise InvalidParameter(
+            f"max_candidates: the vocabulary's {n_items} items need at least as many, above "
+            f"the limit of {MAX_CANDIDATES_LIMIT} (level 1 draws a noisy local support for "
+            "every item); use a smaller vocabulary")
     if max_candidates < n_items:
         raise InvalidParameter(
             f"max_candidates: {max_candidates} is below the vocabulary's {n_items} items; "
@@ -608,7 +635,23 @@ def capped_candidates(prev: dict[tuple[int, ...], int], budget: int
             heapq.heappush(below, -score)
     if len(found) <= budget:
         return sorted(c for _, c in found), False
-    return sorted(c for _, c in sorted(found)[:budget]), True
+    return sorted(_best(found, budget)), True
+
+
+def _best(found: list[tuple[int, tuple[int, ...]]], budget: int) -> list[tuple[int, ...]]:
+    """The candidates of the ``budget`` smallest ``(-score, candidate)`` pairs of ``found``.
+
+    The same as the first ``budget`` of ``sorted(found)``, unordered, without
+    sorting them all: a partition finds the score cut, and only the
+    candidates tied at the cut are sorted.
+    """
+    if budget <= 0:
+        return []
+    neg = np.fromiter((s for s, _ in found), dtype=np.int64, count=len(found))
+    cut = np.partition(neg, budget - 1)[budget - 1]
+    kept = [found[i][1] for i in np.flatnonzero(neg < cut).tolist()]
+    tied = sorted(found[i][1] for i in np.flatnonzero(neg == cut).tolist())
+    return kept + tied[:budget - len(kept)]
 
 
 def sample_assignment(n: int, n_samples: int, key: NoiseKey) -> np.ndarray:

@@ -1,8 +1,10 @@
 """Exact subsequence supports of candidates, on the CPU (Numba) or the GPU (CUDA).
 
 The hot loop of PFS^2: every sequence against every candidate.  The CPU
-path is :func:`dpgpu.eval.truth.subsequence_supports` (a Numba kernel,
-parallel over chunks of sequences); the GPU path launches
+path is the Numba kernel of :func:`dpgpu.eval.truth.subsequence_supports`
+(:func:`dpgpu.eval.subseq_numba.support_counts`, parallel over chunks of
+sequences), called on bounded chunks of the sequences so that signals are
+handled between calls; the GPU path launches
 ``dpgpu_subseq_supports`` of ``kernels/subseq.cu``, whose per-element logic
 (``kernels/subseq.cuh``) takes the same steps on the same prefix-grouped
 layout (:func:`dpgpu.eval.truth.group_by_prefix`): one thread per sequence
@@ -19,7 +21,7 @@ import numpy as np
 
 from ...backend import Backend, cuda
 from ...data.sequencedb import SequenceDB
-from ...eval.truth import group_by_prefix, subsequence_supports
+from ...eval.truth import group_by_prefix
 
 
 def supports(db: SequenceDB, weights: np.ndarray, patterns: Sequence[tuple[int, ...]],
@@ -42,8 +44,43 @@ def supports(db: SequenceDB, weights: np.ndarray, patterns: Sequence[tuple[int, 
     if not patterns:
         return np.zeros(0, dtype=np.int64)
     if not backend.is_gpu:
-        return subsequence_supports(db, patterns, weights=weights)
+        return supports_cpu(db, weights, patterns)
     return supports_gpu(db, weights, patterns)
+
+
+#: Sequence-pattern pairs one call of the Numba support kernel is given at most (but
+#: :data:`MIN_CHUNK_SEQUENCES` sequences at least), so that signals such as SIGTERM,
+#: handled only between calls, wait seconds, not minutes.
+CHUNK_WORK = 1 << 28
+#: Fewest sequences a call of the Numba support kernel counts (but the last).
+MIN_CHUNK_SEQUENCES = 256
+
+
+def supports_cpu(db: SequenceDB, weights: np.ndarray,
+                 patterns: Sequence[tuple[int, ...]]) -> np.ndarray:
+    """:func:`supports` with the Numba kernel, called on chunks of sequences.
+
+    The patterns are grouped once (:func:`dpgpu.eval.truth.group_by_prefix`);
+    each call counts ``max(MIN_CHUNK_SEQUENCES, CHUNK_WORK // len(patterns))``
+    sequences, and the chunks' supports are added: the same integers as one
+    call over all the sequences.
+    """
+    import numba  # noqa: PLC0415 - CPU path only
+
+    from ...eval.subseq_numba import support_counts  # noqa: PLC0415 - imports numba
+
+    pre_flat, pre_off, grp_off, ext_item, members = group_by_prefix(list(patterns))
+    w = np.ascontiguousarray(weights, dtype=np.int64)
+    step = max(MIN_CHUNK_SEQUENCES, CHUNK_WORK // ext_item.size)
+    counts = np.zeros(ext_item.size, dtype=np.int64)
+    for a in range(0, len(db), step):
+        b = min(a + step, len(db))
+        counts += support_counts(db.items, db.offsets[a:b + 1], w[a:b], pre_flat, pre_off,
+                                 grp_off, ext_item, db.vocab.size,
+                                 max(1, min(b - a, 4 * numba.get_num_threads())))
+    result = np.empty(ext_item.size, dtype=np.int64)
+    result[members] = counts
+    return result
 
 
 def supports_gpu(db: SequenceDB, weights: np.ndarray,
