@@ -21,7 +21,7 @@ from dpgpu.mechanisms.privtree.core import SplitTest, biased_scores, split_param
 from dpgpu.mechanisms.privtree.pst import (PSTLevel, grow, noisy_histograms, pst, pst_symbols,
                                           scores)
 from dpgpu.mechanisms.privtree.sampling import Model
-from dpgpu.privacy import NoiseKey
+from dpgpu.privacy import NoiseKey, laplace_scale
 
 pst_module = importlib.import_module("dpgpu.mechanisms.privtree.pst")
 
@@ -403,10 +403,10 @@ def test_audit_rejects_a_pst_split_test_without_l_top(monkeypatch, seed):
     # test is off, by l_top = 6; the histograms keep their scale
     real = pst_module.split_params
     monkeypatch.setattr(pst_module, "split_params",
-                        lambda epsilon, beta, sensitivity=1: real(epsilon, beta))
+                        lambda epsilon, beta, sensitivity=1, name="": real(epsilon, beta))
     assert pst_module.calibrate(TREE_EPS, TREE_LTOP, 1)[2].sensitivity == 1
     assert pst_module.calibrate(TREE_EPS, TREE_LTOP, 1)[3] == \
-        pst_module.laplace_scale(TREE_EPS / 2, TREE_LTOP)
+        laplace_scale(TREE_EPS / 2, TREE_LTOP)
     result = pst_tree_audit(seed)
     assert not result.passed, result.summary()
 

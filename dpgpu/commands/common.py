@@ -57,16 +57,17 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["allow_abbrev"] = False
         super().__init__(*args, **kwargs)
+        self._negative_number_matcher = _NEGATIVE_NUMBER
 
     def error(self, message: str) -> None:  # noqa: D102 - argparse hook
         self.exit(2, f"{self.prog}: error: {message}\n")
 
     def parse_known_args(self, args: Sequence[str] | None = None,
                          namespace: argparse.Namespace | None = None) -> Any:  # noqa: D102
-        args = _negative_values(self, sys.argv[1:] if args is None else list(args))
+        args = sys.argv[1:] if args is None else list(args)
         if any(action.dest == "config" for action in self._actions):
             path = _config_path(args)
-            if path is not None:
+            if path:  # an empty one is refused by the full parse (nonempty_path)
                 self._apply_config(path)
         return super().parse_known_args(args, namespace)
 
@@ -195,30 +196,29 @@ def check_outside_release(path: Any, release: Any, why: str) -> None:
                          "it is not written there, even with --force (choose a path outside it)")
 
 
-#: A value that starts like a negative number (``-180,180,-90,90``, ``-1e-6``, ``-.5``).
-_NEGATIVE = re.compile(r"-\.?\d")
+#: A word that starts like a negative number (``-1e3``, ``-.5``, ``-inf``, ``-nan``,
+#: ``-180,180,-90,90``, ``-3x3``): :class:`Parser` takes it for a value, wherever an option
+#: takes one or several (``--bounds -1e3 1 0 1``), so that the option's check names what is
+#: wrong with it.  argparse's own pattern knows only ``-1`` and ``-1.5``, and takes any other
+#: word starting with ``-`` for an option ("expected one argument").  No option of dpgpu
+#: looks like one of these (``-v``, ``-q``, ``--...``).
+_NEGATIVE_NUMBER = re.compile(r"-(\.?\d|inf|nan)", re.IGNORECASE)
 
 
-def _negative_values(parser: argparse.ArgumentParser, args: list[str]) -> list[str]:
-    """``args`` with ``--option -1,2`` written ``--option=-1,2`` where the option takes one value.
+def nonempty_path(text: str) -> str:
+    """argparse ``type`` of a path: ``text`` unless it is empty.
 
-    argparse takes a word starting with ``-`` for an option unless it is a
-    plain number, so ``--bounds -180,180,-90,90`` would fail with "expected
-    one argument".
+    An empty path would be read as the current folder or ignored, in a
+    message that does not name the option.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        When ``text`` is empty (argparse names the option).
     """
-    out = []
-    for word in args:
-        action = _option(parser, out[-1]) if out else None
-        if action is not None and action.nargs is None and _NEGATIVE.match(word):
-            out[-1] = f"{out[-1]}={word}"
-        else:
-            out.append(word)
-    return out
-
-
-def _option(parser: argparse.ArgumentParser, word: str) -> argparse.Action | None:
-    """The option ``word`` names (written in full), or None."""
-    return parser._option_string_actions.get(word) if word.startswith("--") else None
+    if not text:
+        raise argparse.ArgumentTypeError("empty path")
+    return text
 
 
 def add_command(sub: argparse._SubParsersAction, name: str, *, help: str, description: str,
@@ -263,13 +263,14 @@ def add_mechanism_command(sub: argparse._SubParsersAction, name: str, *, help: s
         group.add_argument("--delta", type=float, required=True, help="privacy delta")
     group.add_argument("--seed", type=int, help="reproducible noise (recorded as seeded)")
     add_backend_argument(group)
-    group.add_argument("--out", required=True, help="release directory to create")
+    group.add_argument("--out", required=True, type=nonempty_path,
+                       help="release directory to create")
     group.add_argument("--force", action="store_true", help="replace an existing release")
     group.add_argument("-q", "--quiet", action="store_true",
                        help="no progress and no summary line (errors are still printed)")
     group.add_argument("--json", action="store_true",
                        help="print the summary as one JSON object on stdout")
-    group.add_argument("--config", metavar="FILE.toml",
+    group.add_argument("--config", metavar="FILE.toml", type=nonempty_path,
                        help="read options from a TOML file (keys: long option names, e.g. "
                             "epsilon = 1.0, l-max = 20); the command line overrides it")
     return p
@@ -277,7 +278,8 @@ def add_mechanism_command(sub: argparse._SubParsersAction, name: str, *, help: s
 
 def add_data_arguments(parser: argparse.ArgumentParser, name: str = "data") -> None:
     """Add the dataset path and the reader options to ``parser``."""
-    parser.add_argument(name, help="dataset file (gzip allowed); format detected from content")
+    parser.add_argument(name, type=nonempty_path,
+                        help="dataset file (gzip allowed); format detected from content")
     group = parser.add_argument_group("input format")
     group.add_argument("--format", choices=FORMATS, help="input format (default: detect)")
     group.add_argument("--tokens", choices=LINE_TOKENS,
@@ -314,7 +316,7 @@ def add_data_arguments(parser: argparse.ArgumentParser, name: str = "data") -> N
                        "(default: content)")
     group.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
                        help="jsonl/text-*: lower-case the words (default: on)")
-    group.add_argument("--vocab", metavar="FILE",
+    group.add_argument("--vocab", metavar="FILE", type=nonempty_path,
                        help="the public item vocabulary, one label per line (gzip allowed); "
                             "default: the .seq header, else the items that occur, which "
                             "makes an N-gram, PST or PFS2 release NOT private")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..mechanisms.ngram import VARIANTS, NGramRelease, ngram
+from ..mechanisms.ngram import VARIANTS, NGramRelease, check_parameters, ngram
 from .common import (Progress, add_data_arguments, add_engine_arguments, add_mechanism_command,
                      load_from_args, run_mechanism)
 
@@ -34,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load, release, write."""
+    """Check the budget and the tree's size, then load, release, write."""
+    check_parameters(args.epsilon, args.l_max, args.n_max)
     return run_mechanism(args, load_from_args, _release, _describe)
 
 

@@ -19,7 +19,9 @@ import numpy as np
 from ..data.points import parse_columns, read_points
 from ..errors import InvalidParameter
 from ..mechanisms.privtree import SpatialRelease, privtree_spatial
-from .common import Progress, add_engine_arguments, add_mechanism_command, run_mechanism
+from ..mechanisms.privtree.spatial import MAX_SPLIT_DIMS, check_fanout
+from .common import Progress, add_engine_arguments, add_mechanism_command, nonempty_path, \
+    run_mechanism
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,20 +32,22 @@ def register(sub: argparse._SubParsersAction) -> None:
                               example="dpgpu privtree-spatial checkins.csv --epsilon 1 "
                                       "--columns lon,lat --bounds -180,180,-90,90 --seed 7 "
                                       "--out tree/")
-    p.add_argument("points", help="CSV or Parquet file, one point per row")
+    p.add_argument("points", type=nonempty_path, help="CSV or Parquet file, one point per row")
     p.add_argument("--columns", required=True, help="coordinate columns, e.g. x,y")
     p.add_argument("--bounds", help="public domain: lo,hi for each column, in order, with "
                                     "hi - lo finite; points outside are clipped onto the "
                                     "domain's edge (default: the data's bounding box, NOT "
                                     "private)")
     p.add_argument("--fanout", type=int,
-                   help="children per split: 2, 4, ... up to 2**d (default 2**d)")
+                   help=f"children per split: 2, 4, ... up to 2**d for d columns, and at most "
+                        f"2**{MAX_SPLIT_DIMS} (default: that largest value)")
     add_engine_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Read, release, write."""
+    """Check the columns and the fanout, then read, release, write."""
+    check_fanout(args.fanout, len(parse_columns(args.columns)))
     return run_mechanism(args, _load, _release, _describe)
 
 

@@ -13,6 +13,7 @@ import argparse
 from typing import Any
 
 from ..mechanisms.privtree import PSTRelease, pst
+from ..mechanisms.privtree.pst import MAX_SYNTHETIC, MAX_SYNTHETIC_ITEMS, check_synthetic
 from .common import (Progress, add_data_arguments, add_engine_arguments, add_mechanism_command,
                      load_from_args, run_mechanism)
 
@@ -29,14 +30,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-length", type=int,
                    help="cap on synthetic sequence length in items (default: --l-top)")
     p.add_argument("--n-synthetic", type=int,
-                   help="number of synthetic sequences (default: the model's noisy count)")
+                   help=f"number of synthetic sequences, at most {MAX_SYNTHETIC:,} and "
+                        f"{MAX_SYNTHETIC_ITEMS:,} / --max-length (default: the model's noisy "
+                        "count, within those limits)")
     p.add_argument("--no-synthetic", action="store_true", help="skip the synthetic database")
     add_engine_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load, release, write."""
+    """Check the synthetic data's size, then load, release, write."""
+    check_synthetic(args.l_top, args.max_length, args.n_synthetic)
     return run_mechanism(args, load_from_args, _release, _describe)
 
 

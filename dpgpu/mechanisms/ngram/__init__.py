@@ -76,13 +76,14 @@ import numpy as np
 from ...backend import get_backend, to_numpy
 from ...data.sequencedb import SequenceDB, check_db, synthetic_like
 from ...ops.grams import GramEngine
-from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_delta
+from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta
 from ...privacy.samplers import LAPLACE_TV_BOUND, MAX_LAPLACE_SCALE
 from ...release import ReleaseWriter, add_vocabulary, encode_id_grams, note_users
 from ...progress import stage_reporter
 from ...report import Displayed
 from ...scale.partitions import check_engine, engine_run
 from ...validation import check_bool, check_choice, check_positive_int, check_positive_real
+from ..privtree.core import noise_scale
 from .consistency import enforce_consistency
 from .synthesis import ModelLevel, decompose, extend, model_level
 from .tree import Level, build_tree
@@ -300,17 +301,14 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     NGramRelease
     """
     check_db(db, "db", items=True)
-    epsilon = check_positive_real(epsilon, "epsilon")
-    l_max = check_positive_int(l_max, "l_max")
-    n_max = check_positive_int(n_max, "n_max", maximum=MAX_N)
+    epsilon, l_max, tree_height = check_parameters(epsilon, l_max, n_max)
     variant = check_choice(variant, "variant", VARIANTS)
     max_draws = check_positive_int(max_draws, "max_draws")
     engine = check_engine(engine, db, client)
-    if n_max > l_max + 1:
+    if tree_height < n_max:
         log.warning("ngram: n_max %d is lowered to l_max + 1 = %d: a truncated sequence holds "
-                    "at most l_max items and '&'", n_max, l_max + 1)
-        n_max = l_max + 1
-    laplace_scale(epsilon / n_max, _sensitivity(l_max))  # level 1's scale: the largest
+                    "at most l_max items and '&'", n_max, tree_height)
+    n_max = tree_height
     progress = stage_reporter(progress, "ngram")
     synthetic = check_bool(synthetic, "synthetic")
     be = get_backend(backend)
@@ -386,6 +384,36 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     add_vocabulary(report, db.vocab)
     note_users(report, db)
     return NGramRelease(levels, model, synth, report, db.vocab)
+
+
+def check_parameters(epsilon: float, l_max: int, n_max: int) -> tuple[float, int, int]:
+    """Check the budget and the tree's size without data: :func:`ngram` does, and a command
+    may before it reads its input.
+
+    Parameters
+    ----------
+    epsilon, l_max, n_max
+        As for :func:`ngram`.
+
+    Returns
+    -------
+    epsilon : float
+    l_max : int
+    n_max : int
+        At most ``l_max + 1`` (:func:`ngram` says when it lowers it).
+
+    Raises
+    ------
+    InvalidParameter
+        A value out of range, named; a noise scale of level 1 (the largest)
+        past the samplers' limit, naming ``l_max``, or ``epsilon`` when even
+        ``l_max = 1`` passes it (:func:`dpgpu.mechanisms.privtree.core.noise_scale`).
+    """
+    epsilon = check_positive_real(epsilon, "epsilon")
+    l_max = check_positive_int(l_max, "l_max")
+    n_max = min(check_positive_int(n_max, "n_max", maximum=MAX_N), l_max + 1)
+    noise_scale(epsilon / n_max, _sensitivity(l_max), "l_max")
+    return epsilon, l_max, n_max
 
 
 def _sensitivity(l_max: int) -> int:

@@ -64,8 +64,8 @@ import numpy as np
 
 from ...backend import get_backend, to_numpy
 from ...data.sequencedb import SequenceDB, check_db, synthetic_like
-from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_delta, \
-    split_budget
+from ...errors import InvalidParameter
+from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta, split_budget
 from ...privacy.samplers import LAPLACE_TV_BOUND
 from ...progress import Step, stage_reporter
 from ...release import ReleaseWriter, add_vocabulary, note_users
@@ -75,7 +75,7 @@ from ...scale.partitions import LocalPartitions, Partitions, check_engine, engin
 from ...validation import check_bool, check_positive_int, check_positive_real
 from . import sampling
 from ...ops.keys import index_dtype
-from .core import SplitTest, split_params
+from .core import SplitTest, noise_scale, split_params
 
 log = logging.getLogger("dpgpu")
 
@@ -83,9 +83,14 @@ log = logging.getLogger("dpgpu")
 BLOCK = 1 << 20
 #: Default public cap on the number of tree nodes.
 MAX_NODES = 1_000_000
-#: Largest max_length and n_synthetic accepted for synthetic sequences.
+#: Largest max_length accepted for synthetic sequences.
 MAX_SYNTHETIC_LENGTH = 100_000
-MAX_SYNTHETIC = 1_000_000_000
+#: Most synthetic sequences, and most items they may hold (``n_synthetic * max_length``):
+#: they are sampled and written in memory, about 50 bytes a sequence and 10 an item at
+#: the peak (10,000,000 sequences of 17 items on average took 2.2 GB), so both limits
+#: keep it to a few GB.
+MAX_SYNTHETIC = 10_000_000
+MAX_SYNTHETIC_ITEMS = 200_000_000
 
 
 @dataclass
@@ -351,12 +356,18 @@ def calibrate(epsilon: float, l_top: int, n_items: int):
         The split test's (Corollary 1 with sensitivity ``l_top``).
     hist_scale : float
         Discrete Laplace scale of a leaf histogram count, rounded up.
+
+    Raises
+    ------
+    InvalidParameter
+        A noise scale past the samplers' limit, naming ``l_top`` or ``epsilon``
+        (:func:`.core.noise_scale`).
     """
     beta = n_items + 1
     eps_hist = split_budget(epsilon, [1, beta - 1])[1]
     eps_tree = epsilon - eps_hist
-    return (eps_tree, eps_hist, split_params(eps_tree, beta, _sensitivity(l_top)),
-            laplace_scale(eps_hist, _sensitivity(l_top)))
+    return (eps_tree, eps_hist, split_params(eps_tree, beta, _sensitivity(l_top), name="l_top"),
+            noise_scale(eps_hist, _sensitivity(l_top), "l_top"))
 
 
 def noisy_histograms(levels: list[PSTLevel], exact: list[np.ndarray], key: Any,
@@ -520,14 +531,58 @@ class PSTRelease(Displayed):
             return rel.finish(report)
 
 
-def _default_synthetic_count(model: sampling.Model) -> int:
-    """The model's noisy sequence count, held to :data:`MAX_SYNTHETIC` (a tiny epsilon's can be 1e14)."""
+def synthetic_limit(max_length: int) -> int:
+    """The most synthetic sequences of at most ``max_length`` items sampled in one release.
+
+    :data:`MAX_SYNTHETIC`, and no more than :data:`MAX_SYNTHETIC_ITEMS` items
+    should every sequence reach ``max_length``: public parameters only.
+    """
+    return min(MAX_SYNTHETIC, MAX_SYNTHETIC_ITEMS // max_length)
+
+
+def check_synthetic(l_top: int, max_length: int | None,
+                    n_synthetic: int | None) -> tuple[int, int, int | None]:
+    """Check the truncation and the synthetic data's size without data: :func:`pst` does,
+    and a command may before it reads its input.
+
+    Parameters
+    ----------
+    l_top, max_length, n_synthetic
+        As for :func:`pst`.
+
+    Returns
+    -------
+    l_top : int
+    max_length : int
+        Its default filled in: ``l_top``, at most :data:`MAX_SYNTHETIC_LENGTH`.
+    n_synthetic : int or None
+
+    Raises
+    ------
+    InvalidParameter
+        A value out of range, named; ``n_synthetic`` above
+        :func:`synthetic_limit`, naming it and ``max_length``.
+    """
+    l_top = check_positive_int(l_top, "l_top")
+    max_length = min(l_top, MAX_SYNTHETIC_LENGTH) if max_length is None else \
+        check_positive_int(max_length, "max_length", maximum=MAX_SYNTHETIC_LENGTH)
+    most = synthetic_limit(max_length)
+    if n_synthetic is not None and check_positive_int(n_synthetic, "n_synthetic") > most:
+        raise InvalidParameter(
+            f"n_synthetic: at most {most} with max_length {max_length}, got {n_synthetic}: "
+            f"synthetic data is made in memory, at most {MAX_SYNTHETIC} sequences and "
+            f"{MAX_SYNTHETIC_ITEMS} items (n_synthetic * max_length), a few GB; lower "
+            "n_synthetic or max_length")
+    return l_top, max_length, n_synthetic
+
+
+def _default_synthetic_count(model: sampling.Model, most: int) -> int:
+    """The model's noisy sequence count, held to ``most`` (a tiny epsilon's can be 1e14)."""
     n = model.sequence_count()
-    if n > MAX_SYNTHETIC:
+    if n > most:
         log.warning("pst: the model's noisy sequence count, %d, is lowered to the limit of %d "
-                    "synthetic sequences (pass n_synthetic / --n-synthetic to choose)", n,
-                    MAX_SYNTHETIC)
-    return min(n, MAX_SYNTHETIC)
+                    "synthetic sequences (pass n_synthetic / --n-synthetic to choose)", n, most)
+    return min(n, most)
 
 
 @engine_run()
@@ -552,9 +607,11 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
     synthetic : bool
         Sample a synthetic database from the model.
     n_synthetic : int, optional
-        Number of synthetic sequences; default the noisy count of the ``$``
-        node (the root's ``&`` count when the root is a leaf), at most
-        :data:`MAX_SYNTHETIC` (with a warning).
+        Number of synthetic sequences, at most :func:`synthetic_limit`
+        (:data:`MAX_SYNTHETIC` sequences and :data:`MAX_SYNTHETIC_ITEMS`
+        items at ``max_length`` each, to keep them to a few GB of memory);
+        default the noisy count of the ``$`` node (the root's ``&`` count
+        when the root is a leaf), lowered to that limit (with a warning).
     max_length : int, optional
         Cap on synthetic sequence length in items (default ``l_top``: the
         model saw sequences of at most ``l_top`` symbols; at most
@@ -577,12 +634,8 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
     """
     check_db(db, "db", items=True)
     epsilon = check_positive_real(epsilon, "epsilon")
-    l_top = check_positive_int(l_top, "l_top")
+    l_top, max_length, n_synthetic = check_synthetic(l_top, max_length, n_synthetic)
     max_nodes = check_positive_int(max_nodes, "max_nodes")
-    max_length = min(l_top, MAX_SYNTHETIC_LENGTH) if max_length is None else \
-        check_positive_int(max_length, "max_length", maximum=MAX_SYNTHETIC_LENGTH)
-    if n_synthetic is not None:
-        n_synthetic = check_positive_int(n_synthetic, "n_synthetic", maximum=MAX_SYNTHETIC)
     engine = check_engine(engine, db, client)
     progress = stage_reporter(progress, "pst")
     synthetic = check_bool(synthetic, "synthetic")
@@ -618,7 +671,8 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
     if synthetic:
         t = time.perf_counter()
         model = sampling.Model(levels, db.vocab.size, be)
-        n = n_synthetic if n_synthetic is not None else _default_synthetic_count(model)
+        n = n_synthetic if n_synthetic is not None else \
+            _default_synthetic_count(model, synthetic_limit(max_length))
         progress(f"sampling {n} synthetic sequences")
         items, lengths = model.sample(n, max_length, hist_step.key.derive("synthesis"))
         synth = synthetic_like(db, items, lengths)

@@ -27,7 +27,8 @@ post-processing.  The samplers' distance from exact noise is charged as
 ``sampling_delta`` for at most ``max_nodes`` draws per step.
 
 Public choices that never look at the data: the domain ``bounds`` (points
-outside are clipped onto its edge), ``max_depth`` (nodes at that depth are
+outside are clipped onto its edge), the fanout (at most ``2**MAX_SPLIT_DIMS``,
+:data:`MAX_SPLIT_DIMS`), ``max_depth`` (nodes at that depth are
 leaves without a test, like C1 of Section 4.2), the floating-point grid (a
 node is halved at ``mid = lo + (hi - lo) / 2``; one whose ``mid`` is not
 strictly inside its box in a dimension it would halve, which happens after
@@ -75,6 +76,14 @@ log = logging.getLogger("dpgpu")
 #: Default public caps.
 MAX_NODES = 4_000_000
 MAX_DEPTH = 64
+#: Most dimensions one split halves: the fanout is at most ``2**MAX_SPLIT_DIMS`` = 1024.
+#: Every split makes ``fanout`` boxes, each a row of the release, whatever the data: the
+#: root is split on almost any dataset, so ``2**d`` children for 20 columns would be a
+#: million leaves (gigabytes) for a handful of points.  The paper's fanouts are 4 and 16
+#: (Section 6), and its error grows only slightly with a smaller fanout (Appendix,
+#: Figure 8): with more than 10 columns the default halves 10 dimensions a split,
+#: cycling over them.
+MAX_SPLIT_DIMS = 10
 
 
 @dataclass
@@ -323,6 +332,37 @@ def leaf_noisy_counts(levels: list[SpatialLevel], key: Any, scale: float, backen
     return out
 
 
+def check_fanout(fanout: int | None, d: int) -> int:
+    """The fanout of a tree over ``d`` dimensions: ``2**k``, ``1 <= k <= min(d, MAX_SPLIT_DIMS)``.
+
+    Parameters
+    ----------
+    fanout : int or None
+        Children per split; None for the default, ``2**min(d, MAX_SPLIT_DIMS)``.
+    d : int
+        Number of dimensions (columns), at least 1.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``fanout`` (and the columns that bound it), when it is not such
+        a power of two.
+    """
+    most = 2 ** min(d, MAX_SPLIT_DIMS)
+    if fanout is None:
+        return most
+    fanout = check_positive_int(fanout, "fanout", minimum=2)
+    if fanout & (fanout - 1) or fanout > most:
+        raise InvalidParameter(
+            f"fanout: must be a power of two from 2 to {most} (2**min(d, {MAX_SPLIT_DIMS}) for "
+            f"d = {d} columns: every split makes fanout boxes), got {fanout}")
+    return fanout
+
+
 def check_bounds(bounds: Any, d: int) -> np.ndarray:
     """``bounds`` as a ``(d, 2)`` float array: ``lo < hi``, ``hi - lo`` finite, per dimension.
 
@@ -420,7 +460,8 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
         (``leaves.csv`` names its columns after them; a string is refused,
         not split into characters).
     fanout : int, optional
-        ``2**k`` with ``1 <= k <= d`` (default ``2**d``).
+        ``2**k`` with ``1 <= k <= min(d, MAX_SPLIT_DIMS)`` (default
+        ``2**min(d, MAX_SPLIT_DIMS)``: at most 1024 children a split).
     seed : int, optional
         Reproducible noise (recorded as seeded).
     backend : str or Backend, optional
@@ -447,11 +488,8 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
     pts = _points(points)
     d = pts.shape[1]
     epsilon = check_positive_real(epsilon, "epsilon")
-    fanout = 2 ** d if fanout is None else check_positive_int(fanout, "fanout", minimum=2)
+    fanout = check_fanout(fanout, d)
     k = fanout.bit_length() - 1
-    if fanout != 2 ** k or k > d:
-        raise InvalidParameter(f"fanout: must be a power of two between 2 and 2**d = {2 ** d}, "
-                               f"got {fanout}")
     max_depth = check_positive_int(max_depth, "max_depth")
     max_nodes = check_positive_int(max_nodes, "max_nodes")
     engine = check_engine(engine, client=client)
