@@ -44,15 +44,17 @@ def test_calibrate_dpsu_bound_is_dpnes_contribution_bound_and_is_accepted():
 # ------------------------------------------------------------------ calibrate laplace
 def test_calibrate_laplace_names_the_sensitivity_past_the_samplers_limit(capsys):
     """Regression: 'epsilon: too small; a noise scale of 1e+308 ...' for --epsilon 1."""
-    for epsilon, sensitivity, most in [("1", "1e308", "4503599627370496.0"),
-                                       ("1", "4503599627370497", "4503599627370496.0"),
-                                       ("0.5", "1e300", "2251799813685248.0"),
-                                       ("1e-9", "1073741824", "4503599.627370496")]:
+    for epsilon, sensitivity, most in [("1", "1e308", "4503599627370496"),
+                                       ("1", "4503599627370497", "4503599627370496"),
+                                       ("0.5", "1e300", "2251799813685248"),
+                                       ("1e-9", "1073741824", "4503599")]:
+        scale = float(sensitivity) / float(epsilon)
         one_line_error(capsys, ["calibrate", "laplace", "--epsilon", epsilon, "--sensitivity",
                                 sensitivity],
-                       f"--sensitivity: at most {most} at epsilon={float(epsilon)!r}, got "
-                       f"{float(sensitivity)!r}: a noise scale sensitivity / epsilon past the "
-                       "samplers' limit of 2**52")
+                       f"--sensitivity: {float(sensitivity):g} makes the noise scale "
+                       f"{scale:.3g} (over a budget of {float(epsilon):.3g}) pass the samplers' "
+                       f"limit of 2**52; at this epsilon --sensitivity can be at most {most}: "
+                       "lower --sensitivity or raise epsilon")
     # the limit itself is taken; an epsilon past it even at sensitivity 1 is named
     assert main(["calibrate", "laplace", "--epsilon", "1", "--sensitivity",
                  "4503599627370496"]) == 0
@@ -77,6 +79,9 @@ def no_loading(monkeypatch):
     (["--l-max", "0"], "l_max: must be an integer at least 1, got 0"),
     (["--n-max", "100"], "n_max: must be an integer in [1, 64], got 100"),
     (["--n-max", "0"], "n_max: must be an integer in [1, 64], got 0"),
+    (["--l-max", str(2 ** 63)], f"l_max: {2 ** 63} makes the noise scale 4.61e+19 (over a "
+     "budget of 0.2) pass the samplers' limit of 2**52; at this epsilon l_max can be at most "
+     "900719925474099: lower l_max or raise epsilon"),
 ])
 def test_demo_checks_its_options_before_loading(tmp_path, capsys, no_loading, argv, message):
     """Regression: the bundled MSNBC data (989,818 sequences) was loaded and summarised on

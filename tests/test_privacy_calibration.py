@@ -133,11 +133,16 @@ def test_cli_calibrate_gaussian_at_huge_epsilon(capsys):
     assert sigma == pytest.approx(7.0710678118654755e-101, rel=1e-12)
 
 
-@pytest.mark.parametrize("epsilon,sensitivity", [(1e-300, 1.0), (1e-300, 1e305), (1e-9, 2.0 ** 30)])
-def test_laplace_scale_past_the_samplers_limit_names_epsilon(epsilon, sensitivity):
+@pytest.mark.parametrize("epsilon,sensitivity,named", [
+    (1e-300, 1.0, "epsilon: too small"), (1e-300, 1e305, "epsilon: too small"),
+    (1e-9, 2.0 ** 30, r"sensitivity: 1\.07374e\+09 makes the noise scale 1\.07e\+18"),
+    (1.0, 1e308, "sensitivity: .* can be at most 4503599627370496")])
+def test_laplace_scale_past_the_samplers_limit_names_what_is_at_fault(epsilon, sensitivity,
+                                                                      named):
+    """epsilon when the scale passes the limit even at sensitivity 1, else the sensitivity."""
     from dpgpu.errors import InvalidParameter
     from dpgpu.privacy import laplace_scale
 
-    with pytest.raises(InvalidParameter, match="epsilon: too small"):
+    with pytest.raises(InvalidParameter, match=f"^{named}"):
         laplace_scale(epsilon, sensitivity)
     assert laplace_scale(1.0, 2.0 ** 52) == 2.0 ** 52  # the limit itself is allowed

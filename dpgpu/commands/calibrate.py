@@ -15,13 +15,8 @@ status 2 and a one-line message naming the parameter.
 from __future__ import annotations
 
 import argparse
-from fractions import Fraction
 
-from ..errors import InvalidParameter
 from ..privacy import calibration
-from ..privacy.samplers import MAX_LAPLACE_SCALE
-from ..privacy.tables import float_at_most
-from ..validation import check_positive_real
 from .common import add_command, print_json
 
 
@@ -70,43 +65,12 @@ def compute(args: argparse.Namespace) -> dict:
         return {"mechanism": "gaussian", "epsilon": args.epsilon, "delta": args.delta,
                 "sensitivity": args.sensitivity, "sigma": sigma}
     if args.kind == "laplace":
-        scale = laplace_scale(args.epsilon, args.sensitivity)
+        scale = calibration.laplace_scale(args.epsilon, args.sensitivity, name="--sensitivity")
         return {"mechanism": "laplace", "epsilon": args.epsilon,
                 "sensitivity": args.sensitivity, "scale": scale}
     sigma, rho = calibration.dpsu_gaussian(args.epsilon, args.delta, args.max_items)
     return {"mechanism": "dpsu", "epsilon": args.epsilon, "delta": args.delta,
             "max_items": args.max_items, "sigma": sigma, "rho": rho}
-
-
-def laplace_scale(epsilon: float, sensitivity: float) -> float:
-    """:func:`~dpgpu.privacy.calibration.laplace_scale`, naming ``--sensitivity`` at fault.
-
-    The library names ``epsilon`` whenever ``sensitivity / epsilon`` passes
-    the samplers' limit; here a ``--sensitivity`` that passes it with an
-    ``--epsilon`` that does not (at sensitivity 1) is named instead.
-
-    Parameters
-    ----------
-    epsilon, sensitivity : float
-        Finite, ``> 0``.
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    InvalidParameter
-        Naming ``--sensitivity``, with the largest one ``epsilon`` allows.
-    """
-    epsilon = check_positive_real(epsilon, "epsilon")
-    sensitivity = check_positive_real(sensitivity, "sensitivity")
-    most = MAX_LAPLACE_SCALE * Fraction(epsilon)
-    if 1 <= most < Fraction(sensitivity):
-        raise InvalidParameter(f"--sensitivity: at most {float_at_most(most)!r} at epsilon="
-                               f"{epsilon!r}, got {sensitivity!r}: a noise scale sensitivity / "
-                               "epsilon past the samplers' limit of 2**52")
-    return calibration.laplace_scale(epsilon, sensitivity)
 
 
 def run(args: argparse.Namespace) -> int:

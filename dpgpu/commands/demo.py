@@ -16,9 +16,8 @@ from ..backend import get_backend
 from ..data.load import demo_path, load
 from ..eval.metrics import true_positive_ratio
 from ..eval.truth import top_k_strings
-from ..mechanisms.ngram import MAX_N, ngram
+from ..mechanisms.ngram import MAX_N, check_parameters, ngram
 from ..release import check_release_target
-from ..validation import check_positive_int, check_positive_real
 from .common import add_command, add_backend_argument
 
 K_VALUES = (20, 40, 60, 80, 100)
@@ -42,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Check the options, load, release, write, compare."""
     be = get_backend(args.backend)
-    check_options(args)
+    check_parameters(args.epsilon, args.l_max, args.n_max)  # before the data is read
     check_release_target(args.out, force=args.force)  # before the run, not after it
     t0 = time.perf_counter()
     db = load(demo_path())
@@ -69,20 +68,3 @@ def run(args: argparse.Namespace) -> int:
           + "; ".join(" ".join(names[i] for i in p) for p in synth_top[:3]))
     print("(the top-K comparison reads the original data: a diagnostic, not part of the release)")
     return 0
-
-
-def check_options(args: argparse.Namespace) -> None:
-    """Refuse a bad ``--epsilon``, ``--l-max`` or ``--n-max`` before the data is read.
-
-    The ranges and messages are :func:`~dpgpu.mechanisms.ngram.ngram`'s,
-    which checks them again (and the noise they make) once the data is
-    loaded.
-
-    Raises
-    ------
-    InvalidParameter
-        Naming the parameter as :func:`~dpgpu.mechanisms.ngram.ngram` does.
-    """
-    check_positive_real(args.epsilon, "epsilon")
-    check_positive_int(args.l_max, "l_max")
-    check_positive_int(args.n_max, "n_max", maximum=MAX_N)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import sys
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Sequence
 
@@ -49,8 +50,9 @@ from .tables import float_at_least
 MAX_ITEMS = 10_000
 
 
-def laplace_scale(epsilon: float, sensitivity: float = 1.0) -> float:
-    """Scale of (discrete) Laplace noise for ``epsilon``-DP.
+def laplace_scale(epsilon: float, sensitivity: float = 1.0, *, name: str = "sensitivity",
+                  factor: Fraction = Fraction(1)) -> float:
+    """Scale of (discrete) Laplace noise for ``epsilon``-DP: ``factor * sensitivity / epsilon``.
 
     Parameters
     ----------
@@ -59,26 +61,48 @@ def laplace_scale(epsilon: float, sensitivity: float = 1.0) -> float:
     sensitivity : float
         L1 sensitivity, finite, ``> 0`` (for discrete Laplace on integer
         counts: the largest change one individual makes).
+    name : str
+        The parameter that sets ``sensitivity`` (``"l_max"``, ``"--sensitivity"``),
+        named when the scale passes the samplers' limit because of it.
+    factor : Fraction
+        Any other factor of the scale (PrivTree's ``(2 beta - 1) / (beta - 1)``).
 
     Returns
     -------
     float
-        ``sensitivity / epsilon``, rounded up.
+        The scale, rounded up.
 
     Raises
     ------
     InvalidParameter
-        Naming ``epsilon``, when the scale passes the samplers' limit
-        (:data:`~dpgpu.privacy.samplers.MAX_LAPLACE_SCALE`).
+        When the scale passes the samplers' limit
+        (:data:`~dpgpu.privacy.samplers.MAX_LAPLACE_SCALE`, ``2**52``): naming
+        ``epsilon`` when it passes even at a sensitivity of 1, else ``name``,
+        with the largest value this epsilon allows.
     """
+    shown = sensitivity if isinstance(sensitivity, int) else None  # an integer as given
     epsilon = check_positive_real(epsilon, "epsilon")
-    sensitivity = check_positive_real(sensitivity, "sensitivity")
-    scale = Fraction(sensitivity) / Fraction(epsilon)  # exact: no overflow to check first
-    if scale > MAX_LAPLACE_SCALE:
-        raise InvalidParameter(f"epsilon: too small; a noise scale of {sensitivity / epsilon:.3g} "
-                               f"(sensitivity {sensitivity:g} over a budget of {epsilon:.3g}) "
-                               "passes the samplers' limit of 2**52")
-    return float_at_least(scale)
+    sensitivity = check_positive_real(sensitivity, name)
+    unit = factor / Fraction(epsilon)  # exact: no overflow to check first
+    scale = unit * Fraction(sensitivity)
+    if scale <= MAX_LAPLACE_SCALE:
+        return float_at_least(scale)
+    if unit > MAX_LAPLACE_SCALE:
+        raise InvalidParameter(f"epsilon: too small; a budget of {epsilon:.3g} makes the noise "
+                               f"scale {_show(unit)} even at {name} = 1, past the samplers' "
+                               "limit of 2**52; raise epsilon")
+    raise InvalidParameter(f"{name}: {shown or f'{sensitivity:g}'} makes the noise scale "
+                           f"{_show(scale)} "
+                           f"(over a budget of {epsilon:.3g}) pass the samplers' limit of "
+                           f"2**52; at this epsilon {name} can be at most "
+                           f"{math.floor(MAX_LAPLACE_SCALE / unit)}: lower {name} or raise epsilon")
+
+
+def _show(value: Fraction) -> str:
+    """``value`` to three digits, also past the largest float."""
+    if value <= sys.float_info.max:
+        return f"{float(value):.3g}"
+    return f"{Decimal(value.numerator) / value.denominator:.3g}"
 
 
 def laplace_scales(epsilon: Any, sensitivity: Any = 1.0):

@@ -76,14 +76,13 @@ import numpy as np
 from ...backend import get_backend, to_numpy
 from ...data.sequencedb import SequenceDB, check_db, synthetic_like
 from ...ops.grams import GramEngine
-from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta
+from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_delta
 from ...privacy.samplers import LAPLACE_TV_BOUND, MAX_LAPLACE_SCALE
 from ...release import ReleaseWriter, add_vocabulary, encode_id_grams, note_users
 from ...progress import stage_reporter
 from ...report import Displayed
 from ...scale.partitions import check_engine, engine_run
 from ...validation import check_bool, check_choice, check_positive_int, check_positive_real
-from ..privtree.core import noise_scale
 from .consistency import enforce_consistency
 from .synthesis import ModelLevel, decompose, extend, model_level
 from .tree import Level, build_tree
@@ -407,12 +406,12 @@ def check_parameters(epsilon: float, l_max: int, n_max: int) -> tuple[float, int
     InvalidParameter
         A value out of range, named; a noise scale of level 1 (the largest)
         past the samplers' limit, naming ``l_max``, or ``epsilon`` when even
-        ``l_max = 1`` passes it (:func:`dpgpu.mechanisms.privtree.core.noise_scale`).
+        ``l_max = 1`` passes it (:func:`dpgpu.privacy.laplace_scale`).
     """
     epsilon = check_positive_real(epsilon, "epsilon")
     l_max = check_positive_int(l_max, "l_max")
     n_max = min(check_positive_int(n_max, "n_max", maximum=MAX_N), l_max + 1)
-    noise_scale(epsilon / n_max, _sensitivity(l_max), "l_max")
+    laplace_scale(epsilon / n_max, _sensitivity(l_max), name="l_max")
     return epsilon, l_max, n_max
 
 

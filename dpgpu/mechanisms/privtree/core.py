@@ -45,19 +45,14 @@ which nodes are tested.
 from __future__ import annotations
 
 import math
-import sys
-from decimal import Decimal
 from fractions import Fraction
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ...errors import InvalidParameter
 from ...ops import keys as K
-from ...privacy import DiscreteLaplace
-from ...privacy.samplers import MAX_LAPLACE_SCALE
-from ...privacy.tables import float_at_least
+from ...privacy import DiscreteLaplace, laplace_scale
 from ...validation import check_positive_int, check_positive_real
 
 #: The split threshold (Section 3.4: theta = 0).
@@ -124,68 +119,16 @@ def split_params(epsilon: float, beta: int, sensitivity: int = 1, *,
     ------
     InvalidParameter
         A bad parameter, named; a noise scale past the samplers' limit
-        (:func:`noise_scale`).
+        (:func:`~dpgpu.privacy.laplace_scale`).
     """
     epsilon = check_positive_real(epsilon, "epsilon")
     beta = check_positive_int(beta, "beta", minimum=2)
     sensitivity = check_positive_int(sensitivity, name)
     # rounded up: never below Corollary 1
-    lam = noise_scale(epsilon, sensitivity, name, factor=Fraction(2 * beta - 1, beta - 1))
+    lam = laplace_scale(epsilon, sensitivity, name=name,
+                        factor=Fraction(2 * beta - 1, beta - 1))
     exact = lam * math.log(beta)
     return SplitParams(epsilon, beta, sensitivity, lam, exact, max(1, math.ceil(exact)))
-
-
-def noise_scale(epsilon: float, sensitivity: int, name: str, *,
-                factor: Fraction = Fraction(1)) -> float:
-    """The discrete Laplace scale ``factor * sensitivity / epsilon``, rounded up, or why not.
-
-    A mechanism whose sensitivity is set by a parameter (``l_max``, ``l_top``)
-    checks its scale here, so that a scale past the samplers' limit
-    (:data:`~dpgpu.privacy.samplers.MAX_LAPLACE_SCALE`, ``2**52``) names the
-    parameter at fault: ``epsilon`` when the scale passes it even at a
-    sensitivity of 1, else ``name``, with the largest value this epsilon allows.
-
-    Parameters
-    ----------
-    epsilon : float
-        Budget of the noisy values (finite, > 0).
-    sensitivity : int
-        The value of the parameter ``name`` (at least 1).
-    name : str
-        The parameter that sets the sensitivity.
-    factor : Fraction
-        Any other factor of the scale (Corollary 1's ``(2 beta - 1) / (beta - 1)``).
-
-    Returns
-    -------
-    float
-        The scale, the float at or above the exact quotient.
-
-    Raises
-    ------
-    InvalidParameter
-        Naming ``epsilon`` or ``name``, when the scale passes ``2**52``.
-    """
-    unit = factor / Fraction(epsilon)
-    scale = unit * sensitivity
-    if scale <= MAX_LAPLACE_SCALE:
-        return float_at_least(scale)
-    at_one = "" if sensitivity == 1 else f" even at {name} = 1"
-    if unit > MAX_LAPLACE_SCALE:
-        raise InvalidParameter(f"epsilon: too small; a budget of {epsilon:.3g} makes the noise "
-                               f"scale {_show(unit)}{at_one}, past the samplers' limit of "
-                               "2**52; raise epsilon")
-    raise InvalidParameter(f"{name}: {sensitivity} makes the noise scale {_show(scale)} "
-                           f"(over a budget of {epsilon:.3g}) pass the samplers' limit of "
-                           f"2**52; at this epsilon {name} can be at most "
-                           f"{math.floor(MAX_LAPLACE_SCALE / unit)}: lower {name} or raise epsilon")
-
-
-def _show(value: Fraction) -> str:
-    """``value`` to three digits, also past the largest float."""
-    if value <= sys.float_info.max:
-        return f"{float(value):.3g}"
-    return f"{Decimal(value.numerator) / value.denominator:.3g}"
 
 
 def biased_scores(scores: Any, depth: int, params: SplitParams, *, clamp: bool = True):

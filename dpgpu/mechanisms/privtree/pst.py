@@ -65,7 +65,8 @@ import numpy as np
 from ...backend import get_backend, to_numpy
 from ...data.sequencedb import SequenceDB, check_db, synthetic_like
 from ...errors import InvalidParameter
-from ...privacy import DiscreteLaplace, PrivacyLedger, sampling_delta, split_budget
+from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_delta, \
+    split_budget
 from ...privacy.samplers import LAPLACE_TV_BOUND
 from ...progress import Step, stage_reporter
 from ...release import ReleaseWriter, add_vocabulary, note_users
@@ -75,7 +76,7 @@ from ...scale.partitions import LocalPartitions, Partitions, check_engine, engin
 from ...validation import check_bool, check_positive_int, check_positive_real
 from . import sampling
 from ...ops.keys import index_dtype
-from .core import SplitTest, noise_scale, split_params
+from .core import SplitTest, split_params
 
 log = logging.getLogger("dpgpu")
 
@@ -361,13 +362,13 @@ def calibrate(epsilon: float, l_top: int, n_items: int):
     ------
     InvalidParameter
         A noise scale past the samplers' limit, naming ``l_top`` or ``epsilon``
-        (:func:`.core.noise_scale`).
+        (:func:`~dpgpu.privacy.laplace_scale`).
     """
     beta = n_items + 1
     eps_hist = split_budget(epsilon, [1, beta - 1])[1]
     eps_tree = epsilon - eps_hist
     return (eps_tree, eps_hist, split_params(eps_tree, beta, _sensitivity(l_top), name="l_top"),
-            noise_scale(eps_hist, _sensitivity(l_top), "l_top"))
+            laplace_scale(eps_hist, _sensitivity(l_top), name="l_top"))
 
 
 def noisy_histograms(levels: list[PSTLevel], exact: list[np.ndarray], key: Any,
