@@ -17,6 +17,7 @@ from dpgpu.audit import audit, threshold_events
 from dpgpu.cli import main
 from dpgpu.mechanisms import dpne as dpne_module
 from dpgpu.mechanisms.dpne import Occurrences, dpne, sigma_schedule
+from dpgpu.mechanisms.dpne.device import DeviceOccurrences
 from dpgpu.mechanisms.dpne.calibration import GRID, dpsu_integer_threshold, tail_probability, \
     tail_threshold, unit_weights, zcdp_delta, zcdp_sigma
 from dpgpu.mechanisms.dpne.histogram import TAG_SPURIOUS, bounded_histogram, bounded_pairs, \
@@ -440,8 +441,7 @@ def test_level_two_step_is_the_release_level_two(monkeypatch):
     """One run of the batched step, with the keys a release drew its level 2 with, releases
     that release's S_2, for both neighbours and several seeds."""
     seen = {}
-    noisy, spurious, histogram = (dpne_module.noisy_release, dpne_module._spurious,
-                                  Occurrences.level_histogram)
+    noisy, spurious = dpne_module.noisy_release, dpne_module._spurious
 
     def noisy_spy(weights, identities, s, threshold, key, tag):
         if tag == 4 * 2:
@@ -452,9 +452,13 @@ def test_level_two_step_is_the_release_level_two(monkeypatch):
         seen.update(p=p, spurious_key=key)
         return spurious(space, supported, p, key, tag)
 
-    def histogram_spy(self, cap, key, tag):
-        seen.update(bounding=key, cap=cap)
-        return histogram(self, cap, key, tag)
+    def histogram_spy(occurrences):  # the host path's and the GPU path's
+        histogram = occurrences.level_histogram
+
+        def spy(self, cap, key, tag):
+            seen.update(bounding=key, cap=cap)
+            return histogram(self, cap, key, tag)
+        return spy
 
     n_spurious = 0
     for db, seed in itertools.product(_level_two_pair(), range(4)):
@@ -462,7 +466,8 @@ def test_level_two_step_is_the_release_level_two(monkeypatch):
         with monkeypatch.context() as mp:
             mp.setattr(dpne_module, "noisy_release", noisy_spy)
             mp.setattr(dpne_module, "_spurious", spurious_spy)
-            mp.setattr(Occurrences, "level_histogram", histogram_spy)
+            for occurrences in (Occurrences, DeviceOccurrences):
+                mp.setattr(occurrences, "level_histogram", histogram_spy(occurrences))
             r = dpne(db, seed=seed, **LEVEL_TWO)
         cal = _level_two_calibration(r.report)
         assert r.levels[0].ravel().tolist() == [0, 1, 2, 3]           # S_1: every item
