@@ -29,14 +29,10 @@ padding included, plus 32 lanes per read-out chunk and one per distinct
 gram unpacked): the rest of a level's time is host work, CuPy's library
 calls (allocation, the cumulative sum of the read-out, the sort of the hash
 path) and gaps between launches, which tells whether a level is bound by
-the kernels or by what surrounds them.  And it times every level once more on the sort path
-(``sort_s``: packed keys, ``unique``, no counting kernel) and by
-radix-partitioned counting (``partitioned_s``,
-:func:`dpgpu.ops.gpu_grams.partition_counts_gpu`, with its own kernels'
-time), the method that may replace the dense and hash kernels where it is
-faster.  It also times the whole
-N-gram release (epsilon 1, l_max 20, n_max 5) on the bundled MSNBC file on
-this backend and, once, on NumPy for the ratio.  Results, with the device
+the kernels or by what surrounds them.  And it times every level once more
+on the sort path (``sort_s``: packed keys, ``unique``, no counting kernel).
+It also times the whole N-gram release (epsilon 1, l_max 20, n_max 5) on
+the bundled MSNBC file on this backend and, once, on NumPy for the ratio.  Results, with the device
 name and versions: ``bench/results/floors-<backend>-<device>.{json,md}``.
 
 Usage: ``python bench/bench_floors.py [--backend cupy] [--tokens 1e8] [--out DIR]``
@@ -217,36 +213,6 @@ def sort_levels(db, be, rows: list[dict]) -> None:
             print({"n": n, "sort_s": row["sort_s"]}, flush=True)
 
 
-def partitioned_levels(db, be, rows: list[dict], repeat: int = 1) -> None:
-    """Add to each level row the time of radix-partitioned counting (``partitioned_s``) and
-    of its kernels (``partitioned_kernel_s``); each result's size is checked against the
-    kernels' first.  Levels counted in shared memory (a few partitions would each be one
-    block's work) and levels it declines (too many partitions) get none."""
-    from dpgpu.backend import free_device_memory  # noqa: PLC0415
-    from dpgpu.ops.gpu_grams import SHARED_BINS, partition_counts_gpu  # noqa: PLC0415
-
-    engine = GramEngine(db, None, backend=be)
-    engine.blocks  # noqa: B018 - built before timing, as for the kernels
-    for row in rows:
-        n, out = row["n"], {}
-        if engine.radix ** n <= SHARED_BINS:
-            continue
-
-        def count():
-            return partition_counts_gpu(engine.blocks, n, engine.radix, engine.n_windows(n),
-                                        free_device_memory(be) // 2)
-
-        if count() is None:
-            continue
-        row["partitioned_s"] = round(seconds(lambda: out.setdefault("r", count()), be, repeat), 5)
-        assert int(out["r"][1].shape[0]) == row["distinct"]
-        with KernelTimer(be) as timer:
-            count()
-        row["partitioned_kernel_s"] = round(timer.seconds, 5)
-        print({"n": n, "partitioned_s": row["partitioned_s"],
-               "partitioned_kernel_s": row["partitioned_kernel_s"]}, flush=True)
-
-
 def release_seconds(db, be, repeat: int) -> float:
     """Best time of the full default N-gram release on ``db``."""
     return seconds(lambda: ngram(db, 1.0, seed=1, backend=be), be, repeat)
@@ -274,15 +240,13 @@ def write(result: dict, folder: Path) -> Path:
              f"{result['bandwidth_GBps']:.0f} GB/s; nominal INT32 rate "
              f"{result['peak_int_ops'] / 1e12:.3g} Tops/s.", "",
              "| n | distinct grams | time (s) | bandwidth floor (s) | ops floor (s) | x floor "
-             "| own kernels (s) | launches | work items | sort path (s) | partitioned (s) "
-             "| its kernels (s) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| own kernels (s) | launches | work items | sort path (s) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['n']} | {r['distinct']:,} | {r['seconds']} | {r['bandwidth_floor_s']} | "
               f"{r['ops_floor_s']} | {r['x_floor']} | {r.get('kernel_s', '-')} | "
               f"{r.get('launches', '-')} | "
               f"{format(r['work_items'], ',') if 'work_items' in r else '-'} | "
-              f"{r.get('sort_s', '-')} | {r.get('partitioned_s', '-')} | "
-              f"{r.get('partitioned_kernel_s', '-')} |"
+              f"{r.get('sort_s', '-')} |"
               for r in result["levels"]]
     joint = result["count_levels"]
     lines += ["", f"All levels, one by one: {result['count_total_s']} s, "
@@ -333,7 +297,6 @@ def main() -> None:
     result["count_levels"] = count_all_levels(db, be, args.n_max, bandwidth, levels, args.repeat)
     if be.is_gpu:
         sort_levels(db, be, levels)
-        partitioned_levels(db, be, levels, args.repeat)
     total = sum(r["seconds"] for r in levels)
     floor = sum(max(r["bandwidth_floor_s"], r["ops_floor_s"]) for r in levels)
     result.update(tokens=db.n_events, sequences=len(db), levels=levels,

@@ -209,28 +209,6 @@ def test_hash_counts_equal_the_engine_on_numpy(cp, n, n_symbols, packed):
     assert hash_counts_gpu(gpu.blocks, n, gpu.radix, 1024, windows) is None  # too big: caller sorts
 
 
-@pytest.mark.parametrize("n,n_symbols,shift", [(3, 100, None), (4, 100, None), (5, 100, None),
-                                               (4, 100, 13), (5, 100, 10), (3, 3000, None)])
-def test_partitioned_counting_equals_the_engine_on_numpy(cp, n, n_symbols, shift):
-    """Radix-partitioned counting on the GPU (a million partitions for 5-grams over 100
-    symbols; Zipf data, so some partitions hold most windows) equals the NumPy engine."""
-    from dpgpu.data.generate import markov_sequences  # noqa: PLC0415
-    from dpgpu.ops.gpu_grams import count_grams_gpu, partition_counts_gpu  # noqa: PLC0415
-
-    db = markov_sequences(2_000_000, seed=n, n_items=n_symbols)
-    gpu = GramEngine(db, 30, start=True, backend="cupy", max_block_cells=2_000_000)
-    grams, counts = GramEngine(db, 30, start=True, backend="numpy").count(n)
-    windows = int(counts.sum())
-    found = partition_counts_gpu(gpu.blocks, n, gpu.radix, windows, 2 ** 34, shift=shift)
-    assert found is not None
-    np.testing.assert_array_equal(found[0].get(), grams)
-    np.testing.assert_array_equal(found[1].get(), counts)
-    keys, key_counts = count_grams_gpu(gpu.blocks, n, gpu.radix, windows, 0, 2 ** 34, keys=True,
-                                       partitioned=True)
-    np.testing.assert_array_equal(keys.get(), K.rows_keys(grams, gpu.radix, True))
-    np.testing.assert_array_equal(key_counts.get(), counts)
-
-
 @pytest.mark.parametrize("dtype", ["uint32", "uint64"])
 def test_dense_read_out_in_key_order(cp, dtype):
     """Both read-out passes on a large histogram: every nonzero bin, in order, with its count."""

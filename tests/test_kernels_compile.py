@@ -64,8 +64,7 @@ def test_gram_kernels_present():
     assert {"dpgpu_packed_keys", "dpgpu_level_histogram", "dpgpu_unpack_counts"} <= entries
     counting = set(_ENTRY.findall(nvrtc_ptx("gram_counts", 90)))
     assert counting == {"dpgpu_gram_hash_packed", "dpgpu_gram_hash_counts"} | {
-        f"dpgpu_gram_counts{kind}_{bits}" for kind in ("", "_shared") for bits in ("u32", "u64")} \
-        | {f"dpgpu_partition_{step}" for step in ("scatter", "counts", "counts_small", "gather")}
+        f"dpgpu_gram_counts{kind}_{bits}" for kind in ("", "_shared") for bits in ("u32", "u64")}
     assert set(_ENTRY.findall(nvrtc_ptx("gram_readout", 90))) == {
         f"dpgpu_{op}_chunks_{bits}" for op in ("nonzero", "pack") for bits in ("u32", "u64")}
 

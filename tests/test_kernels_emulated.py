@@ -130,25 +130,6 @@ static int __ffs(unsigned int x) { return __builtin_ffs(static_cast<int>(x)); }
 static unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
   return static_cast<unsigned long long>((static_cast<unsigned __int128>(a) * b) >> 64);
 }
-// Every lane posts its value; each gets the value of lane src.
-template <typename T>
-static T __shfl_sync(unsigned int, T v, int src) {
-  const unsigned int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  warp_values[warp][lane] = static_cast<unsigned long long>(v);
-  warp_barriers[warp].wait();
-  const T got = static_cast<T>(warp_values[warp][src & 31]);
-  warp_barriers[warp].wait();
-  return got;
-}
-template <typename T>
-static T __shfl_xor_sync(unsigned int mask, T v, int bits) {
-  return __shfl_sync(mask, v, static_cast<int>(threadIdx.x % 32) ^ bits);
-}
-template <typename T>
-static T __shfl_up_sync(unsigned int mask, T v, unsigned int delta) {
-  const int lane = static_cast<int>(threadIdx.x % 32), src = lane - static_cast<int>(delta);
-  return __shfl_sync(mask, v, src < 0 ? lane : src);
-}
 template <typename T>
 static T atomicAdd(T* address, T value) { return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST); }
 static unsigned long long atomicCAS(unsigned long long* address, unsigned long long expected,
@@ -481,57 +462,6 @@ def test_count_grams_run_on_the_warp_emulator(all_launches, n, n_symbols, path):
     assert ("dpgpu_unpack_counts" in all_launches) == (path != "pairs")
 
 
-@pytest.mark.parametrize("n,n_symbols,shift", [(1, 6, 1), (3, 6, 4), (3, 30, 13), (4, 40, 6),
-                                               (4, 40, 1), (2, 2, 13)])
-def test_partitioned_counting_runs_on_the_warp_emulator(all_launches, n, n_symbols, shift):
-    """Radix-partitioned counting (partitions of two keys or of 2**13, sized in shared or
-    global memory, one or a million; hot grams shared by whole warps) equals the NumPy
-    engine, sorted, keys or rows."""
-    db = zipf_db(n_symbols, n * n_symbols + shift)
-    engine = GramEngine(db, start=True, backend="numpy", max_block_cells=900)
-    grams, counts = engine.count(n)
-    windows = engine.n_windows(n)
-    radix = engine.radix
-    got = gpu_grams.partition_counts_gpu(engine.blocks, n, radix, windows, 2 ** 30,
-                                         shift=shift)
-    np.testing.assert_array_equal(got[0], grams)
-    np.testing.assert_array_equal(got[1], counts)
-    if n > 2:
-        keys, key_counts = gpu_grams.partition_counts_gpu(engine.blocks, n, radix, windows,
-                                                          2 ** 30, shift=shift, keys=True)
-        np.testing.assert_array_equal(keys, K.rows_keys(grams, radix, True))
-        np.testing.assert_array_equal(key_counts, counts)
-    parts = ((radix ** n - 1) >> min(shift, (radix ** n - 1).bit_length())) + 1
-    sized = f"dpgpu_gram_counts_{'shared_' if parts <= gpu_grams.SHARED_BINS else ''}u32"
-    assert set(all_launches) == {sized, "dpgpu_partition_scatter", "dpgpu_partition_counts",
-                                 "dpgpu_partition_counts_small", "dpgpu_partition_gather",
-                                 "dpgpu_unpack_counts"}
-
-
-def test_count_grams_counts_by_partitions_when_asked(all_launches):
-    """count_grams_gpu(partitioned=True) takes partitions for a key space it would hash."""
-    db = zipf_db(6, 5)
-    engine = GramEngine(db, start=True, backend="numpy", max_block_cells=900)
-    grams, counts = engine.count(3)
-    got = gpu_grams.count_grams_gpu(engine.blocks, 3, engine.radix, engine.n_windows(3), 0,
-                                    2 ** 30, partitioned=True)
-    np.testing.assert_array_equal(got[0], grams)
-    np.testing.assert_array_equal(got[1], counts)
-    assert "dpgpu_partition_counts" in all_launches
-    assert not any(k.startswith("dpgpu_gram_hash") for k in all_launches)
-
-
-def test_partitioned_counting_declines_what_it_cannot_hold(launches):
-    """None (the caller hashes instead): too many partitions, too little memory, or a key
-    and a count wider than a word; count_grams_gpu then takes the hash table."""
-    tokens, lengths = np.zeros((2, 5), dtype=np.int32), np.full(2, 5, dtype=np.int32)
-    blocks = [(tokens, lengths)]
-    assert gpu_grams.partition_counts_gpu(blocks, 5, 101, 2, 2 ** 30, shift=8) is None  # 4e7 parts
-    assert gpu_grams.partition_counts_gpu(blocks, 2, 101, 8, 100) is None
-    assert gpu_grams.partition_counts_gpu(blocks, 9, 101, 8, 2 ** 40) is None  # 60 + 4 bits
-    assert launches == []
-
-
 def test_dense_counts_refuse_key_spaces_past_int(launches):
     """Dense kernels match keys as 32-bit ints: 2**31 bins or more is refused, not miscounted."""
     tokens, lengths = np.zeros((2, 3), dtype=np.int32), np.full(2, 3, dtype=np.int32)
@@ -565,12 +495,3 @@ def test_count_levels_run_on_the_warp_emulator(all_launches, monkeypatch, n_symb
         np.testing.assert_array_equal(c, wc)
     assert any(k.startswith(kernel) for k in all_launches)
     assert "dpgpu_unpack_counts" not in all_launches  # keys, not rows, from the kernels
-
-
-@pytest.mark.parametrize("space,windows,bits", [(101 ** 5, 50_000_000, 12), (101 ** 4, 62_500_000, 10),
-                                                (10, 10 ** 9, 10), (2 ** 40, 1, 13),
-                                                (2 ** 20, 2 ** 10, 13), (2 ** 30, 2 ** 19, 13),
-                                                (2 ** 30, 2 ** 23, 12)])
-def test_partitions_aim_at_a_warp_of_windows(space, windows, bits):
-    """32 windows a partition on average (2**bits <= 32 * space / windows), within 10..13 bits."""
-    assert gpu_grams.partition_bits(space, windows) == bits

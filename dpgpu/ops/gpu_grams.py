@@ -5,8 +5,7 @@ GPU twins of the ``xp`` reference in :mod:`dpgpu.ops.keys` and
 results bit for bit.  The kernels are ``dpgpu_packed_keys`` and
 ``dpgpu_level_histogram`` and ``dpgpu_unpack_counts`` in
 ``kernels/grams.cu``, the dense histograms and hash tables of
-``kernels/gram_counts.cu`` (and its radix-partitioned counting) and their
-read-out in ``kernels/gram_readout.cu``;
+``kernels/gram_counts.cu`` and their read-out in ``kernels/gram_readout.cu``;
 the per-element logic is in ``kernels/grams.cuh``.
 
 Importing this module imports neither CuPy nor NVRTC.
@@ -61,25 +60,19 @@ SHARED_BINS = 12_288
 _SHARED_BLOCKS_PER_SM = 8
 #: Table entries per warp of the read-out kernels (``kernels/gram_readout.cu``): 16 per lane.
 READOUT_CHUNK = 512
-#: Key bits of a partition of radix-partitioned counting: from 10 to 13 (2**13 bins: 32 KiB
-#: of shared memory), aiming at 32 windows a partition (:func:`partition_bits`).
-PARTITION_BITS = (10, 13)
-#: Most partitions radix-partitioned counting makes (8 bytes of offsets each).
-MAX_PARTITIONS = 1 << 24
 #: Kernel name suffix of each counter type.
 _SUFFIX = {np.dtype(np.uint32): "u32", np.dtype(np.uint64): "u64", np.dtype(np.int64): "u64"}
 
 
 def count_grams_gpu(blocks: list, n: int, radix: int, windows: int, dense_space: int,
-                    max_bytes: int, *, keys: bool = False, partitioned: bool = False):
+                    max_bytes: int, *, keys: bool = False):
     """All distinct length-``n`` windows of padded blocks with their counts, on the GPU.
 
     Key spaces of at most ``dense_space`` bins are counted in a dense
     histogram (:func:`dense_counts_gpu`) and read out in key order with no
     sort, as words ``(key << count_bits) | count``; larger ones, and
     counts too wide to share a word with the key, go through a hash table
-    (:func:`hash_counts_gpu`), or with ``partitioned`` through
-    radix-partitioned counting (:func:`partition_counts_gpu`) where it can.
+    (:func:`hash_counts_gpu`).
     Counters are 32-bit when there are fewer than ``2**32`` windows.
 
     Parameters
@@ -103,9 +96,6 @@ def count_grams_gpu(blocks: list, n: int, radix: int, windows: int, dense_space:
     keys : bool
         Return the grams' packed keys (int64, increasing) instead of their
         symbol rows.
-    partitioned : bool
-        Count key spaces too large to hold by radix partitioning instead of
-        hashing (the default until a GPU has measured both).
 
     Returns
     -------
@@ -119,19 +109,15 @@ def count_grams_gpu(blocks: list, n: int, radix: int, windows: int, dense_space:
     space = radix ** n
     count_bits = max(windows, 1).bit_length()
     if space > dense_space or (space - 1).bit_length() + count_bits > 64:
-        found = partition_counts_gpu(blocks, n, radix, windows, max_bytes, keys=keys) \
-            if partitioned else None
-        return found if found is not None else \
-            hash_counts_gpu(blocks, n, radix, max_bytes, windows, keys=keys)
+        return hash_counts_gpu(blocks, n, radix, max_bytes, windows, keys=keys)
     hist = cupy.zeros(space, dtype=cupy.uint32 if windows < 2 ** 32 else cupy.uint64)
     for tokens, lengths in blocks:
         dense_counts_gpu(tokens, lengths, n, radix, hist)
     return _unpacked(pack_nonzero(hist, count_bits), count_bits, n, radix, keys)
 
 
-def dense_counts_gpu(tokens: Any, lengths: Any, n: int, radix: int, counts: Any, *,
-                     shift: int = 0) -> Any:
-    """Add the count of every length-``n`` window inside its sequence to ``counts[key >> shift]``.
+def dense_counts_gpu(tokens: Any, lengths: Any, n: int, radix: int, counts: Any) -> Any:
+    """Add the count of every length-``n`` window inside its sequence to ``counts[key]``.
 
     One pass over the block: each window's packed key is formed from the
     tokens and counted at once (no key array is stored).  Key spaces of at
@@ -147,16 +133,13 @@ def dense_counts_gpu(tokens: Any, lengths: Any, n: int, radix: int, counts: Any,
     lengths : cupy.ndarray of int, shape (N,)
         Valid symbols per row.
     n : int
-        Window length (>= 1); ``((radix**n - 1) >> shift) + 1`` must be the
-        size of ``counts`` and below ``2**31`` (bins are matched as 32-bit
-        ints).
+        Window length (>= 1); ``radix**n`` must be the size of ``counts``
+        and below ``2**31`` (bins are matched as 32-bit ints).
     radix : int
         Key radix, normally ``n_symbols + 1``.
     counts : cupy.ndarray of uint32, uint64 or int64
         C-contiguous histogram to add to.  Atomic additions of integers:
         the result is deterministic.  32-bit counters must not pass 2**32.
-    shift : int
-        Key bits each bin spans (0: a bin per key).
 
     Returns
     -------
@@ -169,7 +152,7 @@ def dense_counts_gpu(tokens: Any, lengths: Any, n: int, radix: int, counts: Any,
         When the key space reaches ``2**31`` or ``counts`` has the wrong
         size, dtype or layout.
     """
-    space = ((radix ** n - 1) >> shift) + 1
+    space = radix ** n
     if space >= 2 ** 31:
         raise ValueError(f"dense_counts_gpu: {space} bins; dense histograms hold below 2**31")
     if counts.shape != (space,) or counts.dtype not in _SUFFIX or not counts.flags.c_contiguous:
@@ -180,7 +163,6 @@ def dense_counts_gpu(tokens: Any, lengths: Any, n: int, radix: int, counts: Any,
     if found is None:
         return counts
     total, args = found
-    args += (np.int32(shift),)
     if space <= SHARED_BINS:
         # a block's 32-bit counters see at most total / blocks < 2**32 windows
         blocks = max(_SHARED_BLOCKS_PER_SM * cuda.multiprocessors(), -(-total // 2 ** 31))
@@ -253,86 +235,6 @@ def hash_counts_gpu(blocks: list, n: int, radix: int, max_bytes: int, windows: i
     found = table[cupy.flatnonzero(table[:, 1])]
     order = found[:, 0].argsort()
     return (found[order, 0] if keys else decode_packed(found[order, 0], n, radix)), found[order, 1]
-
-
-def partition_bits(space: int, windows: int) -> int:
-    """Key bits of a partition for ``windows`` windows in a key space of ``space`` keys.
-
-    About 32 windows a partition on average, which a warp sorts
-    (``dpgpu_partition_counts_small``), within :data:`PARTITION_BITS`: fewer
-    bits would scatter the windows over too many partitions, more would
-    not fit shared memory.
-    """
-    lo, hi = PARTITION_BITS
-    wanted = (32 * space // max(windows, 1)).bit_length() - 1  # 2**bits <= 32 / density
-    return min(max(wanted, lo), hi)
-
-
-def partition_counts_gpu(blocks: list, n: int, radix: int, windows: int, max_bytes: int, *,
-                         keys: bool = False, shift: int | None = None):
-    """Distinct length-``n`` windows of padded blocks with counts, by radix partitioning.
-
-    Partition ``p`` holds the keys ``k`` with ``k >> shift == p``.  Four
-    steps (``kernels/gram_counts.cu``), none a sort or a hash table: count
-    the windows of each partition (:func:`dense_counts_gpu` with
-    ``shift``); write each window's low key bits into its partition's
-    stretch of a buffer; count each partition -- one of at most 32 keys
-    sorted in a warp, a larger one in a shared-memory histogram -- and
-    write its distinct keys in key order as words ``(key << count_bits) |
-    count``; close the gaps between the partitions' words.  Every window
-    is read twice and its low key bits written and read once, in
-    ``4 * windows`` bytes, with ``8 * windows`` bytes of words and 40
-    bytes a partition.
-
-    Parameters
-    ----------
-    blocks, n, radix, windows, keys
-        As for :func:`count_grams_gpu`.
-    max_bytes : int
-        Device memory the buffers may take.
-    shift : int, optional
-        Key bits of a partition (at most 13: 2**shift bins of shared
-        memory); default :func:`partition_bits`.
-
-    Returns
-    -------
-    (grams, counts) or None
-        As :func:`count_grams_gpu`; ``None`` when the key and the count do
-        not fit one word, there would be more than :data:`MAX_PARTITIONS`
-        partitions, or the buffers would need more than ``max_bytes``.
-    """
-    import cupy  # noqa: PLC0415 - GPU path only
-
-    key_bits = (radix ** n - 1).bit_length()
-    count_bits = max(windows, 1).bit_length()
-    shift = min(partition_bits(radix ** n, windows) if shift is None else shift, key_bits)
-    parts = ((radix ** n - 1) >> shift) + 1
-    if key_bits + count_bits > 64 or parts > MAX_PARTITIONS \
-            or 12 * windows + 40 * parts > max_bytes:
-        return None
-    sizes = cupy.zeros(parts, dtype=cupy.uint32 if windows < 2 ** 32 else cupy.uint64)
-    for tokens, lengths in blocks:
-        dense_counts_gpu(tokens, lengths, n, radix, sizes, shift=shift)
-    starts = cupy.zeros(parts + 1, dtype=cupy.uint64)
-    cupy.cumsum(sizes, dtype=cupy.uint64, out=starts[1:])
-    cursors = starts[:-1].copy()
-    low = cupy.empty(windows, dtype=cupy.uint32)
-    for tokens, lengths in blocks:
-        found = _window_args(tokens, lengths, n, radix)
-        if found is not None:
-            cuda.launch(cuda.function("gram_counts", "dpgpu_partition_scatter"), found[0],
-                        found[1] + (np.int32(shift), cursors, low))
-    words = cupy.empty(windows, dtype=cupy.uint64)
-    distinct = cupy.empty(parts, dtype=cupy.uint32)
-    args = (low, starts, np.int64(parts), np.int32(shift), np.int32(count_bits), words, distinct)
-    cuda.launch(cuda.function("gram_counts", "dpgpu_partition_counts_small"), 32 * parts, args)
-    cuda.launch(cuda.function("gram_counts", "dpgpu_partition_counts"), parts * cuda.BLOCK_SIZE,
-                args, shared_mem=4 * ((1 << shift) + 32))
-    ends = cupy.cumsum(distinct, dtype=cupy.int64)
-    out = cupy.empty(int(ends[-1]), dtype=cupy.uint64)
-    cuda.launch(cuda.function("gram_counts", "dpgpu_partition_gather"), 32 * parts,
-                (words, starts, distinct, ends, np.int64(parts), out))
-    return _unpacked(out, count_bits, n, radix, keys)
 
 
 def pack_nonzero(values: Any, index_shift: int) -> Any:
