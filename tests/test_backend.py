@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -40,3 +44,18 @@ def test_gpu_in_use_follows_detection():
     from dpgpu.backend import gpu_in_use
 
     assert gpu_in_use() == gpu_available()  # detection ran: in use exactly when usable
+
+
+@pytest.mark.parametrize("preset, expected", [(None, "1 True"), ("0", "0 False")])
+def test_cupy_compiles_with_precompiled_headers_unless_the_user_said_otherwise(preset, expected):
+    """dpgpu asks CuPy for NVRTC's precompiled headers before it first imports CuPy (the
+    first releases on a fresh machine then wait about half as long); a value set is kept."""
+    pytest.importorskip("cupy")
+    env = {k: v for k, v in os.environ.items() if k != "CUPY_NVRTC_USE_PCH"}
+    if preset is not None:
+        env["CUPY_NVRTC_USE_PCH"] = preset
+    code = ("import os, dpgpu, dpgpu.backend as b; b.gpu_available(); "
+            "import cupy.cuda.compiler as c; print(os.environ['CUPY_NVRTC_USE_PCH'], c._use_pch)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split() == expected.split()

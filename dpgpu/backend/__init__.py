@@ -173,6 +173,10 @@ def gpu_in_use() -> bool:
 
 @lru_cache(maxsize=1)
 def _cupy_module() -> ModuleType | None:
+    # NVRTC's precompiled headers (CUDA 12.8 or later; CuPy reads the variable on import):
+    # a fresh machine's first releases wait about half as long for CuPy to compile its
+    # kernels (bench/results/first-use-cupy-*).  A value the user set is kept.
+    os.environ.setdefault("CUPY_NVRTC_USE_PCH", "1")
     try:
         import cupy  # noqa: PLC0415 - imported lazily on purpose
 
