@@ -145,6 +145,31 @@ def test_demo_runs_on_the_bundled_data(capsys, tmp_path):
     assert status == 2 and "already exists" in err
 
 
+def test_demo_with_one_item_per_sequence_has_no_pattern_to_compare(capsys, tmp_path):
+    """At l_max 1 the truncated original holds no pattern of length 2: n/a, not a crash."""
+    status, text, err = run(capsys, "demo", "--l-max", "1", "--n-max", "1", "--backend",
+                            "numpy", "--out", str(tmp_path / "demo"))
+    assert status == 0, err
+    line = next(t for t in text.splitlines() if "its first 1 items" in t)
+    assert line.count("n/a") == 5  # K = 20 .. 100
+
+
+@pytest.mark.parametrize("argv", [["convert", "{data}", ""], ["generate", "", "--tokens", "10"],
+                                  ["demo", "--out", ""], ["report", ""],
+                                  ["report", "{release}", "--html", ""],
+                                  ["evaluate", "{data}", "--release", ""],
+                                  ["evaluate", "{data}", "--release", "{release}", "--plot", ""]])
+def test_empty_paths_are_refused_by_the_option_name(capsys, tmp_path, argv):
+    data = tmp_path / "d.seq"
+    data.write_text("1 2\n")
+    release = tmp_path / "release"
+    release.mkdir()
+    argv = [a.format(data=data, release=release) for a in argv]
+    status, _, err = run(capsys, *argv)
+    assert status == 2 and "empty path" in err and len(err.strip().splitlines()) <= 2, err
+    assert set(tmp_path.iterdir()) == {data, release}  # nothing written
+
+
 def test_python_m_dpgpu_and_lazy_imports():
     code = ("import sys, dpgpu; assert 'cupy' not in sys.modules and 'numba' not in sys.modules; "
             "print('ok')")

@@ -18,7 +18,7 @@ from ..eval.metrics import true_positive_ratio
 from ..eval.truth import top_k_strings
 from ..mechanisms.ngram import MAX_N, check_parameters, ngram
 from ..release import check_release_target
-from .common import add_command, add_backend_argument
+from .common import add_backend_argument, add_command, nonempty_path
 
 K_VALUES = (20, 40, 60, 80, 100)
 
@@ -32,8 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--l-max", type=int, default=20, help="items kept per sequence (default 20)")
     p.add_argument("--n-max", type=int, default=5,
                    help=f"longest n-gram, at most {MAX_N} (default 5)")
-    p.add_argument("--out", default="demo-release", help="release directory (default "
-                   "./demo-release)")
+    p.add_argument("--out", default="demo-release", type=nonempty_path,
+                   help="release directory (default ./demo-release)")
     p.add_argument("--force", action="store_true", help="replace an existing release")
     p.set_defaults(func=run)
 
@@ -61,10 +61,15 @@ def run(args: argparse.Namespace) -> int:
     print("top-K frequent patterns (length >= 2) the synthetic data finds (Table 5 measure):")
     for label, l_max in (("the original", None), (f"its first {args.l_max} items", args.l_max)):
         true_top, _ = top_k_strings(db, k_max, min_length=2, l_max=l_max, backend=be)
-        ratios = "  ".join(f"K={k}: {true_positive_ratio(true_top[:k], synth_top[:k]):.0%}"
+        ratios = "  ".join(f"K={k}: {_percent(true_positive_ratio(true_top[:k], synth_top[:k]))}"
                            for k in K_VALUES)
         print(f"  of {label}: {ratios}")
     print("  most frequent in the synthetic data: "
           + "; ".join(" ".join(names[i] for i in p) for p in synth_top[:3]))
     print("(the top-K comparison reads the original data: a diagnostic, not part of the release)")
     return 0
+
+
+def _percent(ratio: float | None) -> str:
+    """A ratio as a percentage; n/a where there was nothing to find (no pattern of length 2)."""
+    return "n/a" if ratio is None else f"{ratio:.0%}"

@@ -41,7 +41,8 @@ from pathlib import Path
 from ..data.io import check_output
 from ..errors import InvalidParameter
 from .common import (FORMAT_OPTIONS, add_backend_argument, add_command, add_data_arguments,
-                     check_outside_release, input_paths, load_from_args, print_json)
+                     check_outside_release, input_paths, load_from_args, nonempty_path,
+                     print_json)
 
 #: The options that set the evaluation's keywords, by keyword (how its messages name them).
 OPTIONS = {"n_queries": "--queries", "query_sizes": "--query-sizes", "k_values": "--k",
@@ -78,14 +79,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         if action.dest == "original":
             action.required = True
             action.help = "the original dataset the release was made from"
-    p.add_argument("--release", required=True, metavar="DIR", help="release directory")
+    p.add_argument("--release", required=True, metavar="DIR", type=nonempty_path,
+                   help="release directory")
     p.add_argument("--columns", help="spatial release: the original's coordinate columns, in "
                    "the release's order (default: those named in report.json)")
     p.add_argument("--task", action="append", choices=TASKS,
                    help="metric group to compute (repeatable; default: all that the release "
                         "files allow)")
     p.add_argument("--json", action="store_true", help="print the evaluation as JSON")
-    p.add_argument("--plot", metavar="FILE.png", help="draw a figure (needs dpgpu[plot])")
+    p.add_argument("--plot", metavar="FILE.png", type=nonempty_path,
+                   help="draw a figure (needs dpgpu[plot])")
     p.add_argument("--force", action="store_true", help="replace an existing --plot file "
                    "(evaluation.json in the release is always replaced)")
     p.add_argument("--seed", type=int, default=0,

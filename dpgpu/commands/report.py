@@ -18,16 +18,17 @@ from pathlib import Path
 from ..data.io import atomic_output, check_output
 from ..release import REPORT
 from ..report import as_html, as_text, summarize
-from .common import add_command, check_outside_release, print_json
+from .common import add_command, check_outside_release, nonempty_path, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``report`` subcommand."""
     p = add_command(sub, "report", help="summarise a release directory", description=__doc__,
                     example="dpgpu report release/ --html release.html")
-    p.add_argument("release", help="release directory (with report.json)")
-    p.add_argument("--html", help="also write a self-contained HTML page here (outside the "
-                   "release directory)")
+    p.add_argument("release", type=nonempty_path, help="release directory (with report.json)")
+    p.add_argument("--html", type=nonempty_path,
+                   help="also write a self-contained HTML page here (outside the release "
+                        "directory)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--with-evaluation", action="store_true",
                    help="add the utility figures of the release's evaluation.json: exact "
