@@ -52,8 +52,10 @@ DATASETS = {
 
 
 def score(db, true_p, true_s, patterns, noisy):
-    """F-score and median relative error of one release."""
+    """F-score (NaN where nothing is frequent or released) and median relative error of one
+    release."""
     _, _, f = precision_recall_fscore(true_p, patterns)
+    f = float("nan") if f is None else f
     truth = dict(zip(true_p, true_s.tolist()))
     missing = [p for p in patterns if p not in truth]
     if missing:

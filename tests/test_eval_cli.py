@@ -133,6 +133,18 @@ def test_frequent_by_hand(tmp_path, original, capsys):
     assert r["tasks"]["frequent"]["release"]["precision"] == 0.0
 
 
+def test_frequent_with_nothing_to_compare_says_n_a(tmp_path, original, capsys):
+    """Support >= 4 of 4 sequences: nothing is frequent and nothing is released."""
+    rel = make_release(tmp_path, original, {"frequent.tsv": "pattern\tsupport\n"},
+                       parameters={"threshold": 1.0})
+    r = evaluate(capsys, original, rel)["tasks"]["frequent"]["release"]
+    assert (r["precision"], r["recall"], r["f_score"]) == (None, None, None)
+    status, out, err = run(capsys, "evaluate", "--original", str(original), "--release",
+                           str(rel), "--force")
+    assert status == 0, err
+    assert "release: precision n/a  recall n/a  F-score n/a" in out
+
+
 def test_frequent_on_synthetic_needs_a_threshold(tmp_path, original, capsys):
     rel = make_release(tmp_path, original, {"synthetic.txt": ORIGINAL})
     status, _, err = run(capsys, "evaluate", "--original", str(original), "--release", str(rel),

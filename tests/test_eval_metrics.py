@@ -64,7 +64,12 @@ def test_precision_recall_fscore():
     p, r, f = M.precision_recall_fscore({1, 2, 3, 4}, {3, 4, 5})
     assert (p, r, f) == pytest.approx((2 / 3, 1 / 2, 4 / 7))
     assert M.precision_recall_fscore({1}, set()) == (1.0, 0.0, 0.0)
-    assert M.precision_recall_fscore(set(), set()) == (1.0, 1.0, 1.0)
+    assert M.precision_recall_fscore(set(), {1}) == (0.0, 1.0, 0.0)
+    assert M.precision_recall_fscore([(1, 2)], [(1, 2)]) == (1.0, 1.0, 1.0)
+    # nothing to compare: undefined (n/a), as an empty top-K, not a perfect score
+    assert M.precision_recall_fscore(set(), set()) == (None, None, None)
+    assert M.precision_recall_fscore([], iter(())) == (None, None, None)
+    assert M.true_positive_ratio([], []) is None  # the convention it follows
 
 
 def test_support_relative_errors():

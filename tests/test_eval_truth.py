@@ -125,6 +125,45 @@ def test_parse_gram_with_spaces_in_labels():
     assert T.decode_pattern(v, (0, 2, v.end_id)) == "Create Fine Send &"
 
 
+def test_decode_pattern_errors_name_pattern():
+    v = Vocabulary(["a", "b"])
+    assert T.decode_pattern(v, np.array([1, v.end_id])) == "b &"
+    assert T.decode_pattern(v, [v.start_id, 0]) == "$ a"
+    for bad, says in [([0, 9], "pattern: 9 is not an id of this vocabulary of size 2"),
+                      ([-1], "pattern: -1 is not an id"),
+                      (["a"], "pattern: expected integer ids, got 'a'"),
+                      ([0.0], "pattern: expected integer ids, got 0.0"),
+                      ([True], "pattern: expected integer ids, got True"),
+                      ("ab", "pattern: expected a sequence of integer ids, got 'ab'"),
+                      (3, "pattern: expected a sequence of integer ids, got 3"),
+                      (None, "pattern: expected a sequence of integer ids, got None")]:
+        with pytest.raises(InvalidParameter) as info:
+            T.decode_pattern(v, bad)
+        assert str(info.value).startswith(says) and "ids:" not in str(info.value)
+
+
+@pytest.mark.parametrize("points, boxes, name, says", [
+    (["0.5", "1.5"], [(0, 1)], "points", "real numbers"),          # NumPy would read 0.5, 1.5
+    ([(0.5, 0.5)], [("0", "0", "1", "1")], "boxes", "real numbers"),
+    ([(0.5, 0.5)], [(0, 0, "1", 1)], "boxes", "real numbers"),      # one string among numbers
+    ([True, False], [(0, 1)], "points", "real numbers"),
+    ([0.5], [(0, None)], "boxes", "real numbers"),
+    ([0.5], [(0, float("nan"))], "boxes", "NaN"),
+    ([float("nan")], [(0, 1)], "points", "NaN"),
+    ([(0.5, 0.5), (1.0,)], [(0, 0, 1, 1)], "points", "array of numbers"),  # ragged rows
+])
+def test_range_counts_refuses_what_is_not_a_number(points, boxes, name, says):
+    with pytest.raises(InvalidParameter, match=f"^{name}: .*{says}"):
+        T.range_counts(points, boxes)
+
+
+def test_range_counts_takes_integers_and_infinite_sides():
+    inf = float("inf")
+    assert T.range_counts([1, 2, 3], [(-inf, inf), (2, inf), (-inf, 2)]).tolist() == [3, 2, 1]
+    assert T.range_counts(np.array([[1, 1], [5, 5]], dtype=np.int64),
+                          [(0, 0, 2, 2), (0, 0, inf, inf)]).tolist() == [1, 2]
+
+
 def test_range_counts_by_hand():
     pts = [(0.5, 0.5), (1.5, 0.5), (1.5, 1.5), (2.5, 2.5)]
     boxes = [(1, 0, 2, 2), (0, 0, 3, 3), (0.5, 0.5, 1.5, 1.5), (3, 3, 4, 4)]

@@ -1683,8 +1683,8 @@ def format_table(result: dict) -> str:
                 continue
             r = t[src]
             if "precision" in r:
-                lines.append(f"  {src}: precision {r['precision']:.3f}  recall {r['recall']:.3f}  "
-                             f"F-score {r['f_score']:.3f}  RE (median) "
+                lines.append(f"  {src}: precision {_score(r['precision'])}  recall "
+                             f"{_score(r['recall'])}  F-score {_score(r['f_score'])}  RE (median) "
                              f"{r['relative_error']['median']:.4f}  ({r['released']} released, "
                              f"{r['true_frequent']} truly frequent)")
             else:
@@ -1846,6 +1846,11 @@ def plot_evaluation(result: dict, path: Any, *, force: bool = False,
     finally:
         plt.close(fig)
     return Path(path)
+
+
+def _score(value: float | None) -> str:
+    """A score for the table: ``n/a`` where nothing was compared (None)."""
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def _nan(value: float | None) -> float:

@@ -353,13 +353,16 @@ def utility_loss(true_top: Mapping[Any, float], released_top: Mapping[Any, float
 
 # ----------------------------------------------------------- frequent patterns
 def precision_recall_fscore(true_set: Iterable[Any], released_set: Iterable[Any]
-                            ) -> tuple[float, float, float]:
+                            ) -> tuple[float, float, float] | tuple[None, None, None]:
     """Precision, recall and F-score of a released pattern set.
 
     ``precision = |T & R| / |R|``, ``recall = |T & R| / |T|``,
-    ``F = 2 p r / (p + r)``.  Conventions for empty sets: precision is 1
+    ``F = 2 p r / (p + r)``.  Conventions for one empty set: precision is 1
     when nothing is released (no false positive), recall is 1 when nothing
-    is truly frequent; F is 0 when ``p + r = 0``.
+    is truly frequent; F is 0 when ``p + r = 0``, so 0 for either.  When
+    both sets are empty there is nothing to compare, which is no perfect
+    score: all three are None (``n/a``), as :func:`true_positive_ratio`
+    scores an empty top-K.
 
     Parameters
     ----------
@@ -370,9 +373,11 @@ def precision_recall_fscore(true_set: Iterable[Any], released_set: Iterable[Any]
 
     Returns
     -------
-    (float, float, float)
+    (float, float, float), or (None, None, None) when ``T`` and ``R`` are both empty
     """
     t, r = set(true_set), set(released_set)
+    if not t and not r:
+        return None, None, None
     hit = len(t & r)
     p = hit / len(r) if r else 1.0
     rc = hit / len(t) if t else 1.0

@@ -187,8 +187,28 @@ def decode_pattern(vocab: Any, pattern: Iterable[int]) -> str:
     str
         The labels as they are (not %-encoded, unlike
         :func:`dpgpu.release.encode_ids`).
+
+    Raises
+    ------
+    InvalidParameter
+        When ``pattern`` is a string or not iterable, or holds something
+        other than an integer id (bools included) or an id that is neither
+        an item's nor a marker's; the message names ``pattern``.
     """
-    return " ".join(vocab.decode(pattern))
+    if isinstance(pattern, (str, bytes)) or not isinstance(pattern, Iterable):
+        raise InvalidParameter(f"pattern: expected a sequence of integer ids, got {pattern!r} "
+                               "(Vocabulary.encode turns labels into ids)")
+    labels = []
+    for ident in pattern:
+        if isinstance(ident, bool) or not isinstance(ident, numbers.Integral):
+            raise InvalidParameter(f"pattern: expected integer ids, got {ident!r}")
+        if not 0 <= int(ident) <= vocab.start_id:
+            raise InvalidParameter(
+                f"pattern: {int(ident)} is not an id of this vocabulary of size {vocab.size}: "
+                f"ids are 0 .. {vocab.start_id} ({vocab.end_id} is {END_LABEL!r}, "
+                f"{vocab.start_id} is {START_LABEL!r})")
+        labels.append(vocab.label_of(int(ident)))
+    return " ".join(labels)
 
 
 def _pattern_matrix(patterns: Iterable[Any], n_symbols: int, name: str = "patterns",
@@ -1028,6 +1048,14 @@ def range_counts(points: Any, boxes: Any) -> np.ndarray:
     -------
     numpy.ndarray of int64, shape (Q,)
 
+    Raises
+    ------
+    InvalidParameter
+        When ``points`` or ``boxes`` holds something other than real numbers
+        (strings, which NumPy would read as numbers, bools, objects) or NaN
+        (infinite sides are fine), or has the wrong shape; the message names
+        the parameter.
+
     Notes
     -----
     * ``d = 1``: two binary searches per interval in the sorted coordinates.
@@ -1039,12 +1067,12 @@ def range_counts(points: Any, boxes: Any) -> np.ndarray:
       smallest of its ``d`` slabs and tests the other coordinates (Numba);
       ``O(d Q log n + sum of the smallest slabs)``.
     """
-    pts = np.asarray(points, dtype=np.float64)
+    pts = _coordinates(points, "points")
     pts = pts.reshape(-1, 1) if pts.ndim == 1 else pts
     if pts.ndim != 2 or pts.shape[1] == 0:
         raise InvalidParameter("points: need an (n, d) array of coordinates")
     d = pts.shape[1]
-    bx = np.asarray(boxes, dtype=np.float64)
+    bx = _coordinates(boxes, "boxes")
     if bx.size % (2 * d):
         raise InvalidParameter(f"boxes: rows of 2 d = {2 * d} numbers are needed for "
                                f"{d}-D points")
@@ -1067,6 +1095,21 @@ def range_counts(points: Any, boxes: Any) -> np.ndarray:
     return _range_kernel("slab")(np.ascontiguousarray(pts), np.ascontiguousarray(order.T),
                                  best, start[rows, best], stop[rows, best],
                                  np.ascontiguousarray(lo), np.ascontiguousarray(hi))
+
+
+def _coordinates(values: Any, name: str) -> np.ndarray:
+    """``values`` as a float64 array of real numbers other than NaN, else an
+    InvalidParameter naming ``name``."""
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError) as err:  # ragged rows, say
+        raise InvalidParameter(f"{name}: expected an array of numbers ({err})") from None
+    if arr.dtype.kind not in "iuf":  # NumPy would read "1.5" as 1.5 and True as 1
+        raise InvalidParameter(f"{name}: expected real numbers, got values of type {arr.dtype}")
+    arr = arr.astype(np.float64)
+    if np.isnan(arr).any():
+        raise InvalidParameter(f"{name}: expected numbers other than NaN")
+    return arr
 
 
 def _range_counts_2d(pts: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -96,6 +96,8 @@ MAX_DRAWS = 10_000_000
 MAX_N = 64
 #: Most items a synthetic database may hold (4 GB of int32 ids).
 MAX_SYNTHETIC_ITEMS = 1_000_000_000
+#: Windows per batched model lookup in :meth:`NGramRelease.estimate`.
+_LOOKUP_CHUNK = 65536
 
 
 class NGramRelease(Displayed):
@@ -158,29 +160,44 @@ class NGramRelease(Displayed):
             When ``labels`` is a string or empty, holds a label that is not in
             the vocabulary, or has ``&`` before its end.
         """
-        ids = self.vocab.encode_string(labels).tolist()
-        est = self._count(ids[:1])
+        ids = self.vocab.encode_string(labels)
+        found = self._window_counts(ids)
+        longest = len(found)
+
+        def count(start: int, stop: int) -> float | None:  # model count of ids[start:stop]
+            return found[stop - start - 1][start] if stop - start <= longest else None
+
+        est = count(0, 1)
         for j in range(2, len(ids) + 1):
-            direct = self._count(ids[:j])
+            direct = count(0, j)
             if direct is not None:
                 est = direct
                 continue
-            est = (est or 0.0) * self._conditional(ids[:j])
+            est = (est or 0.0) * _conditional(count, j, longest)
         return float(est or 0.0)
 
-    def _count(self, ids: list[int]) -> float | None:
-        if len(ids) > len(self.model):
-            return None
-        lvl = self.model[len(ids) - 1]
-        i = int(lvl.index.find(np.asarray([ids], dtype=np.int32))[0])
-        return float(lvl.count[i]) if i >= 0 else None
+    def _window_counts(self, ids: np.ndarray) -> list[list[float | None]]:
+        """Model count of every window of ``ids`` up to the model's longest gram.
 
-    def _conditional(self, ids: list[int]) -> float:
-        for start in range(1, len(ids) - 1):
-            joint, context = self._count(ids[start:]), self._count(ids[start:-1])
-            if joint is not None and context:
-                return joint / context
-        return 0.0
+        Entry ``[m - 1][s]`` is the count of ``ids[s:s + m]``, or None when
+        the model lacks it: one batched lookup per gram length (in chunks of
+        ``_LOOKUP_CHUNK`` windows), so ``len(ids) * len(self.model)`` lookups
+        in all instead of one per sub-gram of every prefix.
+        """
+        found = []
+        for m in range(1, min(len(ids), len(self.model)) + 1):
+            lvl = self.model[m - 1]
+            windows = np.lib.stride_tricks.sliding_window_view(ids, m)
+            values: list[float | None] = []
+            for c in range(0, windows.shape[0], _LOOKUP_CHUNK):
+                rows = to_numpy(lvl.index.find(np.ascontiguousarray(
+                    windows[c:c + _LOOKUP_CHUNK], dtype=np.int32)))
+                hit = rows >= 0
+                counts = to_numpy(lvl.count[rows[hit]]).tolist() if hit.any() else []
+                it = iter(counts)
+                values += [float(next(it)) if h else None for h in hit.tolist()]
+            found.append(values)
+        return found
 
     def top_k(self, k: int, *, min_length: int = 2) -> list[tuple[tuple[str, ...], float]]:
         """The ``k`` item strings of length >= ``min_length`` with the largest estimated counts.
@@ -383,6 +400,26 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     add_vocabulary(report, db.vocab)
     note_users(report, db)
     return NGramRelease(levels, model, synth, report, db.vocab)
+
+
+def _conditional(count: Callable[[int, int], float | None], stop: int, longest: int) -> float:
+    """``P(last symbol | context)`` for the prefix ``ids[:stop]`` of :meth:`NGramRelease.estimate`.
+
+    The longest context ``ids[start:stop - 1]`` (``start >= 1``, so a proper
+    suffix of the prefix, at least one symbol) whose extension by the last
+    symbol the model holds, with a positive count: ``count(start, stop) /
+    count(start, stop - 1)``; 0 when there is none.  Starts whose gram
+    ``ids[start:stop]`` is longer than the model's ``longest`` grams are
+    skipped (the model holds none of them).
+    """
+    for start in range(max(1, stop - longest), stop - 1):
+        joint = count(start, stop)
+        if joint is None:
+            continue
+        context = count(start, stop - 1)
+        if context:
+            return joint / context
+    return 0.0
 
 
 def check_parameters(epsilon: float, l_max: int, n_max: int) -> tuple[float, int, int]:
