@@ -7,9 +7,9 @@
 #   OUT=/some/dir bash bench/gpu_check.sh [tests|bench|all]
 #
 # Logs go to $OUT (default ./gpu-check): env.txt, pytest.txt, bench.txt,
-# profile.txt, scaling.txt; benchmark results to bench/results/ and, tarred,
+# profile.txt, first_use.txt, scaling.txt; benchmark results to bench/results/ and, tarred,
 # to $OUT/results.tar.gz (one archive: the device returns only a few files).
-# Each stage has a time limit (seconds; T_TESTS,
+# Each stage has a time limit (seconds; T_TESTS, T_FIRST_USE,
 # T_SCALING) so that one stuck stage cannot eat the rest; MAX_TOKENS, RELEASE_MAX_TOKENS
 # and MECHANISMS size the scaling run, SCALING_TAG names its results
 # (scaling-cupy-<tag>; the counting curve to 1e9 tokens is scaling-cupy).  Tests and benchmarks read the real
@@ -59,6 +59,9 @@ if [[ $stage == bench || $stage == all ]]; then
   } > "$OUT/bench.txt" 2>&1
   tar czf "$OUT/results.tar.gz" bench/results
   timeout 120 "$py" bench/profile_release.py --backend cupy --top 15 > "$OUT/profile.txt" 2>&1
+  # each case in a fresh process on its own empty kernel cache: ~40 s a mechanism
+  (cd bench && timeout "${T_FIRST_USE:-240}" "$py" bench_first_use.py) > "$OUT/first_use.txt" 2>&1
+  echo "bench_first_use exit $?" >> "$OUT/first_use.txt"
   timeout "${T_SCALING:-150}" "$py" bench/bench_scaling.py --backend cupy --max-tokens "${MAX_TOKENS:-3e7}" \
     --release-max-tokens "${RELEASE_MAX_TOKENS:-3e7}" --mechanisms "${MECHANISMS:-ngram,pst,pfs2,dpne}" \
     --tag "${SCALING_TAG:-releases}" \
