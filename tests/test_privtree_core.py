@@ -32,6 +32,19 @@ def test_invalid_parameters(kwargs):
         split_params(**args)
 
 
+def test_delta_is_at_least_lambda_ln_beta_where_the_float_product_rounds_down(monkeypatch):
+    """lambda = 1.4426950408889636: lambda * log(2) is 1.0 in floats, 1 + 5.6e-17 exactly."""
+    from decimal import Decimal, getcontext  # noqa: PLC0415
+
+    from dpgpu.mechanisms.privtree import core  # noqa: PLC0415
+
+    getcontext().prec = 60
+    lam = 1.4426950408889636
+    assert lam * math.log(2) == 1.0 and Decimal(lam) * Decimal(2).ln() > 1
+    monkeypatch.setattr(core, "laplace_scale", lambda *args, **kwargs: lam)
+    assert split_params(1.0, 2).delta == 2
+
+
 def test_biased_score_clamp():
     p = split_params(1.0, 4)  # delta = ceil(7/3 ln 4) = 4
     assert p.delta == 4

@@ -76,7 +76,9 @@ class SplitParams:
     delta_exact : float
         The paper's ``lam * ln(beta)``.
     delta : int
-        ``ceil(delta_exact)``: the decay on the integer grid (module doc).
+        The least integer at or above the exact ``lambda ln(beta)``, taken
+        past the float ``delta_exact``'s rounding error: the decay on the
+        integer grid (module doc).
     theta : int
         Split threshold, 0.
     """
@@ -128,7 +130,11 @@ def split_params(epsilon: float, beta: int, sensitivity: int = 1, *,
     lam = laplace_scale(epsilon, sensitivity, name=name,
                         factor=Fraction(2 * beta - 1, beta - 1))
     exact = lam * math.log(beta)
-    return SplitParams(epsilon, beta, sensitivity, lam, exact, max(1, math.ceil(exact)))
+    # delta >= lam ln(beta) exactly: log and product are each within an ulp or so, so the
+    # ceiling is taken of a bound above the float (a product just below an integer that the
+    # exact value passes would otherwise give a delta one too small)
+    return SplitParams(epsilon, beta, sensitivity, lam, exact,
+                       max(1, math.ceil(exact * (1 + 2 ** -50))))
 
 
 def biased_scores(scores: Any, depth: int, params: SplitParams, *, clamp: bool = True):
