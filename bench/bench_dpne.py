@@ -47,15 +47,23 @@ KS = (10, 100, 1000)
 SPMF = str(DATASETS / "msnbc_spmf" / "MSNBC.txt.gz")
 
 
+def db_ids(release, db) -> list:
+    """The release's levels as ids of ``db``'s vocabulary (a release made with a vocabulary
+    taken from the data has one of its own: the released labels alone)."""
+    to_db = np.asarray([db.vocab.id_of(label) for label in release.vocab.labels], dtype=np.int32)
+    return [to_db[lvl] for lvl in release.levels]
+
+
 def _release(db, method, policy, seed):
     """Per-k counts and released grams (tuples of ids) of one run of ``method``."""
     common = dict(contribution=10, seed=seed, method=method, policy=policy,
                   **({"eta": 0.01} if method == "dpne" else {}))
     if method != "dpsu-single":
-        r = dpne(db, 1.0, 1e-7, max_n=T, **common)
-        levels = r.levels + [np.zeros((0, k), np.int32) for k in range(len(r.levels) + 1, T + 1)]
+        levels = db_ids(dpne(db, 1.0, 1e-7, max_n=T, **common), db)
+        levels += [np.zeros((0, k), np.int32) for k in range(len(levels) + 1, T + 1)]
     else:
-        levels = [dpne(db, 1.0, 1e-7, max_n=k, **common).levels[k - 1] for k in range(1, T + 1)]
+        levels = [db_ids(dpne(db, 1.0, 1e-7, max_n=k, **common), db)[k - 1]
+                  for k in range(1, T + 1)]
     return [lv.shape[0] for lv in levels], {tuple(g) for lv in levels for g in lv.tolist()}
 
 
@@ -71,7 +79,7 @@ def versus_naive(db) -> dict:
     keys = range(len(db)) if db.users is None else db.users.tolist()
     for user, row in zip(keys, db_rows(db)):
         users.setdefault(user, []).append(row)
-    released = [set(map(tuple, lvl.tolist())) for lvl in rel.levels]
+    released = [set(map(tuple, lvl.tolist())) for lvl in db_ids(rel, db)]
     if len(released) < T:
         released.append(set())  # the level that came out empty was counted too
     t = time.perf_counter()

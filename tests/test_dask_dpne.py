@@ -60,6 +60,23 @@ def test_dask_baselines_equal_local(client, method, policy):
     assert remote.report["calibration"] == local.report["calibration"]
 
 
+@pytest.mark.parametrize("method", ["dpne", "dpsu-all"])
+def test_dask_equals_local_with_a_vocabulary_taken_from_the_data(client, method):
+    """Numeric and text labels taken from the data, and one user's token never released:
+    both engines give the same release in the same release vocabulary."""
+    base = user_db(n_users=200)
+    rows = [[x[1:] if x in ("w0", "w2") else x for x in s] for s in base]
+    db = SequenceDB.from_sequences(rows + [["secret"]],
+                                   users=np.r_[base.users, base.users.max() + 1])
+    assert not db.vocab.public and "secret" in db.vocab
+    kw = dict(max_n=3, contribution=3, seed=13, method=method)
+    local = dpne(db, 8.0, 1e-5, **kw)
+    remote = dpne(db, 8.0, 1e-5, engine="dask", client=client, **kw)
+    assert local.counts()[1] > 0 and "secret" not in local.vocab
+    assert [g.tolist() for g in remote.levels] == [g.tolist() for g in local.levels]
+    assert remote.vocab.labels == local.vocab.labels and remote.grams() == local.grams()
+
+
 def test_baseline_partitions_get_only_the_bounding_key(monkeypatch):
     derived = []
     original = NoiseKey.derive

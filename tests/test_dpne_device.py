@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpgpu import SequenceDB
+from dpgpu import SequenceDB, Vocabulary
 from dpgpu.mechanisms import dpne as dpne_module
 from dpgpu.mechanisms.dpne import dpne
 from dpgpu.mechanisms.dpne.calibration import unit_weights
@@ -104,20 +104,28 @@ def _device_on(backend):
     return lambda be: (DeviceOccurrences, (backend,))
 
 
-def _users_db():
+def _users_db(data_vocab=False):
+    """Users' texts over ``a .. h``; ``data_vocab``: in a vocabulary taken from the data,
+    whose ids (``h`` first) are not in text order, so the release re-encodes its levels."""
     rng = np.random.default_rng(7)
     base = [list("abcd"), list("bca"), list("dab"), list("abcab")]
     seqs = [base[i % 4] for i in range(600)] + [list(rng.choice(list("abcdefgh"), 8))
                                                 for _ in range(200)]
     seqs.append(list("ab") * 200)                           # one text beyond MAX_REMAIN
     users = [i // 3 for i in range(len(seqs))]
-    return SequenceDB.from_sequences(seqs, vocab=list("abcdefgh"), users=users)
+    db = SequenceDB.from_sequences(seqs, vocab=list("abcdefgh"), users=users)
+    if data_vocab:
+        db = SequenceDB(7 - db.items, db.offsets, Vocabulary(list("hgfedcba"), public=False),
+                        users=db.users)
+    return db
 
 
+@pytest.mark.parametrize("data_vocab", [False, True], ids=["public-vocab", "data-vocab"])
 @pytest.mark.parametrize("rule", ["both", "single"])
 @pytest.mark.parametrize("users", [True, False], ids=["users", "one-user-per-text"])
-def test_dpne_release_on_the_array_path_equals_the_host_path(monkeypatch, rule, users):
-    db = _users_db()
+def test_dpne_release_on_the_array_path_equals_the_host_path(monkeypatch, rule, users,
+                                                              data_vocab):
+    db = _users_db(data_vocab)
     if not users:
         db = SequenceDB(db.items, db.offsets, db.vocab)
     kw = dict(max_n=5, contribution=4, eta=0.5, rule=rule)
@@ -128,6 +136,7 @@ def test_dpne_release_on_the_array_path_equals_the_host_path(monkeypatch, rule, 
             arrays = dpne(db, 3.0, 1e-5, seed=seed, **kw)
         assert host.counts()[1] > 0 and len(host.counts()) >= 3     # levels to compare
         assert all(np.array_equal(a, b) for a, b in zip(host.levels, arrays.levels))
+        assert host.vocab.labels == arrays.vocab.labels
 
 
 def test_dpne_on_the_array_path_over_dask_partitions_equals_the_host_path(monkeypatch,
@@ -143,14 +152,17 @@ def test_dpne_on_the_array_path_over_dask_partitions_equals_the_host_path(monkey
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("data_vocab", [False, True], ids=["public-vocab", "data-vocab"])
 @pytest.mark.parametrize("rule", ["both", "single"])
-def test_dpne_on_cupy_equals_numpy(rule):
-    db = _users_db()
+def test_dpne_on_cupy_equals_numpy(rule, data_vocab):
+    db = _users_db(data_vocab)
     kw = dict(max_n=5, contribution=4, eta=0.5, rule=rule, seed=4)
     host = dpne(db, 3.0, 1e-5, backend="numpy", **kw)
     gpu = dpne(db, 3.0, 1e-5, backend="cupy", **kw)
     assert gpu.report["backend"] == "cupy"
-    assert all(np.array_equal(a, b) for a, b in zip(host.levels, gpu.levels))
+    assert all(type(b) is np.ndarray and np.array_equal(a, b)
+               for a, b in zip(host.levels, gpu.levels))
+    assert host.vocab.labels == gpu.vocab.labels
 
 
 @pytest.mark.gpu

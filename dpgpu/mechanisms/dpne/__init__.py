@@ -102,6 +102,20 @@ from released sets only, so this stopping rule costs no privacy.  The
 report shows the vocabulary's size and fingerprint only when the
 vocabulary is public (:func:`dpgpu.release.vocabulary_facts`).
 
+Release vocabulary (DPNE and the baselines, :func:`release_of`): the
+mechanism computes with the database's item ids, but when the vocabulary is
+taken from the data (not ``vocab.public``) those ids are ranks among *all*
+the labels of the data, in an order (numeric when every label is an
+integer, else text) that one added user's token can flip.  Released as
+they are, the ids, their gaps, the order of the released grams and the
+vocabulary itself would tell neighbours apart with certainty.  So the
+release's vocabulary is made of the labels of the released grams alone,
+in the text order of the labels (:func:`.policy.label_ranks`, which
+depends on each label alone), every level is re-encoded into it, and its
+rows are sorted lexicographically in those ids: the release object, its
+pickle and ``ngrams.tsv`` are functions of the released set of grams.  A
+public vocabulary is kept with its ids (they are public) and its order.
+
 Counting over Dask (``engine="dask"``): the database is split by user, all
 the texts of a user in one partition (:func:`dpgpu.scale.partitions.partition`
 with ``by_user=True``), and each partition bounds its users' contributions
@@ -132,6 +146,7 @@ import numpy as np
 
 from ...backend import get_backend, to_numpy
 from ...data.sequencedb import SequenceDB, check_db
+from ...data.vocabulary import Vocabulary
 from ...errors import InvalidParameter
 from ...ops.keys import array_module, index_dtype, sorted_unique
 from ...privacy import Bernoulli, DiscreteGaussian, PrivacyLedger, analytic_gaussian_sigma, \
@@ -151,7 +166,7 @@ from .baselines import METHODS, POLICIES, calibrate, differing_draws, release_ru
     runs, sampling_cost
 from .device import DeviceOccurrences
 from .levels import Level, Positions, Space, first_level, index_of
-from .policy import ORDER_TIES
+from .policy import ORDER_TIES, label_ranks
 
 log = logging.getLogger("dpgpu")
 
@@ -179,9 +194,14 @@ class DPNERelease(Displayed):
     Attributes
     ----------
     levels : list of numpy.ndarray
-        ``levels[k-1]`` is the ``(|S_k|, k)`` int32 matrix of released k-grams.
+        ``levels[k-1]`` is the ``(|S_k|, k)`` int32 matrix of released k-grams,
+        ids of :attr:`vocab`.
     report : dict
         Public parameters, budget, ledger, backend, timings (no counts of the data).
+    vocab : Vocabulary
+        The release vocabulary (:func:`release_of`): the public vocabulary
+        given, or, for one taken from the data, the labels of the released
+        grams alone, in text order.
     """
 
     def __init__(self, levels: list[np.ndarray], report: dict, vocab: Any):
@@ -230,6 +250,50 @@ class DPNERelease(Displayed):
                 [lvl.shape[1] for lvl in self.levels for _ in range(lvl.shape[0])],
                 np.concatenate(grams) if grams else []])
             return w.finish(self.report)
+
+
+def release_of(levels: list[Any], report: dict, vocab: Vocabulary) -> DPNERelease:
+    """The release of DPNE or of a baseline: its levels in the release vocabulary (module doc).
+
+    A public vocabulary is kept, with its ids and the levels' order.  A
+    vocabulary taken from the data is replaced by the labels of the released
+    grams alone, in the text order of :func:`.policy.label_ranks` (which
+    depends on each label alone), with their names if the vocabulary has
+    names, still marked not public; every level is re-encoded into it and
+    its rows sorted lexicographically in the new ids.  The release then
+    depends on the released grams only: not on unreleased labels, their
+    number, or the data's numeric-or-text sort of the labels.
+
+    Parameters
+    ----------
+    levels : list of array_like of int
+        ``levels[k-1]``: the ``(|S_k|, k)`` released k-grams as ids of ``vocab``
+        (items only).
+    report : dict
+        The release's report (its ``vocabulary`` entry,
+        :func:`dpgpu.release.vocabulary_facts`, is ``{"public": False}`` for a
+        vocabulary taken from the data, whichever of the two it describes).
+    vocab : Vocabulary
+        The database's vocabulary.
+
+    Returns
+    -------
+    DPNERelease
+    """
+    levels = [np.ascontiguousarray(to_numpy(g), dtype=np.int32) for g in levels]
+    if not vocab.public:
+        used = np.unique(np.concatenate([g.ravel() for g in levels])) if levels else \
+            np.zeros(0, dtype=np.int32)
+        labels = [vocab.labels[i] for i in used.tolist()]
+        rank = label_ranks(labels)                  # new id of each used label
+        order = np.argsort(rank)
+        remap = np.full(vocab.size, -1, dtype=np.int32)
+        remap[used] = rank
+        names = None if vocab.names is None else [vocab.names[i] for i in used[order].tolist()]
+        vocab = Vocabulary([labels[i] for i in order.tolist()], names, public=False)
+        levels = [np.ascontiguousarray(g[np.lexsort(g.T[::-1])])
+                  for g in (remap[lvl] for lvl in levels)]
+    return DPNERelease(levels, report, vocab)
 
 
 def sigma_schedule(sigma_star: float, max_n: int, schedule: str, decay: float) -> list[float]:
@@ -463,7 +527,7 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
         "input": {"format": db.source.get("format"), "users": names_users(db)},
         "timings": {"total_s": round(time.perf_counter() - t0, 4)},
     }
-    return DPNERelease([lv.grams for lv in levels], report, db.vocab)
+    return release_of([lv.grams for lv in levels], report, db.vocab)
 
 
 def _refuse_unused(method: str, policy: str, **given: Any) -> None:
@@ -656,4 +720,4 @@ def _baseline(db: SequenceDB, epsilon: float, delta: float, method: str, policy:
         "input": {"format": db.source.get("format"), "users": names_users(db)},
         "timings": {"total_s": round(time.perf_counter() - t0, 4)},
     }
-    return DPNERelease(levels, report, db.vocab)
+    return release_of(levels, report, db.vocab)

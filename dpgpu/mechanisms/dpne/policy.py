@@ -67,7 +67,11 @@ ORDER_TIES = 2.0 ** -66
 
 
 def label_ranks(labels: list[str]) -> np.ndarray:
-    """Rank of each item id's label in text order (module doc: the gram tie order)."""
+    """Rank of each item id's label in text order (module doc: the gram tie order).
+
+    Also the order of a release vocabulary taken from the data
+    (:func:`dpgpu.mechanisms.dpne.release_of`): it depends on each label alone.
+    """
     rank = np.empty(len(labels), dtype=np.int64)
     rank[sorted(range(len(labels)), key=labels.__getitem__)] = np.arange(len(labels))
     return rank
