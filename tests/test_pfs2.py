@@ -420,7 +420,8 @@ def test_audit_rejects_a_broken_mining_phase(monkeypatch, twin):
     else:
         scale = pfs2_module.laplace_scale
         monkeypatch.setattr(pfs2_module, "laplace_scale",
-                            lambda epsilon, sensitivity=1.0: 2 / 3 * scale(epsilon, sensitivity))
+                            lambda epsilon, sensitivity=1.0, **kw: 2 / 3 * scale(epsilon, sensitivity,
+                                                                                **kw))
     result = mining_audit()
     assert not result.passed, result.summary()
 

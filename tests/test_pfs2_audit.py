@@ -300,8 +300,8 @@ def test_supports_audit_passes():
 def _supports_sensitivity_one(mp):
     """Twin: the supports on D at scale 1 / eps_k, |C'_k| ignored (pruning's scale kept)."""
     real = pfs2_module.laplace_scale
-    mp.setattr(pfs2_module, "laplace_scale", lambda epsilon, sensitivity=1.0: (
-        real(epsilon) if epsilon == SUP_EPS_K else real(epsilon, sensitivity)))
+    mp.setattr(pfs2_module, "laplace_scale", lambda epsilon, sensitivity=1.0, **kw: (
+        real(epsilon, **kw) if epsilon == SUP_EPS_K else real(epsilon, sensitivity, **kw)))
 
 
 @pytest.mark.slow

@@ -17,7 +17,12 @@ visits only the buckets of its distinct items, at their first
 occurrences, matching the rest of each prefix from there
 (:func:`match_after`), and the groups of empty prefix: the same matches
 as :func:`prefix_end` on every group, with far fewer tries and shorter
-scans when the sequences hold few of the items.  The support count runs over chunks of
+scans when the sequences hold few of the items.  A group far larger than
+what is left of the sequence after its prefix's match (the single items
+of a large vocabulary) is tested from those items instead, each searched
+among the group's, sorted once (:func:`ext_order`): a sequence then costs
+its length, not the group's size (the CUDA kernel tests pattern by
+pattern).  The support count runs over chunks of
 sequences in parallel; each chunk counts into its own row (integers, added
 in chunk order), so the results do not depend on the number of threads.
 
@@ -41,6 +46,10 @@ from ..ops.keys import _GOLDEN, _MIX1, _MIX2
 
 #: :func:`prefix_end`'s answer when the prefix does not occur.
 NO_MATCH = -2
+#: A group holding more than this many patterns per item of a sequence after its prefix's
+#: match is tested from those items, each searched among the group's (:func:`_extensions`),
+#: not pattern by pattern.
+WALK_RATIO = 8
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -107,19 +116,71 @@ def groups_by_first_item(pre_flat, pre_off, n_sym):
     return first_off, first_grp, empty
 
 
+@numba.njit(cache=True, nogil=True)
+def ext_order(grp_off, ext_item):
+    """Each group's patterns in order of extension item, for :func:`sequence_hits`' look-ups.
+
+    Parameters
+    ----------
+    grp_off, ext_item : numpy.ndarray of int
+        The patterns grouped by prefix (module doc).
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        A permutation of the patterns, within each group: ``ext_item[order[i]]``
+        ascends over ``grp_off[g] <= i < grp_off[g + 1]`` (equal items in
+        pattern order).  A group already in that order (such as a sorted
+        list's) keeps it at one pass.
+    """
+    order = np.arange(ext_item.size)
+    for g in range(grp_off.size - 1):
+        a, b = grp_off[g], grp_off[g + 1]
+        for e in range(a + 1, b):
+            if ext_item[e] < ext_item[e - 1]:
+                order[a:b] = a + np.argsort(ext_item[a:b], kind="mergesort")
+                break
+    return order
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
-def _extensions(last, pos, grp_off, ext_item, g, hits, n):
-    """Append to ``hits[n:]`` the patterns of group ``g`` whose last item occurs after ``pos``."""
-    if pos != NO_MATCH:
-        for e in range(grp_off[g], grp_off[g + 1]):
-            hits[n] = e  # kept only when the item occurs after pos: no branch to mispredict
-            n += last[ext_item[e]] > pos
+def _extensions(items, b, last, pos, grp_off, ext_item, order, walk_ratio, g, hits, n):
+    """Append to ``hits[n:]`` group ``g``'s patterns whose last item is in ``items[pos + 1:b]``.
+
+    The group's patterns are tested one by one (one ``last`` look-up each),
+    unless they outnumber those items more than ``walk_ratio`` times and
+    ``order`` (:func:`ext_order`) is given: then each distinct item there,
+    at its last occurrence, is searched among the group's sorted items.
+    """
+    if pos == NO_MATCH:
+        return n
+    e0, e1 = grp_off[g], grp_off[g + 1]
+    if order is not None and e1 - e0 > walk_ratio * (b - 1 - pos):
+        for p in range(pos + 1, b):
+            x = items[p]
+            if last[x] != p:
+                continue  # x occurs again later: looked up once, there
+            lo, hi = e0, e1
+            while lo < hi:  # the first of the group's sorted items >= x
+                mid = (lo + hi) >> 1
+                if ext_item[order[mid]] < x:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            while lo < e1 and ext_item[order[lo]] == x:
+                hits[n] = order[lo]
+                n += 1
+                lo += 1
+        return n
+    for e in range(e0, e1):
+        hits[n] = e  # kept only when the item occurs after pos: no branch to mispredict
+        n += last[ext_item[e]] > pos
     return n
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def sequence_hits(items, a, b, last, seen, s, pre_flat, pre_off, grp_off, ext_item, first_off,
-                  first_grp, empty, hits):
+                  first_grp, empty, hits, order=None, walk_ratio=WALK_RATIO):
     """The grouped patterns that ``items[a:b]`` contains, into ``hits``; returns how many.
 
     ``last`` must be -1 for every item (it holds the sequence's last
@@ -127,15 +188,20 @@ def sequence_hits(items, a, b, last, seen, s, pre_flat, pre_off, grp_off, ext_it
     ``seen`` must hold no ``s`` (it is marked ``s`` at the sequence's items);
     ``hits`` has room for every pattern.  Each pattern is listed once.  A
     prefix's leftmost match starts at the first occurrence of its first
-    item, so the groups of a bucket go on from there.
+    item, so the groups of a bucket go on from there.  With ``order``
+    (:func:`ext_order`), a group of more than ``walk_ratio`` patterns per
+    item of the sequence after its prefix's match is tested from those items
+    (:func:`_extensions`), so that a large group (a level of single items
+    over a large vocabulary) costs the sequence's length, not the group's;
+    the patterns listed are the same, perhaps in another order.
     """
     for p in range(a, b):
         last[items[p]] = p
     n = 0
     for i in range(empty.size):
         g = empty[i]
-        n = _extensions(last, prefix_end(items, a, b, last, pre_flat, pre_off[g], pre_off[g + 1]),
-                        grp_off, ext_item, g, hits, n)
+        pos = prefix_end(items, a, b, last, pre_flat, pre_off[g], pre_off[g + 1])
+        n = _extensions(items, b, last, pos, grp_off, ext_item, order, walk_ratio, g, hits, n)
     for p in range(a, b):
         x = items[p]
         if seen[x] == s:
@@ -144,7 +210,8 @@ def sequence_hits(items, a, b, last, seen, s, pre_flat, pre_off, grp_off, ext_it
         for i in range(first_off[x], first_off[x + 1]):
             g = first_grp[i]
             pos = match_after(items, p, last, pre_flat, pre_off[g] + 1, pre_off[g + 1])
-            n = _extensions(last, pos, grp_off, ext_item, g, hits, n)
+            n = _extensions(items, b, last, pos, grp_off, ext_item, order, walk_ratio, g, hits,
+                            n)
     for p in range(a, b):
         last[items[p]] = -1
     return n
@@ -153,7 +220,7 @@ def sequence_hits(items, a, b, last, seen, s, pre_flat, pre_off, grp_off, ext_it
 @one_caller_when_unsafe
 @numba.njit(parallel=True, nogil=True, cache=True)
 def support_counts(items, offsets, weights, pre_flat, pre_off, grp_off, ext_item, n_sym,
-                   n_chunks):
+                   n_chunks, walk_ratio=WALK_RATIO):
     """Weighted number of sequences containing each grouped pattern.
 
     Parameters
@@ -172,6 +239,10 @@ def support_counts(items, offsets, weights, pre_flat, pre_off, grp_off, ext_item
         Number of item ids (every id is below it).
     n_chunks : int
         Chunks of sequences counted in parallel, each into its own row.
+    walk_ratio : int
+        Patterns per item of a sequence above which a group is tested from
+        the sequence's items (:func:`sequence_hits`; default
+        :data:`WALK_RATIO`): the counts do not depend on it.
 
     Returns
     -------
@@ -181,6 +252,7 @@ def support_counts(items, offsets, weights, pre_flat, pre_off, grp_off, ext_item
     """
     n_seq = offsets.size - 1
     first_off, first_grp, empty = groups_by_first_item(pre_flat, pre_off, n_sym)
+    order = ext_order(grp_off, ext_item)
     partial = np.zeros((n_chunks, ext_item.size), dtype=np.int64)
     for c in numba.prange(n_chunks):
         last = np.full(n_sym, -1, dtype=np.int64)
@@ -189,7 +261,8 @@ def support_counts(items, offsets, weights, pre_flat, pre_off, grp_off, ext_item
         row = partial[c]
         for s in range(n_seq * c // n_chunks, n_seq * (c + 1) // n_chunks):
             n = sequence_hits(items, offsets[s], offsets[s + 1], last, seen, s, pre_flat,
-                              pre_off, grp_off, ext_item, first_off, first_grp, empty, hits)
+                              pre_off, grp_off, ext_item, first_off, first_grp, empty, hits,
+                              order, walk_ratio)
             for i in range(n):
                 row[hits[i]] += weights[s]
     return partial.sum(axis=0)

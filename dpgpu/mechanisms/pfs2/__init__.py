@@ -515,6 +515,16 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
     Returns
     -------
     list of Level
+
+    Raises
+    ------
+    InvalidParameter
+        When ``max_candidates`` is below the vocabulary's size
+        (:func:`check_max_candidates`), or when a level's noise scale passes
+        the samplers' limit: naming ``max_candidates`` (it bounds ``|C_k|``,
+        so ``Delta_k``, and ``|C'_k|``), or ``epsilon`` where even a
+        sensitivity of 1 is too much.  :func:`pfs2` refuses such parameters
+        before any data is read (:func:`check_noise_scales`).
     """
     L_f, l_max = pre.L_f, pre.l_max
     n_items = db.vocab.size
@@ -540,7 +550,8 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
         budget_left -= len(cands)
         sens = support_sensitivity(l_max, k, len(cands))
         local = data.sum(_sample_supports, k, cands, l_max, backend.name)
-        local_noisy = local + DiscreteLaplace(laplace_scale(eps_prune, sens)).sample(
+        local_noisy = local + DiscreteLaplace(laplace_scale(  # Delta_k <= |C_k|
+            eps_prune, sens, name="max_candidates")).sample(
             prune.key, np.arange(len(cands)), tag=k, backend="numpy")  # identity: position
         relaxed = relaxed_threshold(threshold, pre.n_noisy / L_f, sens, eps_prune, zeta)
         kept = np.flatnonzero(local_noisy >= relaxed)
@@ -551,7 +562,7 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
             eps_k = eps_level[k - 1]
             step = ledger.charge(f"pfs2: level {k} supports on D", eps_k,
                                  sampling_delta=tv_delta(len(survivors), eps_k), hint=DRAWS_HINT)
-            scale = laplace_scale(eps_k, len(survivors))
+            scale = laplace_scale(eps_k, len(survivors), name="max_candidates")  # |C'_k|
             warn_of_noise(k, scale, abs_threshold)
             noisy = data.sum(_full_supports, survivors, backend.name) + DiscreteLaplace(
                 scale).sample(step.key, kept, tag=k, backend="numpy")
