@@ -153,7 +153,7 @@ def test_hash_collisions_are_detected_and_counted_exactly(monkeypatch, caplog):
     assert not K.fits_exact(4, db.vocab.size + 2)
     monkeypatch.setattr(K, "hashed_keys", lambda tokens, n: K.array_module(tokens).zeros(
         (tokens.shape[0], max(tokens.shape[1] - n + 1, 0)), dtype=np.uint64))
-    with caplog.at_level("WARNING", logger="dpgpu"):
+    with caplog.at_level("DEBUG", logger="dpgpu"):
         assert db.gram_counts(4) == brute_grams(seqs, 4)
     assert "collision" in caplog.text
     engine = GramEngine(db)

@@ -135,7 +135,8 @@ class GramEngine:
         try:
             return self._count_hashed(n)
         except _Collision:
-            log.warning("64-bit hash collision among %d-grams: recounting exactly", n)
+            # debug: whether the data's grams collide is a (vanishingly rare) fact of the data
+            log.debug("64-bit hash collision among %d-grams: recounting exactly", n)
             return self._count_lexicographic(n)
 
     def count_levels(self, n_max: int) -> list:
@@ -326,7 +327,7 @@ class GramEngine:
         order = xp.argsort(ctx_keys)
         sorted_keys = ctx_keys[order]
         if not exact and bool(xp.any(sorted_keys[1:] == sorted_keys[:-1])):
-            log.warning("64-bit hash collision among contexts: matching them exactly")
+            log.debug("64-bit hash collision among contexts: matching them exactly")  # as above
             return self._histogram_lexicographic(contexts)
         flat = out.ravel()
         for tokens, lengths in self.blocks:
