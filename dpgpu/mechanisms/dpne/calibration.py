@@ -9,7 +9,9 @@ sigma``).  Three quantities follow:
   Steinke (NeurIPS 2020, Corollary 13):
   ``delta = inf_{a>1} exp((a-1)(a rho - eps)) / (a-1) * (1 - 1/a)**a``.
   Any ``a`` gives a valid bound, so a numerically approximate minimiser is
-  safe; the bound is evaluated exactly at the ``a`` used.
+  safe; the bound is evaluated rigorously at the ``a`` used
+  (:func:`zcdp_delta_bound`: decimal arithmetic, rounded up), since its float
+  value can land a few units in the last place below the real one.
 * :func:`tail_threshold` -- the least integer ``c`` with
   ``P[N_Z(0, s**2) > c] <= q``, from the fixed-point weights of
   :func:`dpgpu.privacy.tables.gaussian_half_weights` in exact integer
@@ -23,6 +25,7 @@ sigma``).  Three quantities follow:
 from __future__ import annotations
 
 import math
+from decimal import Context, Decimal, localcontext
 from fractions import Fraction
 from functools import lru_cache
 
@@ -48,25 +51,62 @@ MAX_ZCDP_SIGMA = 2.0 ** 40
 
 
 def zcdp_delta(sigma: float, epsilon: float) -> float:
-    """``delta`` implied at ``epsilon`` by ``1/(2 sigma**2)``-zCDP (CKS20 Cor. 13)."""
+    """``delta`` implied at ``epsilon`` by ``1/(2 sigma**2)``-zCDP (CKS20 Cor. 13), in floats."""
     return math.exp(_log_zcdp_delta(sigma, epsilon))
 
 
 def _log_zcdp_delta(sigma: float, epsilon: float) -> float:
     """``log zcdp_delta(sigma, epsilon)``, without underflow for large ``epsilon``."""
+    return _log_cks_delta(sigma, epsilon, _zcdp_order(sigma, epsilon))
+
+
+def _log_cks_delta(sigma: float, epsilon: float, a: float) -> float:
+    """The logarithm of CKS20 Corollary 13's bound at the order ``a > 1``, in floats."""
     rho = 1 / (2 * sigma * sigma)
+    return (a - 1) * (a * rho - epsilon) - math.log(a - 1) + a * math.log1p(-1 / a)
 
-    def log_delta(a: float) -> float:
-        return (a - 1) * (a * rho - epsilon) - math.log(a - 1) + a * math.log1p(-1 / a)
 
+def _zcdp_order(sigma: float, epsilon: float) -> float:
+    """The order ``a > 1`` at which the bound is taken: a float minimiser (any ``a`` is valid)."""
+    rho = 1 / (2 * sigma * sigma)
     hi = max(4.0, 4 * (epsilon / rho + 1))
-    best = minimize_scalar(log_delta, bounds=(1 + 1e-9, hi), method="bounded",
-                           options={"xatol": 1e-10})
-    return min(float(best.fun), log_delta(hi))
+    best = minimize_scalar(lambda a: _log_cks_delta(sigma, epsilon, a), bounds=(1 + 1e-9, hi),
+                           method="bounded", options={"xatol": 1e-10})
+    a = float(best.x)
+    return a if _log_cks_delta(sigma, epsilon, a) <= _log_cks_delta(sigma, epsilon, hi) else hi
+
+
+def zcdp_delta_bound(sigma: float, epsilon: float) -> Decimal:
+    """A rigorous upper bound on the ``delta`` of ``1/(2 sigma**2)``-zCDP at ``epsilon``.
+
+    CKS20 Corollary 13's bound at the order of :func:`_zcdp_order`, evaluated
+    in decimal at 100 digits from the floats' exact values, with ``ln`` and
+    ``exp`` correctly rounded: ``a - 1`` is exact (a float ``a > 1`` has at
+    most 54 significant digits), ``a log(1 - 1/a)`` is taken as ``a (ln(a - 1)
+    - ln a)``, and every other operation is within ``1e-99`` relative, so the
+    exponent is within a few ``1e-99 size`` of the real one, where ``size``
+    bounds every intermediate it is made of; it is raised by ``1e-60 size``
+    before ``exp``.  The float :func:`zcdp_delta` can fall a few units in the
+    last place of ``exp(size 1e-16)`` on either side of it (3.3e-15 above
+    ``delta`` at the former ``zcdp_sigma(1.5, 1e-10)``).
+    """
+    a = _zcdp_order(sigma, epsilon)
+    with localcontext(Context(prec=100)):     # every operation below at 100 digits
+        a_, s_, e_ = Decimal(a), Decimal(sigma), Decimal(epsilon)
+        rho = 1 / (2 * s_ * s_)
+        ln_am1, ln_a = (a_ - 1).ln(), a_.ln()
+        exponent = (a_ - 1) * (a_ * rho - e_) - ln_am1 + a_ * (ln_am1 - ln_a)
+        size = 1 + (a_ - 1) * (a_ * rho + e_) + (1 + a_) * abs(ln_am1) + a_ * abs(ln_a)
+        return (exponent + size * Decimal("1e-60")).exp()
 
 
 def zcdp_sigma(epsilon: float, delta: float) -> float:
     """Smallest ``sigma`` (unit L2 sensitivity) with ``zcdp_delta(sigma, epsilon) <= delta``.
+
+    The search runs in floats; the ``sigma`` returned meets the rigorous
+    :func:`zcdp_delta_bound` ``<= delta`` (raised by a factor ``1 + 1e-12`` until it
+    does, which it does where the floats' rounding, a few units in the last
+    place, fell on the unsafe side).
 
     Raises
     ------
@@ -84,6 +124,9 @@ def zcdp_sigma(epsilon: float, delta: float) -> float:
     def excess(sigma: float) -> float:
         return _log_zcdp_delta(sigma, epsilon) - target
 
+    def meets(sigma: float) -> bool:
+        return zcdp_delta_bound(sigma, epsilon) <= Decimal(delta)
+
     lo, hi = 1e-3, 1.0
     while excess(hi) > 0:
         hi *= 2
@@ -92,10 +135,10 @@ def zcdp_sigma(epsilon: float, delta: float) -> float:
                                    f"{MAX_ZCDP_SIGMA:g}; raise epsilon or delta")
     while excess(lo) <= 0 and lo > 1e-12:  # a large epsilon allows a tiny sigma
         lo /= 2
-    if excess(lo) <= 0 and zcdp_delta(lo, epsilon) <= delta:
-        return lo
-    s = brentq(excess, lo, hi, xtol=1e-13, rtol=1e-14)
-    while zcdp_delta(s, epsilon) > delta:  # the guarantee itself, not its logarithm
+    s = lo if excess(lo) <= 0 else brentq(excess, lo, hi, xtol=1e-13, rtol=1e-14)
+    while zcdp_delta(s, epsilon) > delta:  # the float guarantee first (unchanged search) ...
+        s *= 1 + 1e-12
+    while not meets(s):                    # ... then the rigorous one
         s *= 1 + 1e-12
     return s
 
