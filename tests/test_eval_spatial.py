@@ -207,7 +207,8 @@ def test_evaluate_a_release_of_clipped_points(tmp_path, capsys):
     pts = np.random.default_rng(0).uniform(0, 2, (5000, 1))
     data = write_points(tmp_path / "clip1d.csv", pts.tolist(), names=("x",))
     status, _, err = run(capsys, "privtree-spatial", str(data), "--columns", "x", "--bounds",
-                         "0,1", "--epsilon", "1", "--seed", "1", "--out", str(tmp_path / "rel"))
+                         "0,1", "--outside", "clip", "--epsilon", "1", "--seed", "1", "--out",
+                         str(tmp_path / "rel"))
     assert status == 0, err
     rows = np.loadtxt(tmp_path / "rel" / "leaves.csv", delimiter=",", skiprows=1, ndmin=2)
     assert np.all(rows[:, 1] > rows[:, 0]) and rows[-1, 1] == 1.0

@@ -376,7 +376,8 @@ def test_numpy_and_cupy_give_the_same_decomposition():
 
 # ------------------------------------------- the floating-point grid, domains, inputs
 def clipped_1d():
-    """5,000 points uniform on [0, 2] with the domain [0, 1]: half are clipped onto 1.0."""
+    """5,000 points uniform on [0, 2] with the domain [0, 1]: half are clipped onto 1.0
+    (``outside="clip"``, which every run of this case passes)."""
     return np.random.default_rng(0).uniform(0, 2, (5000, 1)), [[0, 1]]
 
 
@@ -401,7 +402,7 @@ def test_no_leaf_is_narrower_than_a_float_step(case, fanout):
     # width reached one float step (about 53 halvings): the 1-D case ended in the leaf
     # [1.0, 1.0] holding the 2,500 clipped points, which range queries then ignored.
     pts, bounds = case()
-    release = privtree_spatial(pts, 1.0, bounds=bounds, seed=1, fanout=fanout)
+    release = privtree_spatial(pts, 1.0, bounds=bounds, seed=1, fanout=fanout, outside="clip")
     assert_leaves_tile_the_domain(release, bounds)
     if fanout is None:  # stopped by the box, not the depth cap (fanout 2 halves x every 2nd level)
         assert len(release.nodes) < spatial.MAX_DEPTH + 1
@@ -426,7 +427,7 @@ def test_a_box_too_narrow_to_halve_is_a_leaf_without_a_test():
 
 def test_the_split_test_draws_only_for_nodes_that_can_be_halved():
     pts, bounds = clipped_1d()
-    release = privtree_spatial(pts, 1.0, bounds=bounds, seed=1)
+    release = privtree_spatial(pts, 1.0, bounds=bounds, seed=1, outside="clip")
     narrow = release.nodes[-1]["hi"][-1][0] - release.nodes[-1]["lo"][-1][0]
     assert narrow == 2.0 ** -53  # the clipped points' leaf is one float step wide
     halvable = [spatial.halvable(lo, hi, lo + (hi - lo) / 2, [0])
@@ -442,9 +443,9 @@ def test_the_dask_engine_grows_the_same_narrow_leaves():
             distributed.Client(cluster) as client:
         for case in (clipped_1d, repeated_2d):
             pts, bounds = case()
-            local = privtree_spatial(pts, 1.0, bounds=bounds, seed=3)
-            remote = privtree_spatial(pts, 1.0, bounds=bounds, seed=3, engine="dask",
-                                      client=client)
+            local = privtree_spatial(pts, 1.0, bounds=bounds, seed=3, outside="clip")
+            remote = privtree_spatial(pts, 1.0, bounds=bounds, seed=3, outside="clip",
+                                      engine="dask", client=client)
             for field in ("lo", "hi", "counts"):
                 np.testing.assert_array_equal(getattr(remote.leaves, field),
                                               getattr(local.leaves, field))
@@ -455,8 +456,8 @@ def test_the_dask_engine_grows_the_same_narrow_leaves():
 def test_numpy_and_cupy_give_the_same_narrow_leaves():
     for case in (clipped_1d, repeated_2d):
         pts, bounds = case()
-        a = privtree_spatial(pts, 1.0, bounds=bounds, seed=3, backend="numpy")
-        b = privtree_spatial(pts, 1.0, bounds=bounds, seed=3, backend="cupy")
+        a = privtree_spatial(pts, 1.0, bounds=bounds, seed=3, backend="numpy", outside="clip")
+        b = privtree_spatial(pts, 1.0, bounds=bounds, seed=3, backend="cupy", outside="clip")
         for field in ("lo", "hi", "counts"):
             np.testing.assert_array_equal(getattr(a.leaves, field), getattr(b.leaves, field))
         assert a.report["tree"] == b.report["tree"]
@@ -542,12 +543,14 @@ def test_cli_bounds_near_the_float_limit(tmp_path, capsys):
     assert "bounds" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-def test_bounds_help_says_points_outside_are_clipped(capsys):
+def test_bounds_help_says_what_happens_to_points_outside(capsys):
     assert main(["privtree-spatial", "--help"]) == 0
-    assert "clipped onto the domain's edge" in " ".join(capsys.readouterr().out.split())
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "one outside follows --outside" in help_text
+    assert "moved onto the domain's edge (clip)" in help_text
     pts = np.array([[-5.0, 0.5], [5.0, 0.5]])  # both outside [0, 1] in x: clipped onto 0 and 1
     release = privtree_spatial(np.repeat(pts, 500, axis=0), 1.0, bounds=[[0, 1], [0, 1]],
-                               seed=1)
+                               seed=1, outside="clip")
     left = release.range_count([[0, 0]], [[0.25, 1]])[0]
     right = release.range_count([[0.75, 0]], [[1, 1]])[0]
     assert abs(left - 500) < 60 and abs(right - 500) < 60

@@ -4,22 +4,29 @@ Writes a release directory: ``report.json``, ``leaves.csv`` (one row per leaf:
 ``lo_<column>``, ``hi_<column>`` for each dimension and the noisy ``count``),
 ``tree.json`` (every node by depth) and ``diagnostics.json`` (timings; not
 private, not part of the release).  Pass the public domain with
-``--bounds lo,hi,lo,hi,...``; points outside it are clipped onto its edge.
-Without it the data's bounding box is used and the release is NOT private:
+``--bounds lo,hi,lo,hi,...``: a point outside it (one on its edge is inside)
+is an error naming the file, its line (Parquet: row) and column, before any
+budget is spent or anything written; ``--outside drop`` leaves such points
+out, ``--outside clip`` moves them onto the domain's edge.  Without
+``--bounds`` the data's bounding box is used and the release is NOT private:
 the report says ``"private": false`` with epsilon infinite and delta 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 from typing import Any
 
 import numpy as np
 
+from ..data.io import read_bytes
 from ..data.points import parse_columns, read_points
-from ..errors import InvalidParameter
+from ..errors import InputError, InvalidParameter
 from ..mechanisms.privtree import SpatialRelease, privtree_spatial
-from ..mechanisms.privtree.spatial import MAX_SPLIT_DIMS, check_fanout
+from ..mechanisms.privtree.spatial import MAX_SPLIT_DIMS, OUTSIDE, PointsOutside, \
+    check_fanout, number
 from .common import Progress, add_engine_arguments, add_mechanism_command, nonempty_path, \
     run_mechanism
 
@@ -35,9 +42,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("points", type=nonempty_path, help="CSV or Parquet file, one point per row")
     p.add_argument("--columns", required=True, help="coordinate columns, e.g. x,y")
     p.add_argument("--bounds", help="public domain: lo,hi for each column, in order, with "
-                                    "hi - lo finite; points outside are clipped onto the "
-                                    "domain's edge (default: the data's bounding box, NOT "
-                                    "private)")
+                                    "hi - lo finite; a point on its edge is inside, one "
+                                    "outside follows --outside (default: the data's bounding "
+                                    "box, NOT private)")
+    p.add_argument("--outside", choices=OUTSIDE, default="error",
+                   help="a point outside --bounds: an error naming its line (default), left "
+                        "out (drop), or moved onto the domain's edge (clip)")
     p.add_argument("--fanout", type=int,
                    help=f"children per split: 2, 4, ... up to 2**d for d columns, and at most "
                         f"2**{MAX_SPLIT_DIMS} (default: that largest value)")
@@ -64,10 +74,42 @@ def _release(args: argparse.Namespace, points: Any, progress: Progress) -> Spati
             bounds = [float(v) for v in args.bounds.split(",")]
         except ValueError:
             raise InvalidParameter(f"bounds: expected numbers, got {args.bounds!r}") from None
-    return privtree_spatial(points, args.epsilon, bounds=bounds,
-                            columns=parse_columns(args.columns), fanout=args.fanout,
-                            seed=args.seed, backend=args.backend, engine=args.engine,
-                            client=args.client)
+    names = parse_columns(args.columns)
+    try:
+        return privtree_spatial(points, args.epsilon, bounds=bounds, columns=names,
+                                fanout=args.fanout, seed=args.seed, backend=args.backend,
+                                outside=args.outside, engine=args.engine, client=args.client)
+    except PointsOutside as exc:  # the same check, in the terms of the command line
+        column = names[exc.column]
+        raise InputError(
+            f"{args.points}, {_where(args.points, exc.first)}, column {column!r}: the point lies "
+            f"outside --bounds ({number(exc.lo)} to {number(exc.hi)} for {column!r}; {exc.count} "
+            f"of the {exc.n} points lie outside); fix --bounds (lo,hi for each of --columns, "
+            f"in order: {','.join(names)}), or pass --outside drop to leave such points out "
+            "or --outside clip to move them onto the domain's edge") from None
+
+
+def _where(path: str, index: int) -> str:
+    """Where the point ``index`` (from 0) of the file ``path`` is: ``line N`` (CSV, counted as
+    :func:`dpgpu.data.points.read_points` reads it: blank lines hold no point) or ``row N``
+    (Parquet, from 1), read again; ``point N`` (from 1) where it cannot be (a pipe)."""
+    try:
+        data = read_bytes(path)
+        if data[:4] == b"PAR1":
+            return f"row {index + 1}"
+        text = data.decode("utf-8-sig", errors="replace")
+        rows = csv.reader(io.StringIO(text),
+                          delimiter=max(",;\t|", key=text.splitlines()[0].count))
+        next(rows)  # the header
+        end, seen = rows.line_num, -1
+        for row in rows:
+            line, end = end + 1, rows.line_num
+            seen += bool(row)
+            if seen == index:
+                return f"line {line}"
+    except (OSError, InputError, IndexError, StopIteration, csv.Error):
+        pass
+    return f"point {index + 1}"
 
 
 def _describe(release: SpatialRelease) -> str:

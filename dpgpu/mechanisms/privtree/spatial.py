@@ -26,8 +26,8 @@ Inner counts are sums of leaves, range queries read the release only:
 post-processing.  The samplers' distance from exact noise is charged as
 ``sampling_delta`` for at most ``max_nodes`` draws per step.
 
-Public choices that never look at the data: the domain ``bounds`` (points
-outside are clipped onto its edge), the fanout (at most ``2**MAX_SPLIT_DIMS``,
+Public choices that never look at the data: the domain ``bounds`` (and
+``outside``, below), the fanout (at most ``2**MAX_SPLIT_DIMS``,
 :data:`MAX_SPLIT_DIMS`), ``max_depth`` (nodes at that depth are
 leaves without a test, like C1 of Section 4.2), the floating-point grid (a
 node is halved at ``mid = lo + (hi - lo) / 2``; one whose ``mid`` is not
@@ -39,6 +39,16 @@ the uncapped output, hence post-processing).  When ``bounds`` is not given
 the data's bounding box is used; the release is then **not** private: its
 report says ``"private": false``, epsilon infinite and delta 1, with a
 warning, which is also logged.
+
+A point outside the public ``bounds`` (a point on its edge is inside) is an
+input error by default (``outside="error"``, :class:`PointsOutside`), raised
+before any budget is charged: it is the data holder's mistake (swapped or
+wrong bounds), and the error releases nothing.  ``outside="drop"`` leaves
+such points out, ``outside="clip"`` moves each onto the domain's nearest
+edge; either maps every point on its own, so neighbouring inputs stay
+neighbours (or become equal) and the argument above holds for the points
+kept.  Only a warning without a count is logged: the run goes on to a
+release, and the report holds only the public choice ``outside``.
 
 UG (the paper's baseline, [41, 48]) counts the points of an ``m**d`` grid,
 ``m = (n epsilon / 10) ** (2 / (d + 2))``, with discrete Laplace noise of
@@ -59,7 +69,8 @@ import numpy as np
 
 from ...backend import get_backend, to_numpy
 from ...data.points import check_columns
-from ...errors import InvalidParameter
+from ...data.trajectory import OUTSIDE as READER_OUTSIDE
+from ...errors import InputError, InvalidParameter
 from ...ops import keys as K
 from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_delta, \
     split_budget
@@ -68,7 +79,7 @@ from ...release import ReleaseWriter
 from ...report import Displayed
 from ...scale.partitions import LocalPartitions, Partitions, check_engine, engine_run, \
     partition_points
-from ...validation import check_positive_int, check_positive_real
+from ...validation import check_choice, check_positive_int, check_positive_real
 from .core import SplitTest, level_ids, split_params
 
 log = logging.getLogger("dpgpu")
@@ -84,6 +95,90 @@ MAX_DEPTH = 64
 #: Figure 8): with more than 10 columns the default halves 10 dimensions a split,
 #: cycling over them.
 MAX_SPLIT_DIMS = 10
+#: What a point outside the public ``bounds`` is: an error (the default), left out (the
+#: trajectory reader's choices, ``--outside``), or moved onto the domain's nearest edge.
+OUTSIDE = (*READER_OUTSIDE, "clip")
+
+
+class PointsOutside(InputError):
+    """Points lie outside the public ``bounds`` (``outside="error"``).
+
+    Raised before any budget is charged.  The message (for the data holder:
+    nothing is released) names ``bounds``, the first such point's index and
+    the column it leaves its bounds in, and how many points lie outside; the
+    attributes let the command line name the file and line instead.
+
+    Attributes
+    ----------
+    first : int
+        Index (from 0) of the first point outside.
+    column : int
+        The first dimension in which that point is outside ``[lo, hi]``.
+    lo, hi : float
+        That dimension's bounds.
+    count, n : int
+        Points outside, and all points.
+    """
+
+    def __init__(self, message: str, *, first: int, column: int, lo: float, hi: float,
+                 count: int, n: int) -> None:
+        super().__init__(message)
+        self.first, self.column, self.lo, self.hi = first, column, lo, hi
+        self.count, self.n = count, n
+
+
+def number(v: float) -> str:
+    """``v`` as short as it reads back exactly (``-90``, ``0.1``, ``1e+308``)."""
+    short = f"{v:g}"
+    return short if float(short) == v else repr(float(v))
+
+
+def inside_points(pts: np.ndarray, domain: np.ndarray, outside: str,
+                  names: Sequence[str]) -> np.ndarray:
+    """The points a release over ``domain`` counts, by the rule ``outside`` (:data:`OUTSIDE`).
+
+    Points on the domain's edge are inside.  With ``"clip"`` every point is
+    clipped onto ``domain`` (those inside are unchanged); with ``"drop"``
+    those outside are left out; either logs a warning without a count when
+    some lie outside.
+
+    Parameters
+    ----------
+    pts : (n, d) float array
+        Finite points.
+    domain : (d, 2) float array
+        The public bounds, ``lo < hi``.
+    outside : {"error", "drop", "clip"}
+        Checked by the caller.
+    names : sequence of str
+        The dimensions' names, for the message.
+
+    Raises
+    ------
+    PointsOutside
+        With ``"error"``, when a point lies outside.
+    """
+    lo, hi = domain[:, 0], domain[:, 1]
+    out = (pts < lo) | (pts > hi)
+    bad = out.any(axis=1)
+    if not bad.any():
+        return pts
+    if outside == "clip":
+        log.warning("privtree: points outside the bounds are moved onto the domain's edge "
+                    "(outside='clip')")
+        return np.clip(pts, lo, hi)
+    if outside == "drop":
+        log.warning("privtree: points outside the bounds are left out (outside='drop')")
+        return pts[~bad]
+    first = int(np.argmax(bad))
+    j = int(np.argmax(out[first]))
+    count = int(np.count_nonzero(bad))
+    raise PointsOutside(
+        f"bounds: {count} of {pts.shape[0]} points lie outside them; the first, points[{first}], "
+        f"is outside [{number(lo[j])}, {number(hi[j])}] in column {names[j]!r}; fix bounds (a "
+        f"(lo, hi) pair per column, in the order {', '.join(names)}), or pass outside='drop' "
+        "to leave such points out or outside='clip' to move them onto the domain's edge",
+        first=first, column=j, lo=float(lo[j]), hi=float(hi[j]), count=count, n=pts.shape[0])
 
 
 @dataclass
@@ -439,7 +534,7 @@ def _points(points: Any) -> np.ndarray:
 def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
                      columns: Sequence[str] | None = None, fanout: int | None = None,
                      seed: int | None = None, backend: Any = None, max_depth: int = MAX_DEPTH,
-                     max_nodes: int = MAX_NODES, engine: str = "local",
+                     max_nodes: int = MAX_NODES, outside: str = "error", engine: str = "local",
                      client: Any = None) -> SpatialRelease:
     """Release a PrivTree spatial decomposition with noisy leaf counts (Section 3).
 
@@ -450,10 +545,10 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
     epsilon : float
         Privacy budget; half for the tree, half for the leaf counts.
     bounds : (d, 2) array, optional
-        Public domain, ``(lo, hi)`` per dimension, ``hi - lo`` finite; points
-        outside are clipped onto its edge.  Default: the data's bounding box
-        (not private: the report says ``"private": false``, epsilon infinite,
-        delta 1, and a warning is logged).
+        Public domain, ``(lo, hi)`` per dimension, ``hi - lo`` finite; a point
+        on its edge is inside, one outside follows ``outside``.  Default: the
+        data's bounding box (not private: the report says ``"private": false``,
+        epsilon infinite, delta 1, and a warning is logged).
     columns : sequence of str, optional
         Names of the dimensions (default ``x0, x1, ...``): ``d`` distinct
         non-empty strings without a comma, a double quote or a line break
@@ -467,6 +562,11 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
     backend : str or Backend, optional
     max_depth, max_nodes : int
         Public caps (module doc).
+    outside : {"error", "drop", "clip"}
+        A point outside ``bounds``: an error (:class:`PointsOutside`, raised
+        before any budget is charged), left out, or clipped onto the domain's
+        edge.  A warning without a count is logged when points are left out
+        or clipped; the report records only this choice.
     engine : {"local", "dask"}
         ``"dask"`` counts the points of each level's nodes over Dask
         partitions of the points (:mod:`dpgpu.scale.partitions`); the split
@@ -484,6 +584,9 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
     InvalidParameter
         A bad parameter, named; without ``bounds``, also when the data's
         bounding box is wider than the largest float.
+    PointsOutside
+        An :class:`~dpgpu.errors.InputError` naming ``bounds``: with
+        ``outside="error"``, a point lies outside ``bounds``.
     """
     pts = _points(points)
     d = pts.shape[1]
@@ -492,9 +595,11 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
     k = fanout.bit_length() - 1
     max_depth = check_positive_int(max_depth, "max_depth")
     max_nodes = check_positive_int(max_nodes, "max_nodes")
+    outside = check_choice(outside, "outside", OUTSIDE)
     engine = check_engine(engine, client=client)
     names = [f"x{j}" for j in range(d)] if columns is None else check_columns(columns, d)
     dom, from_data = _domain(pts, bounds)
+    pts = inside_points(pts, dom, outside, names)  # before anything is charged
     be = get_backend(backend)
     xp = be.xp
     t0 = time.perf_counter()
@@ -506,12 +611,11 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
     count_step = ledger.charge("privtree: leaf counts", eps_count,
                                sampling_delta=sampling_delta(LAPLACE_TV_BOUND, max_nodes,
                                                              eps_count), hint="max_nodes")
-    clipped = np.clip(pts, dom[:, 0], dom[:, 1])
     test = SplitTest(params, tree_step.key)
     levels = grow(None, xp.asarray(dom[None, :, 0]), xp.asarray(dom[None, :, 1]), None,
                   0, test, k=k, max_depth=max_depth,
                   max_nodes=max_nodes, backend=be,
-                  data=partition_points(clipped, engine, client, backend=be.name))
+                  data=partition_points(pts, engine, client, backend=be.name))
     tree_s = time.perf_counter() - t0
     noisy = leaf_noisy_counts(levels, count_step.key, count_scale, be)
     nodes, leaf_lo, leaf_hi, leaf_c = _summaries(levels, noisy, fanout)
@@ -522,7 +626,7 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
         "paper": "Zhang, Xiao, Xie: PrivTree: A Differentially Private Algorithm for "
                  "Hierarchical Decompositions (SIGMOD 2016), Section 3",
         "parameters": {"epsilon": epsilon, "fanout": fanout, "max_depth": max_depth,
-                       "max_nodes": max_nodes, "columns": names},
+                       "max_nodes": max_nodes, "outside": outside, "columns": names},
         **_privacy(ledger, dom, from_data),
         "split_test": params.to_dict(),
         "count_noise": {"epsilon": eps_count, "scale": count_scale},
@@ -568,7 +672,8 @@ def _summaries(levels: list[SpatialLevel], noisy: list, beta: int):
 
 
 def uniform_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
-                 seed: int | None = None, backend: Any = None) -> SpatialHistogram:
+                 seed: int | None = None, backend: Any = None,
+                 outside: str = "error") -> SpatialHistogram:
     """UG: noisy counts of an ``m**d`` grid, ``m = (n epsilon / 10) ** (2 / (d + 2))``.
 
     Parameters
@@ -583,6 +688,8 @@ def uniform_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
         infinite and delta 1, with a warning, which is also logged.
     seed : int, optional
     backend : str or Backend, optional
+    outside : {"error", "drop", "clip"}
+        A point outside ``bounds``, as in :func:`privtree_spatial`.
 
     Returns
     -------
@@ -591,12 +698,21 @@ def uniform_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
         ``report``: mechanism ``"uniform-grid"``, the parameters (``m`` the
         cells per dimension), ``private``, ``epsilon``, ``delta``, the
         domain, the ledger and ``seeded``.
+
+    Raises
+    ------
+    InvalidParameter
+        A bad parameter, named.
+    PointsOutside
+        With ``outside="error"``, a point outside ``bounds``.
     """
     pts = _points(points)
     d = pts.shape[1]
     epsilon = check_positive_real(epsilon, "epsilon")
     n = check_positive_int(n, "n")
+    outside = check_choice(outside, "outside", OUTSIDE)
     dom, from_data = _domain(pts, bounds)
+    pts = inside_points(pts, dom, outside, [f"x{j}" for j in range(d)])
     m = max(1, int(round((n * epsilon / 10) ** (2 / (d + 2)))))
     ledger = PrivacyLedger(epsilon, max_sampling_delta=1e-6, seed=seed)
     step = ledger.charge("ug: grid counts", epsilon,
@@ -611,7 +727,8 @@ def uniform_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
         step.key, be.xp.arange(m ** d, dtype=be.xp.int64), tag=0, backend=be))
     grid = np.stack(np.unravel_index(np.arange(m ** d), (m,) * d), axis=1)
     lo = dom[:, 0] + grid * width
-    report = {"mechanism": "uniform-grid", "parameters": {"epsilon": epsilon, "n": n, "m": m},
+    report = {"mechanism": "uniform-grid",
+              "parameters": {"epsilon": epsilon, "n": n, "m": m, "outside": outside},
               **_privacy(ledger, dom, from_data)}
     return SpatialHistogram(lo, lo + width, counts + noise, report)
 
