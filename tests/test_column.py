@@ -29,19 +29,24 @@ AMP = "amp_peptides/AMPvsUniProt.csv"
 #: Tokens of files read as strings: quotes, delimiters, non-ASCII, integers among words,
 #: and an integer too long for the integer reader (19 digits).
 WORDS = ["a", "b,c", 'q"t', "x;y", "é", "10", "007", "-3", "1234567890123456789", "a|b"]
-#: Tokens of files whose items are all integers (read as numbers: 007 is 7, -0 is 0).
+#: Tokens of files whose items are all integers, some not written as they print (007,
+#: -0): tokens="auto" reads a file with one of those as text, every item as written.
 INTEGERS = ["0", "7", "007", "-3", "-0", "12", "123456789012345678"]
+#: Tokens of files whose items are all integers written as they print: read as numbers.
+CANONICAL = ["0", "7", "-3", "12", "123456789012345678"]
 #: What may stand between (and around) the tokens of a cell.
 SPACES = [" ", "  ", "\t", "\n", " \r\n ", "\u2003"]
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
+_CANONICAL = re.compile(r"0|-?[1-9][0-9]{0,17}")
 
 
 def reference(text, sequence, tokens="auto", delimiter=",", case=None, user=None):
     """The rows of a CSV text by the csv module: each row's items, row ids and user ids.
 
     Items: ``list`` of the non-space characters of the cell (``chars``), else
-    ``str.split``; with ``auto``, integers written as numbers when every
-    item of the file is an integer.
+    ``str.split``; with ``int``, integers written as numbers (with ``auto``
+    every item is as written: it reads numbers only when each is written as
+    it prints).
     """
     rows = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)]
     header = [h.strip() for h in rows[0]]
@@ -50,7 +55,7 @@ def reference(text, sequence, tokens="auto", delimiter=",", case=None, user=None
         items = [[c for c in r[header.index(sequence)] if not c.isspace()] for r in body]
     else:
         items = [r[header.index(sequence)].split() for r in body]
-    if tokens in ("auto", "int") and all(_INTEGER.fullmatch(t) for s in items for t in s):
+    if tokens == "int" and all(_INTEGER.fullmatch(t) for s in items for t in s):
         items = [[str(int(t)) for t in s] for s in items]
     ids = [r[header.index(case)].strip() for r in body] if case else None
     users = [r[header.index(user)].strip() for r in body] if user else None
@@ -99,7 +104,7 @@ def cell_strategy(pool):
                      st.tuples(st.sampled_from(["", " ", "\n"]), st.sampled_from(["", "\t"])))
 
 
-tables = st.sampled_from([WORDS, INTEGERS]).flatmap(
+tables = st.sampled_from([WORDS, INTEGERS, CANONICAL]).flatmap(
     lambda pool: st.lists(st.tuples(cell_strategy(pool), st.sampled_from(["u1", " u1", "u2 ",
                                                                           "u3", "7"])),
                           max_size=10))
@@ -124,7 +129,7 @@ def test_reads_what_the_csv_module_and_str_split_read(tmp_path_factory, rows, bl
     assert db.source["user_labels"] == list(dict.fromkeys(users))  # in order of first appearance
     assert db.source["columns"] == {"sequence": "path", "case": "id", "user": "who"}
     labels = db.vocab.labels
-    ints = all(_INTEGER.fullmatch(x) for x in labels) and tokens == "auto"
+    ints = all(_CANONICAL.fullmatch(x) for x in labels) and tokens == "auto"
     assert db.source["tokens"] == ("int" if ints else "str")
     assert labels == sorted_labels(labels) and not db.vocab.public
 
@@ -140,7 +145,7 @@ def test_chars_makes_every_character_but_white_space_an_item(tmp_path_factory, s
 
 
 @pytest.mark.parametrize("tokens,want,kind", [
-    ("auto", [["7", "-3"], [], ["7", "0", "12"]], "int"),
+    ("auto", [["007", "-3"], [], ["7", "-0", "12"]], "str"),  # 007, -0: text, as written
     ("int", [["7", "-3"], [], ["7", "0", "12"]], "int"),
     ("str", [["007", "-3"], [], ["7", "-0", "12"]], "str"),
 ])
@@ -342,8 +347,6 @@ def test_other_formats_write_an_id_and_a_sequence_column(tmp_path):
     ([["a b", "c"]], {}, "item 'a b' contains white space, which separates the items of a "
                          "column file"),
     ([[""]], {}, "item '' is empty, and a column file cannot hold it"),
-    ([["007", "7"]], {}, "item '007' would read back as 7: a column file whose items are all "
-                         "integers"),
     ([["G", "GC"]], {"format": "column", "tokens": "chars"}, "item 'GC' is not one character "
                                                              "other than white space"),
 ])

@@ -12,9 +12,11 @@ by default the column named ``sequence``, compared without case, spaces,
 a line (option ``tokens``, :data:`~dpgpu.data.text.LINE_TOKENS`): ``"str"``
 splits the cell on white space, ``"int"`` does too and requires integers
 (labelled as they print: ``007`` is ``7``), ``"auto"`` (the default) is
-``"int"`` when every item of the file is an integer and ``"str"`` otherwise,
-and ``"chars"`` makes every character but white space an item (amino acids,
-nucleotides).  An empty or blank cell is an empty sequence.  The vocabulary
+``"int"`` when every item of the file is an integer written as it prints
+(:func:`~dpgpu.data.text.is_canonical_int`: no ``007``, no ``-0``) and
+``"str"`` otherwise, so that every item keeps its text whatever the other
+rows hold, and ``"chars"`` makes every character but white space an item
+(amino acids, nucleotides).  An empty or blank cell is an empty sequence.  The vocabulary
 is the items that occur, sorted (numerically when all are integers), so it
 is not public.
 
@@ -50,8 +52,7 @@ written.  A ``.csv`` file is comma-separated, a ``.tsv`` one tab-separated,
 any other delimited as the input (a column or CSV file).  Read back with the
 same ``sequence``, ``tokens``, ``case`` and ``user`` options, the file gives
 the same sequences; a label that a cell cannot hold so (empty, with white
-space, not one character where the items are characters, an integer that
-would read back as another) is refused
+space, not one character where the items are characters) is refused
 (:func:`dpgpu.data.writers.check_writable`).
 """
 
@@ -69,7 +70,7 @@ from .eventlog import (PARQUET_HINT, EventNames, check_delimiter, check_option, 
 from .reading import (csv_fields_up_to, distinct_values, encode_values, gc_paused, numbering,
                       optional_pyarrow)
 from .sequencedb import SequenceDB, concat_ranges, sort_labels
-from .text import LINE_TOKENS
+from .text import LINE_TOKENS, is_canonical_int
 from .vocabulary import Vocabulary
 from .writers import INT_TOKEN
 
@@ -287,11 +288,13 @@ def _items(path: Any, where: Callable[[int], str], column: str,
     counts = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
     codes = encode_values(list(chain.from_iterable(pieces)), table)
     words, kind = list(table), "chars" if tokens == "chars" else "str"
-    if tokens in ("auto", "int"):
+    if tokens == "auto" and all(map(is_canonical_int, words)):
+        kind = "int"  # every word is its number as it prints: the labels are the words
+    elif tokens == "int":
         bad = next((k for k, word in enumerate(words) if not INT_TOKEN.fullmatch(word)), None)
         if bad is None:
             words, kind = [str(int(word)) for word in words], "int"
-        elif tokens == "int":  # the first distinct cell that holds it is on the first such row
+        else:  # the first distinct cell that holds it is on the first such row
             cell = int(np.searchsorted(np.cumsum(counts), np.argmax(codes == bad), side="right"))
             raise InputError(f"{path}: {where(int(np.argmax(rows == cell)))}: column "
                              f"{column!r}: {words[bad]!r} is not an integer (tokens int)")

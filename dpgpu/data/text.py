@@ -85,7 +85,8 @@ class _BadToken(Exception):
 
 
 def _int_blocks(path: Any, data: bytes, fmt: str, start: int = 0,
-                blank: re.Pattern | None = None) -> Iterator[_IntBlock]:
+                blank: re.Pattern | None = None, *,
+                canonical: bool = False) -> Iterator[_IntBlock]:
     """The integer tokens of ``data[start:]``, a block of whole lines at a time.
 
     ``data``'s lines end with line feeds (:func:`~dpgpu.data.io.unix_line_ends`).
@@ -93,7 +94,10 @@ def _int_blocks(path: Any, data: bytes, fmt: str, start: int = 0,
     start of ``data``), and so are the lines that ``blank`` matches.  After
     the last block, an InputError names the token that a scan of the whole
     text finds first not to be an integer; no block is given after a block
-    that holds one.
+    that holds one.  With ``canonical`` (the ``lines`` reader's ``"auto"``
+    test), an integer not written as it prints (:func:`is_canonical_int`:
+    ``07``, ``-0``) is not taken either, and the first bad token found
+    ends the scan (the error only says "not integers": it is not reported).
     """
     whole = np.frombuffer(data, dtype=np.uint8)
     first_line = data.count(b"\n", 0, start)
@@ -101,11 +105,12 @@ def _int_blocks(path: Any, data: bytes, fmt: str, start: int = 0,
     for lo, hi in _line_blocks(data, start):
         partial = hi == len(data) and data[-1:] not in (b"", b"\n")  # no final line feed
         try:
-            values, counts, blanked = _read_block(data, whole, lo, hi, partial, blank)
+            values, counts, blanked = _read_block(data, whole, lo, hi, partial, blank,
+                                                  canonical)
         except _BadToken as bad:
             found = ((bad.rank, bad.digit, lo + bad.offset), bad.why)
             first_bad = min(first_bad, found) if first_bad else found
-            if bad.rank == 0:  # a later block cannot hold one reported before it
+            if bad.rank == 0 or canonical:  # a later block cannot hold one reported before it
                 break
             continue
         if first_bad is None:
@@ -132,12 +137,13 @@ def _line_blocks(data: bytes, start: int) -> Iterator[tuple[int, int]]:
 
 
 def _read_block(data: bytes, whole: np.ndarray, lo: int, hi: int, partial: bool,
-                blank: re.Pattern | None) -> tuple[np.ndarray, np.ndarray, list[re.Match]]:
+                blank: re.Pattern | None, canonical: bool = False,
+                ) -> tuple[np.ndarray, np.ndarray, list[re.Match]]:
     """:func:`_parse_block` of ``data[lo:hi]`` with the lines that ``blank`` matches
     read as blank, and those matches."""
     buf = whole[lo:hi]
     try:
-        return *_parse_block(buf, partial), []
+        return *_parse_block(buf, partial, canonical), []
     except _BadToken as bad:  # only a block with other characters can hold such a line
         if blank is None or bad.rank != 0:
             raise
@@ -147,14 +153,17 @@ def _read_block(data: bytes, whole: np.ndarray, lo: int, hi: int, partial: bool,
     buf = buf.copy()
     for m in matches:
         buf[m.start() - lo:m.end() - lo] = ord(" ")
-    return *_parse_block(buf, partial), matches
+    return *_parse_block(buf, partial, canonical), matches
 
 
-def _parse_block(buf: np.ndarray, partial: bool) -> tuple[np.ndarray, np.ndarray]:
+def _parse_block(buf: np.ndarray, partial: bool,
+                 canonical: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The values of the tokens of ``buf`` and the number on each line.
 
     ``partial``: the last line has no line feed.  Raises :class:`_BadToken`
-    for the block's first bad token.
+    for the block's first bad token; with ``canonical``, an integer with a
+    leading zero or ``-0`` (not :func:`is_canonical_int`) is one too, ranked
+    after the others.
     """
     cls = _CLASS.take(buf)
     if cls.max(initial=0) == 3:
@@ -164,6 +173,11 @@ def _parse_block(buf: np.ndarray, partial: bool) -> tuple[np.ndarray, np.ndarray
     first = starts + negative
     width = ends - first
     _check_shapes(cls, starts, negative, first, width)
+    if canonical and starts.size:
+        # "0" alone is the only token whose first digit may be 0 ("-0", "07", "-07" are not)
+        loose = (buf[first] == 48) & ((width > 1) | negative)
+        if loose.any():
+            raise _BadToken(4, int(starts[np.argmax(loose)]), why="not a canonical integer")
     values = np.subtract(buf[first], 48, dtype=np.int64)
     for k in range(1, int(width.max(initial=0))):
         live = np.flatnonzero(width > k)
@@ -640,6 +654,35 @@ def spmf_without_metadata(data: bytes) -> bytes:
 _SPACE = re.compile(r"\s+")
 #: What ``read_lines`` takes as items (its ``tokens`` option).
 LINE_TOKENS = ("auto", "int", "str", "chars")
+#: An integer written as it prints (``str(int(t)) == t``) that the integer reader takes
+#: (at most :data:`MAX_DIGITS` digits): no leading zero, no ``-0``, no ``+``, no white
+#: space, no ``_``, ASCII digits only.
+CANONICAL_INT = re.compile(rf"0|-?[1-9][0-9]{{0,{MAX_DIGITS - 1}}}")
+
+
+def is_canonical_int(token: str) -> bool:
+    """Whether ``token`` is an integer written as it prints (:data:`CANONICAL_INT`).
+
+    ``tokens="auto"`` reads a ``lines`` or ``column`` file as integers only
+    when every token is one.  Reading such a token as a number does not
+    change its text, so whether a file is read as integers or as text
+    changes only the order of the ids and never which tokens are the same
+    item: how one record is read never depends on the other records (a
+    record with ``x`` or ``07`` added to a file of ``7`` records leaves every
+    ``7`` the item ``"7"``).
+
+    Parameters
+    ----------
+    token : str
+
+    Returns
+    -------
+    bool
+        True for ``"0"``, ``"7"``, ``"-12"``; False for ``"07"``, ``"-0"``,
+        ``"+7"``, ``" 7"``, ``"1_0"``, ``"٣"`` and for integers of more than
+        :data:`MAX_DIGITS` digits.
+    """
+    return CANONICAL_INT.fullmatch(token) is not None
 
 
 def read_lines(path: Any, data: bytes, *, tokens: str = "auto") -> SequenceDB:
@@ -654,8 +697,13 @@ def read_lines(path: Any, data: bytes, *, tokens: str = "auto") -> SequenceDB:
     data : bytes
         Its contents, decompressed.
     tokens : {"auto", "int", "str", "chars"}
-        ``"int"`` requires integer items, ``"str"`` takes any non-blank
-        strings, ``"auto"`` uses ``"int"`` when every token is an integer;
+        ``"int"`` requires integer items and labels them as they print
+        (``007`` and ``7`` are both the item ``"7"``, ``-0`` is ``"0"``: the
+        user asked for numbers), ``"str"`` takes any non-blank strings as
+        written, ``"auto"`` uses ``"int"`` when every token is an integer
+        written as it prints (:func:`is_canonical_int`), else ``"str"``: a
+        token such as ``07`` makes the file text, so that no token's label
+        ever depends on the other tokens of the file;
         ``"chars"`` makes every character but white space an item (strings
         of one-letter symbols: DNA, proteins).
 
@@ -665,7 +713,8 @@ def read_lines(path: Any, data: bytes, *, tokens: str = "auto") -> SequenceDB:
         In a vocabulary of the items that occur (not public), sorted
         (integers by value, else as :func:`~dpgpu.data.sequencedb.sort_labels`
         sorts them); ``source["tokens"]`` says how the items were read
-        (``"int"``, ``"str"`` or ``"chars"``).
+        (``"int"``, ``"str"`` or ``"chars"``).  With ``"auto"`` every label
+        is the token as written either way.
 
     Raises
     ------
@@ -682,7 +731,8 @@ def read_lines(path: Any, data: bytes, *, tokens: str = "auto") -> SequenceDB:
     if tokens in ("auto", "int"):
         values, counts = [], []
         try:
-            for block in _int_blocks(path, data, "lines"):
+            # auto: only canonical integers, so reading as numbers keeps every token's text
+            for block in _int_blocks(path, data, "lines", canonical=tokens == "auto"):
                 values.append(block.values)
                 counts.append(block.counts)
         except InputError:

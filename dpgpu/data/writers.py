@@ -264,11 +264,14 @@ def check_writable(db: Any, fmt: str, path: Any) -> None:
       reader also takes for a line end) or trailing white space;
     - ``lines``: an empty label, white space (it separates the items), a
       label starting with U+FEFF (a reader drops it as a byte-order mark at
-      the start of the file), and an integer with a leading zero (or
-      ``-0``) when every item is an integer, since such a file is read as
-      numbers, unless the database was read with ``tokens="str"`` (then
-      read it back so too); for a database read a character at a time, a
-      label that is not one character;
+      the start of the file); for a database read a character at a time, a
+      label that is not one character.  An integer with a leading zero (or
+      ``-0``) is held: ``tokens="auto"`` reads a file with one as text
+      (:func:`~dpgpu.data.text.is_canonical_int`), so every label reads back
+      as written.  What is refused depends on the labels written and the
+      ``tokens="chars"`` option only, never on how the input's other
+      tokens made ``"auto"`` choose, so neighbouring inputs with the same
+      output labels get the same file format;
     - ``csv``, ``parquet``, ``xes``: a blank label (their readers refuse an
       empty activity); ``xes`` also a character XML 1.0 forbids.  These
       formats also write each sequence's case name and user label, which
@@ -397,7 +400,7 @@ def _label_problem(db: Any, fmt: str, present: list[bool]) -> tuple[str, str] | 
         return trajectory_problem(db)
     if fmt in ("lines", "column"):
         problem = _chars_problem(labels) if written_as_chars(db) \
-            else _lines_problem(labels, fmt, as_text=db.source.get("tokens") == "str")
+            else _lines_problem(labels, fmt)
         if problem is None and fmt == "lines":  # a column file starts with its header
             problem = _bom_problem(labels)
     else:
@@ -439,21 +442,20 @@ def _spmf_problem(names: list[str]) -> tuple[str, str] | None:
     return None
 
 
-def _lines_problem(labels: list[str], fmt: str, *, as_text: bool) -> tuple[str, str] | None:
+def _lines_problem(labels: list[str], fmt: str) -> tuple[str, str] | None:
     """Why a ``fmt`` file (``lines``, or ``column``: items separated by spaces) cannot hold
-    one of ``labels``, or None (``as_text``: the input was read with ``tokens="str"``, which
-    reads integers back as written)."""
+    one of ``labels``, or None.
+
+    Integers with leading zeros need no check: ``tokens="auto"`` (and
+    ``"str"``, which :func:`dpgpu.release.synthetic_reader_options` records)
+    read a file holding one as text, so every label reads back as written.
+    The answer depends on ``labels`` alone, not on how the input was read.
+    """
     for label in labels:
         if not label:
             return label, f"is empty, and a {fmt} file cannot hold it"
         if any(c.isspace() for c in label):
             return label, f"contains white space, which separates the items of a {fmt} file"
-    if not as_text and all(INT_TOKEN.fullmatch(x) for x in labels):
-        for label in labels:
-            if not _CANONICAL_INT.fullmatch(label):
-                return label, (f"would read back as {int(label)}: a {fmt} file whose items "
-                               "are all integers is read as numbers (unless read with tokens "
-                               "str)")
     return None
 
 

@@ -29,7 +29,11 @@ sequences meet in one partition.
 * The file's variant is decided for the whole file, as by a local load: an
   SPMF file is stripped only if no line outside its metadata holds a ``-2``
   (the client reads up to the first), a ``lines`` file has string tokens
-  if any part has one.  Parts without sequences are dropped.
+  if any part has one (a token that is not an integer written as it prints,
+  :func:`dpgpu.data.text.is_canonical_int`: then every token's label is its
+  text in either mode, and the parts read as integers are read again as
+  text only so that the result is the local load's to the bit).  Parts
+  without sequences are dropped.
 * A UTF-8 byte-order mark at the start of the file is skipped, as by a
   local load.
 * Relative paths are made absolute on the client, so messages name the
@@ -284,7 +288,9 @@ def _read_split(client: Any, p: Path, fmt: str, options: dict, n_parts: int, hea
     meta = _gather_meta(client, parsed)
     if fmt == "lines" and options.get("tokens", "auto") == "auto" and \
             any(m["source"].get("tokens") == "str" for m in meta):
-        # a string token anywhere makes the whole file a string file, as for a local load
+        # a string token anywhere (a word, or an integer not written as it prints, such as
+        # 07) makes the whole file a string file, as for a local load; the labels of a part
+        # of canonical integers are their texts either way, so no record's items change
         again = {**options, "tokens": "str"}
         for i, m in enumerate(meta):
             if m["source"].get("tokens") == "int":
