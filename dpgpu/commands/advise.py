@@ -15,7 +15,9 @@ goes to the number of users and to a histogram of each user's number of
 distinct n-grams (``--gram-length``, default 1: the words DPNE's first
 level unions), in bins about 19 % wide up to ``--contribution-upper``.  The
 suggestions are the bounds that keep every n-gram of 85, 90 and 95 % of the
-users; that part is epsilon-DP for one user (all of the user's texts).
+users; that part is epsilon-DP for one user (all of the user's texts).  On
+data without users those three options would do nothing: given, they are
+refused (once the data is read).
 
 The epsilon spent here adds to what the release spends, in each part's
 unit: on user-level data the ``l_max`` part protects one sequence, so for a
@@ -57,6 +59,10 @@ COVERAGES = (0.85, 0.90, 0.95)
 BINS_PER_DOUBLING = 4
 #: The samplers' allowance of a run (on top of its pure epsilon).
 MAX_SAMPLING_DELTA = 1e-9
+#: :func:`advise`'s parameters that set the contribution suggestion (data with users only),
+#: and their defaults.
+CONTRIBUTION_DEFAULTS = {"contribution_share": 0.5, "gram_length": 1,
+                         "contribution_upper": MAX_CONTRIBUTION}
 #: The options of ``dpgpu advise`` that set :func:`advise`'s parameters (for its messages).
 OPTIONS = {"epsilon": "--epsilon", "l_upper": "--l-upper",
            "contribution_share": "--contribution-share", "gram_length": "--gram-length",
@@ -71,22 +77,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--epsilon", type=float, required=True, help="budget this advice spends")
     p.add_argument("--l-upper", type=int, default=100,
                    help="longest length considered (default 100)")
-    p.add_argument("--contribution-share", type=float, default=0.5,
-                   help="share of --epsilon spent on the DPNE Delta suggestion when the data "
-                        "has users (default 0.5)")
-    p.add_argument("--gram-length", type=int, default=1,
-                   help=f"n of the distinct n-grams counted per user, at most {MAX_N} "
-                        "(default 1)")
-    p.add_argument("--contribution-upper", type=int, default=MAX_CONTRIBUTION,
-                   help=f"largest Delta considered, at most {MAX_CONTRIBUTION} (default "
-                        f"{MAX_CONTRIBUTION})")
+    # default None: given for data without users, they are refused (refuse_contribution_options)
+    p.add_argument("--contribution-share", type=float,
+                   help="share of --epsilon spent on the DPNE Delta suggestion, data with "
+                        "users only (default 0.5)")
+    p.add_argument("--gram-length", type=int,
+                   help=f"n of the distinct n-grams counted per user, at most {MAX_N}; data "
+                        "with users only (default 1)")
+    p.add_argument("--contribution-upper", type=int,
+                   help=f"largest Delta considered, at most {MAX_CONTRIBUTION}; data with "
+                        f"users only (default {MAX_CONTRIBUTION})")
     p.add_argument("--seed", type=int, help="reproducible noise (recorded as seeded)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
 
-def advise(db, epsilon: float, *, l_upper: int = 100, contribution_share: float = 0.5,
-           gram_length: int = 1, contribution_upper: int = MAX_CONTRIBUTION,
+def advise(db, epsilon: float, *, l_upper: int = 100, contribution_share: float | None = None,
+           gram_length: int | None = None, contribution_upper: int | None = None,
            seed: int | None = None) -> dict:
     """Suggested truncation lengths and, for user-level data, DPNE contribution bounds.
 
@@ -97,16 +104,19 @@ def advise(db, epsilon: float, *, l_upper: int = 100, contribution_share: float 
         Total budget.
     l_upper : int
         Longest length considered (public).
-    contribution_share : float
+    contribution_share : float, optional
         In ``(0, 1)``: the share of ``epsilon`` spent on the contribution
-        bound when ``db.users`` is set (otherwise all of it goes to
-        ``l_max``).
-    gram_length : int
+        bound when ``db.users`` is set (default 0.5; without users all of
+        ``epsilon`` goes to ``l_max``).
+    gram_length : int, optional
         ``n`` of the distinct n-grams counted per user, at most
-        :data:`~dpgpu.mechanisms.dpne.MAX_N`.
-    contribution_upper : int
+        :data:`~dpgpu.mechanisms.dpne.MAX_N` (default 1).
+    contribution_upper : int, optional
         Largest bound considered (public), at most
-        :data:`~dpgpu.mechanisms.dpne.MAX_CONTRIBUTION`.
+        :data:`~dpgpu.mechanisms.dpne.MAX_CONTRIBUTION` (default that).
+        ``contribution_share``, ``gram_length`` and ``contribution_upper``
+        set the contribution suggestion, made for data with users only:
+        given for data without, they are refused rather than ignored.
     seed : int, optional
 
     Returns
@@ -123,12 +133,16 @@ def advise(db, epsilon: float, *, l_upper: int = 100, contribution_share: float 
     InvalidParameter
         A parameter :func:`check_parameters` refuses, before the data is
         read; or an ``epsilon`` too large for the samplers on data without
-        users (with users, the ``l_max`` part gets less of it).
+        users (with users, the ``l_max`` part gets less of it); or a
+        contribution parameter given for data without users
+        (:func:`refuse_contribution_options`).
     """
     ledger = PrivacyLedger(epsilon, seed=seed, max_sampling_delta=MAX_SAMPLING_DELTA)
+    given = {"contribution_share": contribution_share, "gram_length": gram_length,
+             "contribution_upper": contribution_upper}
     epsilon, l_upper, share, gram_length, contribution_upper = check_parameters(
-        epsilon, l_upper=l_upper, contribution_share=contribution_share,
-        gram_length=gram_length, contribution_upper=contribution_upper)
+        epsilon, l_upper=l_upper, **_with_defaults(given))
+    refuse_contribution_options(db, given)
     users = db.users is not None
     edges = count_bins(contribution_upper)
     steps = _steps(epsilon, share, l_upper, edges.size, gram_length, users)
@@ -145,6 +159,35 @@ def advise(db, epsilon: float, *, l_upper: int = 100, contribution_share: float 
             "units": {"l_max": "one sequence", "contribution": "one user"},
             "epsilon": ledger.spent_epsilon, "delta": ledger.spent_delta,
             "seeded": ledger.seeded, "ledger": ledger.to_dict()}
+
+
+def _with_defaults(given: Mapping[str, Any]) -> dict[str, Any]:
+    """The contribution parameters ``given`` (None where not given), defaults filled in."""
+    return {k: CONTRIBUTION_DEFAULTS[k] if v is None else v for k, v in given.items()}
+
+
+def refuse_contribution_options(db: Any, given: Mapping[str, Any],
+                                names: Mapping[str, str] | None = None) -> None:
+    """Refuse the contribution parameters given (not None) for data without users.
+
+    ``contribution_share``, ``gram_length`` and ``contribution_upper`` set the
+    suggestion of DPNE's per-user bound, made only when ``db.users`` is set;
+    without users :func:`advise` spends all of ``epsilon`` on ``l_max`` and
+    they would do nothing.
+
+    Raises
+    ------
+    InvalidParameter
+        Naming each one given (``names``, as for :func:`check_parameters`).
+    """
+    used = [(names or {}).get(k, k) for k in CONTRIBUTION_DEFAULTS if given.get(k) is not None]
+    if db.users is None and used:
+        source = db.source.get("path")
+        raise InvalidParameter(
+            f"{', '.join(used)}: appl{'ies' if len(used) == 1 else 'y'} to the DPNE "
+            f"contribution suggestion, made for data with users only, and "
+            f"{source or 'the data'} has none (all of epsilon goes to l_max): drop "
+            f"{'it' if len(used) == 1 else 'them'}, or read the data with its users (--user)")
 
 
 def check_parameters(epsilon: Any, *, l_upper: Any = 100, contribution_share: Any = 0.5,
@@ -306,13 +349,11 @@ def _advise_contribution(db: Any, keys: list[Any], epsilon: float, n: int,
 
 def run(args: argparse.Namespace) -> int:
     """Check the options, load, advise, print."""
-    check_parameters(args.epsilon, l_upper=args.l_upper,
-                     contribution_share=args.contribution_share, gram_length=args.gram_length,
-                     contribution_upper=args.contribution_upper, names=OPTIONS)
+    given = {k: getattr(args, k) for k in CONTRIBUTION_DEFAULTS}
+    check_parameters(args.epsilon, l_upper=args.l_upper, **_with_defaults(given), names=OPTIONS)
     db = load_from_args(args)
-    result = advise(db, args.epsilon, l_upper=args.l_upper,
-                    contribution_share=args.contribution_share, gram_length=args.gram_length,
-                    contribution_upper=args.contribution_upper, seed=args.seed)
+    refuse_contribution_options(db, given, OPTIONS)  # before advise names them its own way
+    result = advise(db, args.epsilon, l_upper=args.l_upper, seed=args.seed, **given)
     if args.json:
         print_json(result)
         return 0

@@ -27,9 +27,12 @@ frequent-subsequence search that would examine more candidate patterns than
 dpgpu.eval.evaluate.MAX_CANDIDATES (a low ``--threshold``, a large ``--k``
 or ``--min-length``) stops with an error naming the option to change.
 Top-K rows where the original has no pattern of ``--min-length`` read
-``n/a``.  The options of sequence releases (``--query-sizes``, ``--k``,
-``--min-length``, ``--threshold``, ``--coverage-k``, ``--backend``) are
-refused for a spatial release, as ``--columns`` is for a sequence release.
+``n/a``.  An option that no task computed uses is refused, not ignored,
+before the original is read: ``--query-sizes`` (count-queries, pst),
+``--k`` and ``--min-length`` (top-k, pst), ``--threshold`` (frequent),
+``--coverage-k`` (coverage) and ``--backend`` (count-queries, top-k, pst,
+ngrams); so are all of them for a spatial release, as ``--columns`` is
+for a sequence release.
 """
 
 from __future__ import annotations
@@ -48,9 +51,7 @@ from .common import (FORMAT_OPTIONS, add_backend_argument, add_command, add_data
 OPTIONS = {"n_queries": "--queries", "query_sizes": "--query-sizes", "k_values": "--k",
            "min_length": "--min-length", "threshold": "--threshold",
            "coverage_ks": "--coverage-k", "seed": "--seed", "columns": "--columns",
-           "backend": "--backend"}
-#: Keywords of the sequence evaluation that a spatial release has no use for.
-SEQUENCE_ONLY = ("query_sizes", "k_values", "min_length", "threshold", "coverage_ks", "backend")
+           "backend": "--backend", "tasks": "--task"}
 
 
 def _int_list(text: str, maximum: int | None = None) -> list[int]:
@@ -122,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
                                  is_spatial_release, plot_evaluation, plot_format,
                                  require_matplotlib, write_evaluation)
 
-    check_release_report(args.release)  # a mistyped --release is named before the data is read
+    report = check_release_report(args.release)  # a mistyped --release is named before reading
     inputs = [args.original, *input_paths(args)]
     check_output(Path(args.release) / EVALUATION, force=True, inputs=inputs)
     if args.plot:
@@ -131,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         check_outside_release(args.plot, args.release, "the figure shows the exact data, which "
                               "a published release must not hold")
         check_output(args.plot, force=args.force, inputs=inputs)
-    result = _spatial(args) if is_spatial_release(args.release) else _sequences(args)
+    result = _spatial(args, report) if is_spatial_release(args.release) else _sequences(args)
     path = write_evaluation(args.release, result, inputs=inputs)
     if args.plot:
         plot_evaluation(result, args.plot, force=args.force, inputs=inputs)
@@ -145,34 +146,35 @@ def run(args: argparse.Namespace) -> int:
 
 def _sequences(args: argparse.Namespace) -> dict:
     """Evaluate a sequence release against the original sequence dataset."""
-    from ..eval.evaluate import check_count_workload, evaluate_release
+    from ..eval.evaluate import (SETTING_TASKS, check_count_workload, evaluate_release,
+                                 sequence_tasks)
     from ..eval.metrics import QUERY_SIZES
 
     if args.columns is not None:
         raise InvalidParameter("--columns: applies to spatial releases (leaves.csv) only")
     check_count_workload(args.queries, args.query_sizes or QUERY_SIZES, OPTIONS)  # before reading
+    given = {k: getattr(args, k) for k in SETTING_TASKS if getattr(args, k) is not None}
+    sequence_tasks(args.release, args.task, given, OPTIONS)  # refuses options no task uses
     original = load_from_args(args, "original")
     options = {k: getattr(args, k) for k in FORMAT_OPTIONS if getattr(args, k, None) is not None}
-    given = {k: getattr(args, k) for k in SEQUENCE_ONLY if getattr(args, k) is not None}
     return evaluate_release(original, args.release, tasks=args.task, seed=args.seed,
                             n_queries=args.queries, reader_options=options,
                             original_name=str(args.original), names=OPTIONS, **given)
 
 
-def _spatial(args: argparse.Namespace) -> dict:
+def _spatial(args: argparse.Namespace, report: dict) -> dict:
     """Evaluate a spatial release against the original points file."""
-    from ..eval.evaluate import evaluate_spatial_release
+    from ..eval.evaluate import (SETTING_TASKS, check_settings_apply, evaluate_spatial_release,
+                                 release_files)
 
     used = [k for k in (*FORMAT_OPTIONS, "vocab") if getattr(args, k, None) is not None]
     if used:
         raise InvalidParameter(f"--{used[0]}: a sequence reader option; the original of a "
                                "spatial release is a points file (--format csv|parquet, "
                                "--columns)")
-    unused = [k for k in SEQUENCE_ONLY if getattr(args, k) is not None]
-    if unused:
-        raise InvalidParameter(f"{OPTIONS[unused[0]]}: applies to "
-                               "sequence releases only; a spatial release (leaves.csv) is "
-                               "judged by range queries (--queries, --seed)")
+    tasks = ["range-queries"]  # all a spatial release allows: the sequence options are refused
+    check_settings_apply([k for k in SETTING_TASKS if getattr(args, k) is not None], tasks,
+                         tasks, report, release_files(args.release), OPTIONS)
     return evaluate_spatial_release(args.original, args.release, columns=args.columns,
                                     format=args.format, tasks=args.task, seed=args.seed,
                                     n_queries=args.queries, original_name=str(args.original),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..errors import InvalidParameter
 from ..mechanisms.privtree import PSTRelease, pst
 from ..mechanisms.privtree.pst import MAX_SYNTHETIC, MAX_SYNTHETIC_ITEMS, check_synthetic
 from .common import (Progress, add_data_arguments, add_engine_arguments, add_mechanism_command,
@@ -33,13 +34,22 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"number of synthetic sequences, at most {MAX_SYNTHETIC:,} and "
                         f"{MAX_SYNTHETIC_ITEMS:,} / --max-length (default: the model's noisy "
                         "count, within those limits)")
-    p.add_argument("--no-synthetic", action="store_true", help="skip the synthetic database")
+    p.add_argument("--no-synthetic", action="store_true", help="skip the synthetic database "
+                   "(then --n-synthetic and --max-length, which only shape it, are refused)")
     add_engine_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Check the synthetic data's size, then load, release, write."""
+    if args.no_synthetic:
+        given = [option for option, value in (("--n-synthetic", args.n_synthetic),
+                                              ("--max-length", args.max_length))
+                 if value is not None]
+        if given:
+            raise InvalidParameter(f"{', '.join(given)}: shape{'s' if len(given) == 1 else ''} "
+                                   "the synthetic data, which --no-synthetic skips: drop "
+                                   f"{'it' if len(given) == 1 else 'them'} or --no-synthetic")
     check_synthetic(args.l_top, args.max_length, args.n_synthetic)
     return run_mechanism(args, load_from_args, _release, _describe)
 

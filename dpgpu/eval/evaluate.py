@@ -98,6 +98,13 @@ COVERAGE_KS = (1, 10, 100, 1000)
 PLOT_FORMATS = ("png",)
 WARNING = ("diagnostic computed from the exact original data; NOT differentially private: "
            "never publish it with the release")
+#: The tasks whose results depend on each setting of :func:`evaluate_release` (by keyword):
+#: a setting given where none of them is computed would be ignored, and is refused
+#: (:func:`check_settings_apply`).
+SETTING_TASKS = {"query_sizes": ("count-queries", "pst"), "k_values": ("top-k", "pst"),
+                 "min_length": ("top-k", "pst"), "threshold": ("frequent",),
+                 "coverage_ks": ("coverage",),
+                 "backend": ("count-queries", "top-k", "pst", "ngrams")}
 #: Keys of report["parameters"] read as a relative / absolute support threshold.
 _RELATIVE_KEYS = ("threshold", "relative_threshold", "theta")
 _ABSOLUTE_KEYS = ("min_support",)
@@ -425,6 +432,55 @@ def choose_tasks(tasks: Iterable[str] | None, allowed: Sequence[str], release_di
     return chosen
 
 
+def check_settings_apply(given: Iterable[str], chosen: Sequence[str], allowed: Sequence[str],
+                         report: Mapping[str, Any], files: Mapping[str, Path],
+                         names: Mapping[str, str] | None = None) -> None:
+    """Refuse a setting that none of the tasks computed uses, rather than ignore it.
+
+    Parameters
+    ----------
+    given : iterable of str
+        The settings given, by keyword of :data:`SETTING_TASKS`.
+    chosen : sequence of str
+        The tasks to compute (:func:`choose_tasks`).
+    allowed : sequence of str
+        The tasks the release allows (:func:`applicable_tasks`).
+    report : mapping
+        The release's report (its ``mechanism``, for messages).
+    files : mapping of str to Path
+        The release files (:func:`release_files`), for messages.
+    names : mapping of str to str, optional
+        How messages name the settings (as for :func:`evaluate_release`).
+
+    Raises
+    ------
+    InvalidParameter
+        Naming the first setting given that no task in ``chosen`` uses (see
+        :data:`SETTING_TASKS`), and why: a task the release allows that the
+        chosen tasks leave out, or a release that allows none of them (a
+        spatial release none of the sequence settings).
+    """
+    for key in given:
+        uses = SETTING_TASKS[key]
+        if set(uses) & set(chosen):
+            continue
+        option = _option(names, key)
+        tasks = " and ".join([", ".join(uses[:-1]), uses[-1]] if len(uses) > 1 else uses)
+        tasks = f"the {tasks} task{'s' if len(uses) > 1 else ''}"
+        if set(uses) & set(allowed):
+            raise InvalidParameter(f"{option}: applies to {tasks} only, which "
+                                   f"{_option(names, 'tasks')} leaves out (chosen: "
+                                   f"{', '.join(chosen)})")
+        if "range-queries" in allowed:
+            raise InvalidParameter(f"{option}: applies to sequence releases only; a spatial "
+                                   f"release ({LEAVES}) is judged by range queries "
+                                   f"({_option(names, 'n_queries')}, {_option(names, 'seed')})")
+        raise InvalidParameter(
+            f"{option}: applies to {tasks} only, which this {report.get('mechanism')} release "
+            f"({', '.join(sorted(p.name for p in files.values()))}) does not allow; it allows "
+            f"{', '.join(allowed)}")
+
+
 def read_gram_file(path: Path, vocab: Any, columns: Sequence[str]
                    ) -> tuple[list[tuple[int, ...]], list[float]]:
     """Read a release TSV (``gram`` plus optional value column) into ids.
@@ -521,15 +577,22 @@ def release_threshold(report: dict, n_sequences: int, threshold: float | None,
     """
     if threshold is not None:
         return T.support_threshold(_check_theta(threshold, name), n_sequences)
+    found = _report_threshold(report)
+    if found is None:
+        return None
+    absolute, v = found
+    return int(math.ceil(v)) if absolute else T.support_threshold(float(v), n_sequences)
+
+
+def _report_threshold(report: dict) -> tuple[bool, float] | None:
+    """The report's support threshold: ``(True, min_support)`` or ``(False, theta)``, or None."""
     params = report.get("parameters") or {}
-    for key in _ABSOLUTE_KEYS:
-        v = params.get(key)
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 1:
-            return int(math.ceil(v))
-    for key in _RELATIVE_KEYS:
-        v = params.get(key)
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1:
-            return T.support_threshold(float(v), n_sequences)
+    for absolute, keys, fits in ((True, _ABSOLUTE_KEYS, lambda v: v >= 1),
+                                 (False, _RELATIVE_KEYS, lambda v: 0 < v <= 1)):
+        for key in keys:
+            v = params.get(key)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and fits(v):
+                return absolute, v
     return None
 
 
@@ -541,12 +604,62 @@ def _check_theta(theta: Any, name: str) -> float:
 
 
 # ---------------------------------------------------------------- evaluation
+def sequence_tasks(release_dir: Any, tasks: Iterable[str] | None = None,
+                   given: Iterable[str] = (), names: Mapping[str, str] | None = None
+                   ) -> tuple[dict, dict[str, Path], list[str]]:
+    """A sequence release's report, files and tasks to compute, from the release alone.
+
+    :func:`evaluate_release` calls it before it reads the original, and
+    ``dpgpu evaluate`` before it reads ``--original``.
+
+    Parameters
+    ----------
+    release_dir : str or path-like
+        The release directory.
+    tasks : iterable of str, optional
+        The tasks asked for (default all that the release allows).
+    given : iterable of str
+        The settings given, by keyword of :data:`SETTING_TASKS`; a
+        ``threshold`` given lets the ``frequent`` task apply to synthetic data.
+    names : mapping of str to str, optional
+        How messages name the settings (as for :func:`evaluate_release`).
+
+    Returns
+    -------
+    report : dict
+        :func:`check_release_report`.
+    files : dict of str to Path
+        :func:`release_files`.
+    chosen : list of str
+        :func:`choose_tasks`.
+
+    Raises
+    ------
+    InputError
+        As :func:`check_release_report`, or for a spatial release.
+    InvalidParameter
+        As :func:`choose_tasks` and :func:`check_settings_apply`.
+    """
+    rdir = _release_path(release_dir)
+    report = check_release_report(rdir)
+    files = release_files(rdir)
+    if "leaves" in files:
+        raise InputError(f"{rdir}: a spatial release ({LEAVES}); its original is a points file "
+                         "(evaluate_spatial_release)")
+    given = list(given)
+    allowed = applicable_tasks(files, "threshold" in given
+                               or _report_threshold(report) is not None)
+    chosen = choose_tasks(tasks, allowed, rdir)
+    check_settings_apply(given, chosen, allowed, report, files, names)
+    return report, files, chosen
+
+
 def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | None = None,
                      seed: int = 0, n_queries: int = 10_000,
-                     query_sizes: Sequence[int] = M.QUERY_SIZES,
-                     k_values: Sequence[int] = K_VALUES, min_length: int | None = None,
+                     query_sizes: Sequence[int] | None = None,
+                     k_values: Sequence[int] | None = None, min_length: int | None = None,
                      threshold: float | None = None,
-                     coverage_ks: Sequence[int] = COVERAGE_KS, backend: Any = None,
+                     coverage_ks: Sequence[int] | None = None, backend: Any = None,
                      reader_options: dict | None = None,
                      original_name: str | None = None,
                      names: Mapping[str, str] | None = None) -> dict:
@@ -568,16 +681,17 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
     n_queries : int
         Random count queries per maximal query size, at most
         :data:`dpgpu.eval.metrics.MAX_QUERIES`.
-    query_sizes : sequence of int
-        Maximal query sizes (N-gram paper: 4, 8, 12, 16, 20); a list even
-        for one size (``[8]``, not ``8``).  ``n_queries`` times their sum
+    query_sizes : sequence of int, optional
+        Maximal query sizes (default the N-gram paper's 4, 8, 12, 16, 20); a
+        list even for one size (``[8]``, not ``8``).  ``n_queries`` times their sum
         is at most :data:`dpgpu.eval.metrics.MAX_QUERY_ITEMS`
         (:func:`check_count_workload`).
-    k_values : sequence of int
-        K of the top-K comparisons, at most :data:`MAX_K`; a list even for
-        one K (``[20]``).  Where the original has fewer patterns than K,
-        the comparison is over those it has; where it has none, the scores
-        are None (``n/a``), not perfect ones.
+    k_values : sequence of int, optional
+        K of the top-K comparisons (default :data:`K_VALUES`), at most
+        :data:`MAX_K`; a list even for one K (``[20]``).  Where the
+        original has fewer patterns than K, the comparison is over those it
+        has; where it has none, the scores are None (``n/a``), not perfect
+        ones.
     min_length : int, optional
         Shortest pattern in top-K lists.  Default: the papers' choices, 2 for
         ``top-k`` on synthetic data (size-1 patterns excluded, as in the
@@ -589,10 +703,15 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
         report's parameters ``threshold``/``theta``/``min_support``).
         The exact search for the truly frequent subsequences examines at
         most :data:`MAX_CANDIDATES` candidates (so do the top-K searches).
-    coverage_ks : sequence of int
-        User-count thresholds K of the DPNE coverage; a list even for one K.
+    coverage_ks : sequence of int, optional
+        User-count thresholds K of the DPNE coverage (default
+        :data:`COVERAGE_KS`); a list even for one K.
     backend : str or Backend, optional
         Where contiguous counts are computed.
+        ``query_sizes``, ``k_values``, ``min_length``, ``threshold``,
+        ``coverage_ks`` and ``backend`` are refused rather than ignored
+        where no task computed uses them (:data:`SETTING_TASKS`,
+        :func:`check_settings_apply`): ``k_values`` for a DPNE release, say.
     reader_options : dict, optional
         Reader options of the original (:func:`dpgpu.load`'s keywords): used
         to read it when ``original`` is a path.  The synthetic file is read
@@ -616,8 +735,9 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
         ``original`` is neither a SequenceDB nor a path; ``release_dir`` is
         not a path; ``query_sizes``, ``k_values`` or ``coverage_ks`` is not a
         non-empty sequence of integers ``>= 1`` (a single number is refused);
-        ``tasks`` is not a list of tasks the release allows; or another
-        setting is out of range, the maxima above included.
+        ``tasks`` is not a list of tasks the release allows; a setting that
+        none of the tasks uses; or another setting is out of range, the
+        maxima above included.
     InputError
         A release directory or original that cannot be read, a malformed
         ``report.json`` (:func:`check_release_report`), a spatial release, an
@@ -629,18 +749,21 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
     if not isinstance(original, (SequenceDB, str, os.PathLike)):
         raise InvalidParameter(f"original: expected a SequenceDB (dpgpu.load(path)) or the path "
                                f"of the dataset, got {type(original).__name__}")
-    n_queries, query_sizes = check_count_workload(n_queries, query_sizes, names)
-    k_values = sorted(set(_positive_ints(k_values, _option(names, "k_values"), maximum=MAX_K)))
+    given = [k for k, v in (("query_sizes", query_sizes), ("k_values", k_values),
+                            ("min_length", min_length), ("threshold", threshold),
+                            ("coverage_ks", coverage_ks), ("backend", backend))
+             if v is not None]
+    n_queries, query_sizes = check_count_workload(
+        n_queries, M.QUERY_SIZES if query_sizes is None else query_sizes, names)
+    k_values = sorted(set(_positive_ints(K_VALUES if k_values is None else k_values,
+                                         _option(names, "k_values"), maximum=MAX_K)))
     if min_length is not None:
         min_length = check_positive_int(min_length, _option(names, "min_length"))
-    coverage_ks = sorted(set(_positive_ints(coverage_ks, _option(names, "coverage_ks"))))
+    coverage_ks = sorted(set(_positive_ints(COVERAGE_KS if coverage_ks is None else coverage_ks,
+                                            _option(names, "coverage_ks"))))
     seed = check_positive_int(seed, _option(names, "seed"), minimum=0)
     tasks = None if tasks is None else choose_tasks(tasks, TASKS, rdir)  # names, before reading
-    report = check_release_report(rdir)
-    files = release_files(rdir)
-    if "leaves" in files:
-        raise InputError(f"{rdir}: a spatial release ({LEAVES}); its original is a points file "
-                         "(evaluate_spatial_release)")
+    report, files, chosen = sequence_tasks(rdir, tasks, given, names)
     if not isinstance(original, SequenceDB):
         original = load(original, **(reader_options or {}))
     oname = original_name or str(original.source.get("path", "the original"))
@@ -650,7 +773,6 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
     check_vocabulary(report, original, rdir, oname)
     min_support = release_threshold(report, len(original), threshold,
                                     _option(names, "threshold"))
-    chosen = choose_tasks(tasks, applicable_tasks(files, min_support is not None), rdir)
 
     ctx = _Context(original, backend, names)
     syn = None

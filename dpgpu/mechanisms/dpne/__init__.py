@@ -435,10 +435,17 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     sigmas = sigma_schedule(sigma_star, max_n, schedule, decay)
     grid_sigmas = [GRID * s for s in sigmas]
     if max(grid_sigmas) > MAX_GAUSSIAN_SIGMA:
+        # the equal schedule has the smallest largest sigma_k: where it fits, decay is at fault
+        equal = max(sigma_schedule(sigma_star, max_n, "equal", 1.0))
+        if GRID * equal <= MAX_GAUSSIAN_SIGMA:
+            k = grid_sigmas.index(max(grid_sigmas)) + 1
+            raise InvalidParameter(
+                f"decay: {decay:g} makes sigma_{k} = {max(sigmas):.3g}, above "
+                f"{MAX_GAUSSIAN_SIGMA / GRID:g} (equal sigmas would be {equal:.3g} at "
+                f"epsilon={epsilon:g}, delta={delta:g}); bring decay nearer 1")
         raise InvalidParameter(f"epsilon: {epsilon:g} needs sigma_k above "
-                               f"{MAX_GAUSSIAN_SIGMA / GRID:g}; raise epsilon or delta"
-                               + (f", or bring decay ({decay:g}) nearer 1"
-                                  if schedule == "geometric" else ""))
+                               f"{MAX_GAUSSIAN_SIGMA / GRID:g} whatever the schedule; raise "
+                               "epsilon or delta")
     max_candidates = check_positive_int(MAX_CANDIDATES if max_candidates is None
                                         else max_candidates, "max_candidates")
     if Fraction(eta) / max_candidates <= TAIL_RESOLUTION:  # q_k >= eta / max_candidates

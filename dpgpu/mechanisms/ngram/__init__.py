@@ -68,6 +68,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
@@ -75,6 +76,7 @@ import numpy as np
 
 from ...backend import get_backend, to_numpy
 from ...data.sequencedb import SequenceDB, check_db, synthetic_like
+from ...errors import InvalidParameter
 from ...ops.grams import GramEngine
 from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_delta
 from ...privacy.samplers import LAPLACE_TV_BOUND, MAX_LAPLACE_SCALE
@@ -441,14 +443,32 @@ def check_parameters(epsilon: float, l_max: int, n_max: int) -> tuple[float, int
     Raises
     ------
     InvalidParameter
-        A value out of range, named; a noise scale of level 1 (the largest)
-        past the samplers' limit, naming ``l_max``, or ``epsilon`` when even
-        ``l_max = 1`` passes it (:func:`dpgpu.privacy.laplace_scale`).
+        A value out of range, named; a noise scale of level 1 (the largest,
+        over a budget of ``epsilon / n_max``) past the samplers' limit,
+        naming ``l_max`` (:func:`dpgpu.privacy.laplace_scale`), or
+        ``epsilon`` when even ``l_max = 1`` passes it, with the ``epsilon``
+        given and its share per level.
     """
     epsilon = check_positive_real(epsilon, "epsilon")
     l_max = check_positive_int(l_max, "l_max")
     n_max = min(check_positive_int(n_max, "n_max", maximum=MAX_N), l_max + 1)
-    laplace_scale(epsilon / n_max, _sensitivity(l_max), name="l_max")
+    share = epsilon / n_max  # level 1's budget, the smallest of a path (module doc)
+    try:  # at l_max = 1: too small an epsilon (or too many levels), named as typed
+        laplace_scale(share, name="l_max")
+    except InvalidParameter:
+        def show(x: Decimal) -> str:  # three digits, also past the floats' range
+            return f"{float(x):.3g}" if 0 < float(x) < math.inf else f"{x:.3g}"
+
+        budget = f"a budget of {epsilon:g}"
+        if n_max > 1:
+            budget = (f"{epsilon:g} over the n_max = {n_max} levels gives level 1 (the "
+                      f"noisiest) {budget} / {n_max} = {show(Decimal(epsilon) / n_max)}, which")
+        raise InvalidParameter(
+            f"epsilon: too small; {budget} makes the noise scale "
+            f"{show(Decimal(n_max) / Decimal(epsilon))} even at l_max = 1, past the samplers' "
+            f"limit of 2**52; raise epsilon" + (" or lower n_max" if n_max > 1 else "")
+        ) from None
+    laplace_scale(share, _sensitivity(l_max), name="l_max")
     return epsilon, l_max, n_max
 
 

@@ -635,11 +635,18 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
     """
     check_db(db, "db", items=True)
     epsilon = check_positive_real(epsilon, "epsilon")
+    synthetic = check_bool(synthetic, "synthetic")
+    unused = [name for name, value in (("n_synthetic", n_synthetic), ("max_length", max_length))
+              if value is not None and not synthetic]
+    if unused:
+        raise InvalidParameter(f"{', '.join(unused)}: shape the synthetic data, which "
+                               "synthetic=False skips: drop them or synthetic=False")
     l_top, max_length, n_synthetic = check_synthetic(l_top, max_length, n_synthetic)
+    if not synthetic:
+        max_length = None  # the report records no synthetic data's length
     max_nodes = check_positive_int(max_nodes, "max_nodes")
     engine = check_engine(engine, db, client)
     progress = stage_reporter(progress, "pst")
-    synthetic = check_bool(synthetic, "synthetic")
     be = get_backend(backend)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
