@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 
 import numpy as np
 import pytest
@@ -16,7 +15,7 @@ from dpgpu.cli import main
 from dpgpu.data.sequencedb import SequenceDB
 from dpgpu.errors import InvalidParameter
 from dpgpu.eval.truth import subsequence_supports
-from dpgpu.mechanisms.pfs2 import MAX_CANDIDATES, MAX_CANDIDATES_LIMIT, _best, pfs2
+from dpgpu.mechanisms.pfs2 import MAX_CANDIDATES, MAX_CANDIDATES_LIMIT, pfs2
 from dpgpu.mechanisms.pfs2 import support as support_module
 
 
@@ -56,16 +55,6 @@ def test_cli_refuses_max_candidates_above_the_limit(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("dpgpu: error: max_candidates: at most") and "\n" not in err
     assert not (tmp_path / "o").exists()
-
-
-def test_best_is_the_head_of_the_sorted_candidates():
-    """The capped level keeps what ``sorted(found)[:budget]`` keeps, without the full sort."""
-    rng = random.Random(0)
-    for _ in range(500):
-        found = [(-rng.randint(0, 4), tuple(rng.randint(0, 3) for _ in range(3)))
-                 for _ in range(rng.randint(1, 20))]
-        for budget in range(len(found) + 1):
-            assert sorted(_best(found, budget)) == sorted(c for _, c in sorted(found)[:budget])
 
 
 def test_cpu_supports_are_counted_in_chunks_of_sequences(monkeypatch):

@@ -89,7 +89,6 @@ per-level candidate counts (all DP outputs) -- never exact counts.
 
 from __future__ import annotations
 
-import heapq
 import logging
 import math
 import time
@@ -102,7 +101,7 @@ import numpy as np
 from ...backend import Backend, get_backend
 from ...data.sequencedb import SequenceDB, check_db
 from ...errors import InvalidParameter
-from ...eval.truth import _dedupe, gsp_join
+from ...eval.truth import _dedupe
 from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale
 from ...privacy.ledger import split_budget
 from ...privacy.rng import NoiseKey
@@ -113,6 +112,7 @@ from ...report import Displayed
 from ...scale.partitions import Partitions, check_engine, engine_run, partition
 from ...validation import check_positive_int, check_positive_real, check_positive_reals, \
     check_probability
+from .candidates import capped_candidates
 from .premining import (PreMining, length_constraint, max_frequent_length, noisy_size,
                         search_queries, tv_delta)
 from .relax import relaxed_threshold
@@ -605,64 +605,6 @@ def warn_of_noise(k: int, scale: float, threshold: float) -> float:
                     "level's patterns are largely noise (raise --epsilon or --threshold, or "
                     "lower --l-upper)", k, scale, threshold, chance)
     return chance
-
-
-def capped_candidates(prev: dict[tuple[int, ...], int], budget: int
-                      ) -> tuple[list[tuple[int, ...]], bool]:
-    """The next level's candidates (GSP join and prune of ``prev``), at most ``budget`` of them.
-
-    Beyond ``budget``, the candidates whose two parents have the largest
-    smaller noisy support are kept (ties: in lexicographic order), listed
-    in lexicographic order.  A candidate's score is at most its first
-    parent's support, so the parents are joined in decreasing order of
-    support, a support at a time, and the joining stops once ``budget``
-    candidates score at least the support reached: a level far over the
-    cap is never built whole (millions of frequent pairs join into
-    billions of triples).  Post-processing of released supports only.
-
-    Returns
-    -------
-    candidates : list of tuple of int
-    capped : bool
-        Whether some candidates were left out.
-    """
-    found: list[tuple[int, tuple[int, ...]]] = []  # (-score, candidate)
-    below: list[int] = []  # -score of those scoring below the support reached (a heap)
-    scored, reached = 0, None  # candidates found scoring at least the support reached
-    for p, c in gsp_join(prev, sorted(prev, key=lambda q: -prev[q])):
-        v = prev[p]
-        if v != reached:  # every candidate scoring at least the last support is found
-            if scored > budget:
-                break
-            while below and -below[0] >= v:
-                heapq.heappop(below)
-                scored += 1
-            reached = v
-        score = min(v, prev[c[1:]])
-        found.append((-score, c))
-        if score >= v:
-            scored += 1
-        else:
-            heapq.heappush(below, -score)
-    if len(found) <= budget:
-        return sorted(c for _, c in found), False
-    return sorted(_best(found, budget)), True
-
-
-def _best(found: list[tuple[int, tuple[int, ...]]], budget: int) -> list[tuple[int, ...]]:
-    """The candidates of the ``budget`` smallest ``(-score, candidate)`` pairs of ``found``.
-
-    The same as the first ``budget`` of ``sorted(found)``, unordered, without
-    sorting them all: a partition finds the score cut, and only the
-    candidates tied at the cut are sorted.
-    """
-    if budget <= 0:
-        return []
-    neg = np.fromiter((s for s, _ in found), dtype=np.int64, count=len(found))
-    cut = np.partition(neg, budget - 1)[budget - 1]
-    kept = [found[i][1] for i in np.flatnonzero(neg < cut).tolist()]
-    tied = sorted(found[i][1] for i in np.flatnonzero(neg == cut).tolist())
-    return kept + tied[:budget - len(kept)]
 
 
 def sample_assignment(n: int, n_samples: int, key: NoiseKey) -> np.ndarray:
