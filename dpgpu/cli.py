@@ -5,7 +5,9 @@ Each subcommand lives in a module of :mod:`dpgpu.commands` that defines
 
 Exit status: 0 success, 2 bad parameter or bad input (one line on stderr
 naming the file, line or parameter; no traceback), 3 privacy budget
-exceeded, 1 internal error.
+exceeded, 1 internal error, 141 (128 + SIGPIPE, as a shell reports a
+command a pipe's reader left, such as ``dpgpu evaluate ... | head -1``)
+silently when standard output is closed before everything was written.
 """
 
 from __future__ import annotations
@@ -90,15 +92,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     int
         0 on success (and for ``--help``, ``--version``); 2 for a usage
         error, a missing subcommand or a bad parameter or input; 3 when the
-        privacy budget is exceeded; 1 for an internal error, running out of
-        (GPU) memory or a broken pipe; 130 on Ctrl-C; ``128 + signum`` on
-        SIGTERM or SIGHUP.  Errors are reported on stderr.
+        privacy budget is exceeded; 1 for an internal error or running out of
+        (GPU) memory; :data:`BROKEN_PIPE` (141), silently, when the reader
+        of standard output went away (``| head``); 130 on Ctrl-C;
+        ``128 + signum`` on SIGTERM or SIGHUP.  Errors are reported on stderr.
     """
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # usage errors (status 2), --help and --version (0)
-        return exc.code if isinstance(exc.code, int) else 2
+        status = exc.code if isinstance(exc.code, int) else 2
+        return status if _flushed() else BROKEN_PIPE  # --help's pipe may break at the flush
+    except BrokenPipeError:
+        return _broken_pipe()
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
@@ -106,7 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="dpgpu: %(message)s", stream=sys.stderr)
     try:
         with _terminate_cleanly():
-            return int(args.func(args) or 0)
+            status = int(args.func(args) or 0)
+        return status if _flushed() else BROKEN_PIPE  # not left to break at exit, as noise
     except _Terminated as exc:
         print(f"dpgpu: terminated by signal {exc.signum}", file=sys.stderr)
         return 128 + exc.signum
@@ -114,8 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dpgpu: error: {exc}", file=sys.stderr)
         return exc.exit_status
     except BrokenPipeError:  # the reader of our output went away (e.g. `| head`)
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
-        return 1
+        return _broken_pipe()
     except KeyboardInterrupt:
         print("dpgpu: interrupted", file=sys.stderr)
         return 130
@@ -130,6 +136,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         traceback.print_exc()
         print("dpgpu: internal error (the traceback above is worth reporting)", file=sys.stderr)
         return 1
+
+
+#: Exit status when standard output's reader went away: 128 + SIGPIPE, as a shell reports a
+#: program that SIGPIPE ended (Python ignores SIGPIPE, so a write raises BrokenPipeError).
+BROKEN_PIPE = 128 + getattr(signal, "SIGPIPE", 13)
+
+
+def _broken_pipe() -> int:
+    """Silence standard output for good and return :data:`BROKEN_PIPE`.
+
+    Output still buffered would be flushed at exit into the broken pipe and
+    print ``Exception ignored ... BrokenPipeError``: standard output's file
+    descriptor is pointed at the null device instead (the recipe of Python's
+    :mod:`signal` documentation), and ``sys.stdout`` too where it has none.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):  # no descriptor (a test's capture)
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - kept open until exit
+    finally:
+        os.close(devnull)
+    return BROKEN_PIPE
+
+
+def _flushed() -> bool:
+    """Flush standard output; False where its reader went away (:func:`_broken_pipe` done)."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _broken_pipe()
+        return False
+    return True
 
 
 class _Terminated(BaseException):

@@ -471,6 +471,14 @@ class ReleaseWriter:
             The release file (:func:`synthetic_file`).
         format : str
             The format it is written in.
+
+        Raises
+        ------
+        OSError
+            The file system fails to write it (a full disk): the writer's
+            InputError naming the staging file is turned back into its
+            OSError, which :meth:`__exit__` reports naming the release
+            directory, as for every other release file.
         """
         from .data.writers import WRITE_FORMATS, label_problem, write  # noqa: PLC0415
 
@@ -484,7 +492,14 @@ class ReleaseWriter:
                 fmt = fallback
         name, delimiter = synthetic_file(db, fmt)
         self.progress(f"writing {name}: {len(db)} sequences")
-        write(db, self.path(name), format=fmt, force=True, delimiter=delimiter)
+        path = self.path(name)
+        try:
+            write(db, path, format=fmt, force=True, delimiter=delimiter)
+        except InputError as exc:
+            failure = exc.__context__  # what output_errors turned into ``exc``, naming path
+            if isinstance(failure, OSError) and str(exc) == str(output_error(path, failure)):
+                raise failure from None  # named as the release's by __exit__, not the staging's
+            raise
         return name, fmt
 
     def synthetic_entries(self, db: Any) -> dict:

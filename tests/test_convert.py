@@ -39,8 +39,8 @@ def test_event_log_to_xes_by_extension_keeps_sequences_and_case_names(tmp_path, 
 
 def test_an_extension_naming_nothing_keeps_the_input_format_or_to(tmp_path, capsys):
     data = _log(tmp_path)
-    assert convert(capsys, data, tmp_path / "same.txt") == (0, "")
-    assert dpgpu.load(tmp_path / "same.txt").source["format"] == "csv"
+    assert convert(capsys, data, tmp_path / "same.dat") == (0, "")
+    assert dpgpu.load(tmp_path / "same.dat").source["format"] == "csv"
     assert convert(capsys, data, tmp_path / "out.txt", "--to", "spmf") == (0, "")
     assert dpgpu.load(tmp_path / "out.txt").source["format"] == "spmf"
     assert convert(capsys, data, tmp_path / "out.xes", "--to", "xes") == (0, "")

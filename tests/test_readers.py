@@ -283,7 +283,7 @@ def test_a_vocabulary_is_public_only_when_declared(tmp_path, name, text, public)
 
 def test_load_on_a_public_vocabulary(tmp_path):
     path = write(tmp_path, "d.txt", "x y\nz x\n")
-    words = write(tmp_path, "v.txt", "  z \n\nw\ny\r\nx\n")
+    words = write(tmp_path, "v.txt", "z\n\nw\ny\r\nx\n")
     for vocab in (words, str(words), ["z", "w", "y", "x"], dpgpu.Vocabulary(["z", "w", "y", "x"])):
         db = dpgpu.load(path, vocab=vocab)
         assert db.vocab.labels == ["z", "w", "y", "x"] and db.vocab.public

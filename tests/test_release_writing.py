@@ -216,5 +216,5 @@ def test_convert_counts_the_sequences_it_wrote(tmp_path, capsys, caplog):
     src = tmp_path / "in.txt"
     src.write_text("a b\n\nc\n\n")
     assert main(["convert", str(src), str(tmp_path / "out.csv")]) == 0
-    assert capsys.readouterr().out.strip() == f"wrote 2 sequences to {tmp_path / 'out.csv'}"
+    assert capsys.readouterr().out.strip() == f"wrote 2 sequences to {tmp_path / 'out.csv'} as csv"
     assert "2 of the 4 sequences are empty" in caplog.text

@@ -284,8 +284,10 @@ def add_data_arguments(parser: argparse.ArgumentParser, name: str = "data") -> N
     group.add_argument("--format", choices=FORMATS, help="input format (default: detect)")
     group.add_argument("--tokens", choices=LINE_TOKENS,
                        help="lines/column formats: token type (default auto: integers when "
-                            "every token is one, else strings; str keeps labels such as 007 "
-                            "as written; chars: every character but white space an item)")
+                            "every token is an integer written as it prints (no 007, -0, +7), "
+                            "else strings as written; int: integers, relabelled as they print "
+                            "(007 is 7); str: always as written; chars: every character but "
+                            "white space an item)")
     group.add_argument("--case", help="csv/parquet: case (sequence) id column; wide/column: row "
                        "id column; trajectory: trajectory id column")
     group.add_argument("--activity", help="csv/parquet/xes: activity column or attribute")

@@ -25,11 +25,14 @@ DESCRIPTION = f"""\
 Rewrite a dataset in another format.
 
 The output format is --to, else the one the output file's extension names
-(after any .gz), else the input's own format; --to and an extension that
-names another format are refused.  The extensions:
+(after any .gz), else the input's own format (the summary line says which it
+wrote); --to and an extension that names another format are refused.  The
+extensions:
 {_EXTENSIONS}
 A .csv or .tsv name keeps a wide, trajectory or column input in its own
-format (these are CSV tables too); --to csv makes an event log of it.
+format (these are CSV tables too); --to csv makes an event log of it.  A .txt
+name takes any format written as text with --to (--to spmf: SPMF's datasets
+are .txt files).
 
 Kept: the sequences of items, in order (an event log's cases, each in time
 order).  Written as an event log (csv, parquet, xes), every event gets a
@@ -48,8 +51,9 @@ them: a .seq file's items are its category numbers (its header names them),
 and an SPMF file's its item numbers; SPMF output keeps the @ITEM names of an
 SPMF input, a .seq output the category names of a .seq input.  To write the
 names themselves in another format, read the input with --vocab listing
-them.  Items read with --tokens str (labels such as 007) are written as they
-are to lines and column files: read those back with --tokens str too.
+them.  Labels such as 007 are written as they are to lines and column
+files, and read back so (--tokens auto reads integers only from a file
+whose every token is one as it prints).
 
 A wide table pads every row to the longest sequence: its rows times that
 length is at most {MAX_WIDE_CELLS:,} cells, and it is refused where even its
@@ -78,7 +82,10 @@ def output_format(output: str, to: str | None, input_format: str | None = None) 
     Extensions are those format detection reads as a hint
     (:func:`dpgpu.data.load.extension_format`), after any ``.gz``.  A name
     that reads as ``csv`` (``.csv``, ``.tsv``) also suits the CSV tables of
-    :data:`CSV_TABLES`: without ``to``, such an input keeps its format.
+    :data:`CSV_TABLES`: without ``to``, such an input keeps its format.  A
+    ``.txt`` name reads as ``lines`` and suits every format written as text
+    (:data:`_ALSO_SUITS`), given as ``to``.  ``dpgpu generate`` writes the
+    format this returns, else ``lines``.
 
     Parameters
     ----------
@@ -100,11 +107,14 @@ def output_format(output: str, to: str | None, input_format: str | None = None) 
     ------
     InvalidParameter
         Naming ``--to``, when the extension names another format (a
-        ``.csv`` name also suits :data:`CSV_TABLES`); or naming the output,
+        ``.csv`` name also suits :data:`CSV_TABLES`, a ``.txt`` name the text
+        formats); or naming the output,
         when its extension names a format dpgpu cannot write.
     """
     suffix, named = extension_format(output)
     if named is None or (named == "csv" and (to or input_format) in CSV_TABLES):
+        return to
+    if to is not None and to in _ALSO_SUITS.get(suffix, ()):
         return to
     if to is not None and to != named:
         raise InvalidParameter(f"--to: {to} does not match the extension {suffix} of "
@@ -148,15 +158,27 @@ def check_wide_size(db: Any, output: str) -> None:
 
 #: Formats written as CSV tables besides event logs: a ``.csv`` name suits them too.
 CSV_TABLES = ("wide", "trajectory", "column")
+#: Formats an extension suits, given with ``--to``, besides the one it names: a ``.txt``
+#: name (``lines``) suits every format written as text.
+_ALSO_SUITS = {".txt": tuple(f for f in WRITE_FORMATS if f != "parquet")}
 
 
 def run(args: argparse.Namespace) -> int:
-    """Read, then write atomically."""
+    """Read, then write atomically; the summary line names the format written."""
     fmt = output_format(args.output, args.to, args.format)
     check_output(args.output, force=args.force, inputs=input_paths(args))  # before reading
     db = load_from_args(args)
-    if (fmt or db.source.get("format")) == "wide":
+    written = fmt or db.source.get("format") or "lines"
+    note = ""
+    suffix, named = extension_format(args.output)
+    if fmt is None and named is None:  # neither --to nor the name chose it
+        why = f"its extension {suffix} names none" if suffix else "it has no extension"
+        if written not in WRITE_FORMATS:
+            raise InvalidParameter(f"output: {args.output}: {why}, and dpgpu cannot write the "
+                                   f"input's format {written}; choose one with --to")
+        note = f" (the input's format: {why}; choose another with --to)"
+    if written == "wide":
         check_wide_size(db, args.output)
-    n = db.save(args.output, format=fmt, force=args.force)
-    print(f"wrote {n} sequences to {args.output}")
+    n = db.save(args.output, format=written, force=args.force)
+    print(f"wrote {n} sequences to {args.output} as {written}{note}")
     return 0

@@ -7,8 +7,15 @@ first appears.  The activities become the vocabulary (sorted with
 :func:`~dpgpu.data.sequencedb.sort_labels`).
 
 Timestamps that look like dates (``YYYY-MM-DD...``) are read as ISO-8601,
-with or without a UTC offset (a time without an offset counts as UTC); other
-timestamps must be numbers.  A log without a timestamp column keeps file order.
+with or without a UTC offset (a time without an offset counts as UTC), and
+ordered to the microsecond (further digits of a fraction of a second are
+cut off, by either parser); other timestamps must be numbers (as Python's
+``float`` reads them, finite), ordered by their exact decimal values: two
+events tie only where their numbers are equal (``1``, ``1.0`` and ``1e0``
+are; ``0.1`` and ``0.10000000000000001`` are not, though one float64), so
+that the order of two events never depends on the other values of the
+file (a privacy requirement: one added record must not reorder the events
+of other cases).  A log without a timestamp column keeps file order.
 
 Writers reproduce the input's format so that synthetic data is a drop-in
 replacement.  Synthetic sequences have no real times, so the writers give the
@@ -42,6 +49,7 @@ import os
 import re
 import warnings
 from datetime import datetime, timedelta, timezone
+from decimal import Decimal, InvalidOperation
 from itertools import islice
 from operator import itemgetter
 from typing import Any, Callable, Iterable, Iterator, TextIO
@@ -97,6 +105,9 @@ def check_option(value: Any, name: str) -> str | None:
 
 #: Names a delimiter may be given by, for a tab typed in a shell.
 _DELIMITER_NAMES = {"\\t": "\t", "tab": "\t"}
+#: Characters that cannot separate the fields of a CSV row, and why.
+_NOT_DELIMITERS = {'"': "a quote opens a quoted field", "\n": "a line end ends the row",
+                   "\r": "a line end ends the row"}
 
 
 def check_delimiter(value: Any) -> str | None:
@@ -117,12 +128,18 @@ def check_delimiter(value: Any) -> str | None:
     Raises
     ------
     InvalidParameter
-        Naming ``delimiter``, for anything else than one character.
+        Naming ``delimiter``, for anything else than one character, and for
+        a quote or a line end: a quote opens a quoted field and a line end
+        ends the row, so neither can separate fields.
     """
     if value is None:
         return None
     if isinstance(value, str):
         value = _DELIMITER_NAMES.get(value.lower(), value)
+        if value in _NOT_DELIMITERS:
+            raise InvalidParameter(f"delimiter: {value!r} cannot be a field delimiter: "
+                                   f"{_NOT_DELIMITERS[value]}; choose another character "
+                                   "(or \\t or tab for a tab)")
         if len(value) == 1:
             return value
     raise InvalidParameter(f"delimiter: expected one character (or \\t or tab for a tab), "
@@ -228,8 +245,10 @@ def parse_times(values: np.ndarray) -> tuple[np.ndarray, str]:
 
     Returns
     -------
-    keys : array of int64 or float64
-        Microseconds since 1970-01-01 UTC for ISO-8601 dates, else the numbers.
+    keys : array of int64
+        Microseconds since 1970-01-01 UTC for ISO-8601 dates; for numbers,
+        the numbers where all are integers in int64's range, else keys in
+        the exact order of the numbers (:func:`_numeric_keys`).
     kind : {"iso", "numeric"}
         ISO when the first value looks like a date (``YYYY-MM-DD...``).
 
@@ -261,17 +280,332 @@ def _iso_keys(values: np.ndarray) -> np.ndarray:
 
 
 def _numeric_keys(values: np.ndarray) -> np.ndarray:
-    """Numbers of number strings: int64 when all are integers, else finite float64."""
-    for dtype in (np.int64, np.float64):
-        try:
-            keys = values.astype(dtype)
-        except (ValueError, OverflowError):
-            continue
-        if dtype is np.int64 or np.isfinite(keys).all():
-            return keys
-    i = next((i for i, v in enumerate(values.tolist()) if not _is_finite_number(v)), 0)
-    raise BadValue(i, f"cannot parse timestamp {str(values[i])!r} as a number or an "
-                      "ISO-8601 date")
+    """Sort keys of number strings: exact, whatever the other values are.
+
+    Returns the integers (int64) when every value is an integer in int64's
+    range, else int64 keys in the exact order of the decimal values (the
+    values scaled to integers, or their ranks: :func:`_exact_keys`).  Equal
+    numbers (``1``, ``1.0``, ``1e0``) get equal keys, unequal ones never do
+    (``0.1`` and ``0.10000000000000001`` are two numbers, though one float64).
+
+    Raises
+    ------
+    BadValue
+        With the index of the first value that Python's ``float`` cannot
+        read or reads as infinite or NaN.
+    """
+    parts = _number_parts(values)
+    if isinstance(parts, np.ndarray):
+        return parts
+    return _exact_keys([(parts, np.arange(values.size))])
+
+
+#: Decimal digits of a 64-bit word of an exact key (10**19 < 2**64).
+_WORD_DIGITS = 19
+#: Longer number strings are read one at a time (see :func:`_plain_decimals`).
+_PLAIN_CHARS = 96
+#: Number strings read by :func:`_plain_decimals` at a time.
+_PLAIN_ROWS = 1 << 16
+#: Not white space (for :func:`_plain_decimals`), by ASCII code.
+_FILLED = ~np.isin(np.arange(256), [0, 9, 10, 11, 12, 13, 32])
+#: Digits count 1, "." 2**7, "e" and "E" 2**14, "+" and "-" 2**21 (see :func:`_plain_decimals`).
+_CHAR_CLASSES = np.zeros(256, dtype=np.int32)
+_CHAR_CLASSES[48:58] = 1
+_CHAR_CLASSES[46] = 1 << 7
+_CHAR_CLASSES[[69, 101]] = 1 << 14
+_CHAR_CLASSES[[43, 45]] = 1 << 21
+
+
+class _ExactNumbers:
+    """Exact values of distinct number strings, as fixed-width words (see :func:`_number_parts`).
+
+    Value ``i`` is ``-`` if ``neg[i]`` (never for zero) of the integer
+    ``hi * 10**19 + lo`` plus the fraction ``(f1 * 10**19 + f2) / 10**38``:
+    ``words`` holds ``hi, lo, f1, f2`` (uint64 arrays, None where all 0).
+    Values whose integer part or fraction (trailing zeros left out) has
+    more than 38 digits are in ``longs`` (index to Decimal) instead; their
+    words are 0.
+    """
+
+    def __init__(self, neg: np.ndarray, words: list[np.ndarray | None],
+                 longs: dict[int, Decimal]):
+        self.neg, self.words, self.longs = neg, words, longs
+
+    @classmethod
+    def of_integers(cls, keys: np.ndarray) -> _ExactNumbers:
+        """int64 values as exact numbers."""
+        neg = keys < 0
+        magnitude = np.where(neg, (-(keys + 1)).astype(np.uint64) + np.uint64(1),
+                             keys.astype(np.uint64))  # |int64 min| is 2**63 < 10**19
+        return cls(neg, [None, magnitude, None, None], {})
+
+    def decimal(self, i: int) -> Decimal:
+        """Value ``i`` (of the words) as a Decimal, exactly."""
+        hi, lo, f1, f2 = (0 if w is None else int(w[i]) for w in self.words)
+        sign = "-" if self.neg[i] else ""
+        return Decimal(f"{sign}{hi * 10 ** _WORD_DIGITS + lo}."
+                       f"{f1 * 10 ** _WORD_DIGITS + f2:0{2 * _WORD_DIGITS}d}")
+
+
+def _number_parts(values: np.ndarray) -> np.ndarray | _ExactNumbers:
+    """The integers of number strings (int64) where all are integers in int64's range,
+    else their exact values; raises BadValue as :func:`_numeric_keys`."""
+    try:
+        return values.astype(np.int64)
+    except (ValueError, OverflowError):
+        pass
+    n = values.size
+    neg = np.zeros(n, dtype=bool)
+    words = [np.zeros(n, dtype=np.uint64) for _ in range(4)]
+    plain = np.zeros(n, dtype=bool)
+    width = values.dtype.itemsize // 4
+    short = np.arange(n) if width <= _PLAIN_CHARS else \
+        np.flatnonzero(np.char.str_len(values) <= _PLAIN_CHARS)
+    width = min(width, _PLAIN_CHARS)
+    for lo in range(0, short.size if width else 0, _PLAIN_ROWS):
+        some = short[lo:lo + _PLAIN_ROWS]
+        found = _plain_decimals(values[some].astype(f"U{width}"))
+        plain[some], neg[some] = found[:2]
+        for word, part in zip(words, found[2:]):
+            word[some] = part
+    longs: dict[int, Decimal] = {}
+    for i in np.flatnonzero(~plain).tolist():  # in order: the first bad one is reported
+        text = str(values[i])
+        value = _exact_number(text)
+        if value is None:
+            raise BadValue(i, f"cannot parse timestamp {text!r} as a number or an "
+                              "ISO-8601 date")
+        if isinstance(value, Decimal):
+            longs[i] = value
+        else:
+            neg[i], parts = value
+            for word, part in zip(words, parts):
+                word[i] = part
+    return _ExactNumbers(neg, [w if w.any() else None for w in words], longs)
+
+
+def _plain_decimals(values: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Which strings are plain numbers, and their exact values, vectorized.
+
+    A plain number is, between optional ASCII white space, an optional
+    sign, ASCII digits with at most one ``.`` (at least one digit), then
+    optionally ``e`` or ``E``, an optional sign and one to four digits; its
+    value has at most 38 digits before the point and 38 after it (counting
+    the zeros of the string).  Python's ``float`` reads all these.  Other
+    strings are left to :func:`_exact_number`.
+
+    Returns
+    -------
+    plain, neg : numpy.ndarray of bool
+        ``neg`` is False for zero.
+    hi, lo, f1, f2 : numpy.ndarray of uint64
+        The words of :class:`_ExactNumbers` (0 where not ``plain``).
+    """
+    n, width = values.size, values.dtype.itemsize // 4
+    wide = np.ascontiguousarray(values).view(np.uint32).reshape(n, width)
+    codes = wide.astype(np.uint8)  # rows of other characters are not plain, whatever this is
+    filled = _FILLED[codes]
+    rows = np.arange(n)
+    first = filled.argmax(1)
+    last = width - 1 - filled[:, ::-1].argmax(1)
+
+    def at(place: np.ndarray) -> np.ndarray:
+        return codes[rows, np.clip(place, 0, width - 1)]
+
+    lead_sign = (at(first) == 43) | (at(first) == 45)
+    start = first + lead_sign
+    counts = _CHAR_CLASSES[codes].sum(1, dtype=np.int32)
+    digits, points, powers, signs = (counts >> shift & 127 for shift in (0, 7, 14, 21))
+    has_power = powers > 0
+    power = np.where(has_power, ((codes | np.uint8(32)) == 101).argmax(1), last + 1)
+    point = np.where(points > 0, (codes == 46).argmax(1), power)
+    exponent_sign = has_power & ((at(power + 1) == 43) | (at(power + 1) == 45))
+    exponent_digits = np.where(has_power, last - power - exponent_sign, 0)
+    mantissa = digits - exponent_digits  # digits before the exponent
+    plain = (wide.max(1) < 128) & filled.any(1) & (points <= 1) & (powers <= 1) \
+        & (digits + points + powers + signs == last - first + 1) \
+        & (signs == lead_sign + exponent_sign) & (point <= power) & (mantissa > 0) \
+        & (exponent_digits <= 4) & (~has_power | (exponent_digits > 0))
+    exponent = np.zeros(n, dtype=np.int64)
+    if (plain & has_power).any():
+        for k in range(4):
+            digit = at(power + exponent_sign + 1 + k).astype(np.int64) - 48
+            exponent = np.where(k < exponent_digits, exponent * 10 + digit, exponent)
+        exponent = np.where(at(power + 1) == 45, -exponent, exponent)
+    whole = point - start  # digits of the mantissa before its point
+    shifted = whole + exponent  # digits of the value before its point (if positive)
+    plain &= (shifted <= 2 * _WORD_DIGITS) & (mantissa - shifted <= 2 * _WORD_DIGITS)
+    shifted, mantissa = np.where(plain, shifted, 0), np.where(plain, mantissa, 0)
+    before = int(np.maximum(shifted, 0).max(initial=0))
+    after = int(np.maximum(mantissa - shifted, 0).max(initial=0))
+    # digit k of the mantissa (from 0, point left out) for each place of the value: the
+    # digits before the point right-aligned, those after it left-aligned, 0 elsewhere
+    index = np.int32 if codes.size < 2 ** 31 else np.int64
+    k = shifted.astype(index)[:, None] + np.arange(-before, after, dtype=index)
+    flat = (rows * width + start).astype(index)[:, None] + k + (k >= whole.astype(index)[:, None])
+    np.clip(flat, 0, codes.size - 1, out=flat)  # where k is in the mantissa, in its row
+    value = np.where((k >= 0) & (k < mantissa.astype(index)[:, None]),
+                     codes.ravel()[flat] - np.uint8(48), np.uint8(0))
+    split = max(0, before - _WORD_DIGITS)
+    hi, lo = _horner(value[:, :split]), _horner(value[:, split:before])
+    f1, f2 = (_horner(value[:, before + k:before + k + _WORD_DIGITS], _WORD_DIGITS)
+              for k in (0, _WORD_DIGITS))
+    neg = plain & (at(first) == 45) & ((hi | lo | f1 | f2) != 0)
+    return plain, neg, hi, lo, f1, f2
+
+
+def _horner(digits: np.ndarray, places: int = 0) -> np.ndarray:
+    """The numbers of rows of decimal digits (uint8, most significant first) as uint64,
+    times ``10 ** (places - columns)`` when ``places`` is given (for fraction digits)."""
+    out = np.zeros(digits.shape[0], dtype=np.uint64)
+    for column in digits.T:
+        out *= np.uint64(10)
+        out += column
+    if places and digits.shape[1] < places:
+        out *= np.uint64(10 ** (places - digits.shape[1]))
+    return out
+
+
+def _exact_number(text: str) -> tuple[bool, tuple[int, int, int, int]] | Decimal | None:
+    """The exact value of a number string as ``float`` reads it: ``(neg, (hi, lo, f1, f2))``
+    (see :class:`_ExactNumbers`), or a Decimal where that is too long; None where ``float``
+    cannot read it or reads it as infinite or NaN (as before, so ``1e400`` is refused)."""
+    try:
+        if not np.isfinite(float(text)):
+            return None
+    except ValueError:
+        return None
+    try:
+        value = Decimal(text)
+    except InvalidOperation:  # not known to happen: float's grammar is within Decimal's
+        value = Decimal(float(text))  # this value alone is rounded
+    sign, digits, exponent = value.as_tuple()
+    kept = len(digits)
+    while kept and digits[kept - 1] == 0:  # trailing zeros: the same number
+        kept -= 1
+    if not kept:
+        return False, (0, 0, 0, 0)
+    exponent += len(digits) - kept
+    digits = digits[:kept]
+    integer_digits = kept + exponent
+    fraction_digits = max(0, -exponent)
+    if integer_digits > 2 * _WORD_DIGITS or fraction_digits > 2 * _WORD_DIGITS:
+        return value
+    text_digits = "".join(map(str, digits))
+    if exponent >= 0:
+        integer, fraction = int(text_digits) * 10 ** exponent, 0
+    else:
+        point = max(0, integer_digits)
+        integer = int(text_digits[:point] or "0")
+        fraction = int(("0" * -integer_digits + text_digits[point:]).ljust(2 * _WORD_DIGITS,
+                                                                             "0"))
+    word = 10 ** _WORD_DIGITS
+    return bool(sign), (integer // word, integer % word, fraction // word, fraction % word)
+
+
+def _exact_keys(parts: list[tuple[np.ndarray | _ExactNumbers, np.ndarray]]) -> np.ndarray:
+    """int64 keys of the values of chunks, in the exact order of the values.
+
+    The keys are the values times ``10**d`` where that makes integers of
+    them all within int64's range (``d`` the fraction digits needed), else
+    their ranks among the distinct values.  Either way equal numbers get
+    equal keys and a smaller number a smaller key.
+
+    Parameters
+    ----------
+    parts : list of tuple
+        Each chunk's distinct values (int64 integers or :class:`_ExactNumbers`)
+        and the index of each of its values among them.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        A key for each value of the chunks in turn.
+    """
+    if not parts:
+        return np.zeros(0, dtype=np.int64)
+    exact = [_ExactNumbers.of_integers(found) if isinstance(found, np.ndarray) else found
+             for found, _ in parts]
+    sizes = [found.neg.size for found in exact]
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    neg = np.concatenate([found.neg for found in exact])
+    words = [None if all(found.words[k] is None for found in exact) else
+             np.concatenate([np.zeros(size, dtype=np.uint64) if found.words[k] is None
+                             else found.words[k] for found, size in zip(exact, sizes)])
+             for k in range(4)]
+    longs = {int(start) + i: value for found, start in zip(exact, starts)
+             for i, value in found.longs.items()}
+    keys = None if longs else _scaled(neg, words)
+    if keys is None:
+        def decimal(i: int) -> Decimal:
+            chunk = int(np.searchsorted(starts, i, side="right")) - 1
+            return exact[chunk].decimal(i - int(starts[chunk]))
+
+        keys = _ranks(neg, words, longs, decimal)
+    return np.concatenate([keys[int(start):int(start) + size][inverse]
+                           for (_, inverse), size, start in zip(parts, sizes, starts)])
+
+
+def _scaled(neg: np.ndarray, words: list[np.ndarray | None]) -> np.ndarray | None:
+    """The values of :class:`_ExactNumbers` words times ``10**d`` as int64, ``d`` the
+    fraction digits they need; None where that is beyond int64's range."""
+    if words[0] is not None or words[3] is not None:
+        return None
+    lo, f1 = (np.zeros(neg.size, dtype=np.uint64) if w is None else w for w in words[1:3])
+    cut = _WORD_DIGITS  # fraction digits 10**cut divides: the fewest digits needed
+    while cut and (f1 % np.uint64(10 ** cut)).any():
+        cut -= 1
+    scale = 10 ** (_WORD_DIGITS - cut)
+    if int(lo.max(initial=0)) * scale + scale - 1 >= 2 ** 63:
+        return None
+    keys = (lo * np.uint64(scale) + f1 // np.uint64(10 ** cut)).astype(np.int64)
+    return np.where(neg, -keys, keys)
+
+
+def _ranks(neg: np.ndarray, words: list[np.ndarray | None], longs: dict[int, Decimal],
+           decimal: Callable[[int], Decimal]) -> np.ndarray:
+    """Each value's rank among the distinct values (int64): of :class:`_ExactNumbers`
+    ``neg`` and ``words``, but at the indices ``longs`` the Decimals there
+    (``decimal(i)`` is value ``i`` of the words)."""
+    total = neg.size
+    fixed = np.ones(total, dtype=bool)
+    fixed[np.fromiter(longs, dtype=np.int64, count=len(longs))] = False
+    rows = np.flatnonzero(fixed)
+    # by the sign (negatives first), then the words (complemented for negatives: the
+    # larger a negative, the smaller)
+    columns = [np.where(neg[rows], ~w[rows], w[rows]) for w in words if w is not None]
+    columns.append(~neg[rows])
+    order = np.lexsort(columns[-2::-1] + columns[-1:])
+    new = np.zeros(order.size, dtype=bool)
+    new[:1] = True
+    for column in columns:
+        ordered = column[order]
+        new[1:] |= ordered[1:] != ordered[:-1]
+    group = np.cumsum(new) - 1  # the distinct value of each row, in order
+    ranks = np.empty(total, dtype=np.int64)
+    if longs:
+        firsts = rows[order[new]]  # a row of each distinct fixed-width value, in order
+        distinct = sorted(set(longs.values()))
+        below = np.array([_count_below(value, lambda u: decimal(int(firsts[u])), firsts.size)
+                          for value in distinct], dtype=np.int64)
+        group = group + np.searchsorted(below, group, side="right")
+        place = {value: int(b) + k for k, (value, b) in enumerate(zip(distinct, below))}
+        for i, value in longs.items():
+            ranks[i] = place[value]
+    ranks[rows[order]] = group
+    return ranks
+
+
+def _count_below(value: Decimal, at: Callable[[int], Decimal], size: int) -> int:
+    """How many of ``at(0) < at(1) < ... < at(size - 1)`` are below ``value`` (never equal)."""
+    lo, hi = 0, size
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if at(mid) < value:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 class _ChunkedTimes:
@@ -279,8 +613,10 @@ class _ChunkedTimes:
 
     The keys, kind and first error are those :func:`parse_times` gives for the
     whole column, without holding the column's strings: the kind follows the
-    column's first value; integer chunks become float64 when another chunk
-    holds a fraction (as ``parse_times`` would parse the whole column).  ISO
+    column's first value; numbers are the integers when every chunk's are
+    integers in int64's range, else all are keyed by exact value once the
+    last chunk is in (as ``parse_times`` would key the whole column: the
+    order of two values never depends on the others).  ISO
     dates are parsed by NumPy only when NumPy reads every value, else all by
     datetime: when NumPy cannot read a chunk after it read earlier ones,
     :attr:`redo` is set and further chunks are ignored; the caller must then
@@ -301,7 +637,7 @@ class _ChunkedTimes:
         self.numpy_iso = numpy_iso
         self.redo = False
         self.kind: str | None = None
-        self.parts: list[np.ndarray] = []
+        self.parts: list[Any] = []  # ISO: keys; numbers: (distinct values, inverse)
         self.count = 0
         self.error: BadValue | None = None
 
@@ -341,15 +677,17 @@ class _ChunkedTimes:
             self.kind = "iso" if _LOOKS_LIKE_DATE.match(distinct[0]) else "numeric"
         try:
             if self.kind == "numeric":
-                keys = _numeric_keys(values)
-            else:
-                keys = _iso_vectorized(values) if self.numpy_iso else None
-                if keys is None and self.numpy_iso and self.parts:
-                    self.redo = True
-                    return
-                if keys is None:
-                    self.numpy_iso = False
-                    keys = _iso_keys(values)
+                small = np.int32 if inverse.size < 2 ** 31 else np.int64
+                self.parts.append((_number_parts(values), inverse.astype(small)))
+                self.count += inverse.size
+                return
+            keys = _iso_vectorized(values) if self.numpy_iso else None
+            if keys is None and self.numpy_iso and self.parts:
+                self.redo = True
+                return
+            if keys is None:
+                self.numpy_iso = False
+                keys = _iso_keys(values)
         except BadValue as bad:  # bad.index is a distinct string's, which first occurs...
             first = int(np.argmax(inverse == bad.index))  # ...where the first bad one does
             self.error = BadValue(self.count + first, str(bad))
@@ -370,8 +708,11 @@ class _ChunkedTimes:
             raise self.error
         if not self.parts:
             return parse_times(np.array([], dtype=str))
-        if any(part.dtype.kind == "f" for part in self.parts):
-            self.parts = [part.astype(np.float64, copy=False) for part in self.parts]
+        if self.kind == "numeric" and isinstance(self.parts[0], tuple):
+            if all(isinstance(found, np.ndarray) for found, _ in self.parts):  # integers
+                self.parts = [found[inverse] for found, inverse in self.parts]
+            else:
+                self.parts = [_exact_keys(self.parts)]
         self.parts = [np.concatenate(self.parts)]
         return self.parts[0], self.kind
 
@@ -694,6 +1035,34 @@ _WIDE_HINT = ("; a file with a row per sequence and a column per time point read
               "--format wide --states FIRST:LAST")
 
 
+#: Words of a column name that mark it as a text column (``content``, ``message_body``).
+_TEXT_WORDS = frozenset({"text", "content", "contents", "body", "message", "messages"})
+#: Normalised column names (:func:`_normal`) taken for a text table's user column.
+_USER_NAMES = ("author", "user", "userid", "username", "authorid")
+
+
+def _text_table_hint(header: list[str]) -> str:
+    """Where a CSV file without a case column looks like a table of texts (two columns, or
+    a column named like ``text``, ``content``, ``body``, ``message``), the hint to read it
+    with ``--format text-csv`` (:func:`dpgpu.data.users.read_text_csv`): ``--user`` and
+    ``--text`` name its columns where they are not the defaults ``author`` and ``content``
+    (``COLUMN`` where the header does not tell); else ``""``."""
+    import shlex  # noqa: PLC0415 - only for this message
+
+    texts = [h for h in header if _TEXT_WORDS & set(re.findall(r"[a-z]+", h.lower()))]
+    if len(header) != 2 and not texts:
+        return ""
+    text = texts[0] if texts else None
+    others = [h for h in header if h != text]
+    users = [h for h in others if _normal(h) in _USER_NAMES]
+    user = users[0] if users else others[0] if text and len(header) == 2 else None
+    options = "".join(f" --{option} {shlex.quote(name) if name else 'COLUMN'}"
+                      for option, name, default in (("user", user, "author"),
+                                                    ("text", text, "content"))
+                      if name != default)
+    return f"; a table of a user and a text per row reads with --format text-csv{options}"
+
+
 def _pick_columns(path: Any, header: list[str], options: dict[str, str | None], *,
                   csv_file: bool = True) -> dict[str, str | None]:
     """The case, activity, timestamp and user columns (see :func:`pick_column`); a CSV
@@ -701,7 +1070,7 @@ def _pick_columns(path: Any, header: list[str], options: dict[str, str | None], 
     if csv_file and len(header) < 2:
         raise InputError(f"{path}: line 1: the header has one column; an event log needs "
                          "case and activity columns (wrong --delimiter?)")
-    hint = _WIDE_HINT if csv_file else ""
+    hint = _WIDE_HINT + _text_table_hint(header) if csv_file else ""
     return {"case": pick_column(path, header, "case", options["case"], hint=hint),
             "activity": pick_column(path, header, "activity", options["activity"]),
             "timestamp": pick_column(path, header, "timestamp", options["timestamp"],

@@ -48,9 +48,12 @@ _OPTIONS = {
                    "delimiter"),
     "column": ("sequence", "tokens", "case", "user", "delimiter"),
 }
-#: The formats file extensions name (a hint to detection; what ``convert`` writes).
-EXTENSIONS = {".seq": "seq", ".spmf": "spmf", ".csv": "csv", ".tsv": "csv",
-              ".parquet": "parquet", ".xes": "xes", ".jsonl": "jsonl"}
+#: The formats file extensions name (a hint to detection; what ``convert`` and ``generate``
+#: write).  ``.txt`` names ``lines``, the plain text format (``convert`` lets ``--to`` pick
+#: another text format for it, SPMF's datasets being ``.txt`` files); detection, which
+#: falls back to ``lines``, only uses the ``jsonl`` and ``csv`` hints.
+EXTENSIONS = {".seq": "seq", ".spmf": "spmf", ".txt": "lines", ".lines": "lines", ".csv": "csv",
+              ".tsv": "csv", ".parquet": "parquet", ".xes": "xes", ".jsonl": "jsonl"}
 DEMO_FILE = "msnbc990928.seq.gz"
 #: Formats whose blank lines are empty sequences: given one of them, a file of blank
 #: lines (not one of 0 bytes) is a database of empty sequences, one per line.

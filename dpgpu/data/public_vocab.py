@@ -18,6 +18,7 @@ it must list exactly those names.  A file written on a public vocabulary
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +30,19 @@ from .sequencedb import SequenceDB
 from .vocabulary import Vocabulary, check_ordered
 
 
+#: What ends a line of a vocabulary file (not the other breaks of :meth:`str.splitlines`,
+#: which a label may hold).
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
 def read_vocabulary(path: Any) -> Vocabulary:
     """A public vocabulary from a text file (optionally gzip): one item label per line.
 
-    Surrounding white space is dropped and blank lines are skipped; labels
-    keep their order as ids.
+    A label is its line without the line end (``\\n``, ``\\r\\n`` or ``\\r``):
+    white space around it is kept, as the readers keep it in a CSV cell or
+    an ``@ITEM`` name, so that such labels can be listed.  Blank lines
+    (empty, or white space only: no reader gives a blank label) are
+    skipped; labels keep their order as ids.
 
     Parameters
     ----------
@@ -53,9 +62,8 @@ def read_vocabulary(path: Any) -> Vocabulary:
     """
     p = Path(path)
     labels, seen = [], {}
-    for number, line in enumerate(decode_text(p, read_bytes(p)).splitlines(), start=1):
-        label = line.strip()
-        if not label:
+    for number, label in enumerate(_LINE_END.split(decode_text(p, read_bytes(p))), start=1):
+        if not label.strip():
             continue
         if label in seen:
             raise InputError(f"{p}: line {number}: item {label!r} is listed twice "
@@ -162,8 +170,12 @@ def label_ids(labels: list[str], vocab: Vocabulary, what: str) -> np.ndarray:
     missing = [x for x in labels if x not in vocab]
     if missing:
         more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        near = next((x for x in vocab.labels if x.strip() == missing[0].strip()), None)
+        near = f" (it lists {near!r}: labels are matched exactly, white space too)" \
+            if near is not None else ""
         raise InputError(f"{what}: item {missing[0]!r}{more} not in the vocabulary given "
-                         f"(vocab / --vocab): the public vocabulary must list every item")
+                         f"(vocab / --vocab): the public vocabulary must list every "
+                         f"item{near}")
     return np.array([vocab.id_of(x) for x in labels], dtype=np.int32)
 
 
