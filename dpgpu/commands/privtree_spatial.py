@@ -15,14 +15,11 @@ the report says ``"private": false`` with epsilon infinite and delta 1.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 from typing import Any
 
 import numpy as np
 
-from ..data.io import read_bytes
-from ..data.points import parse_columns, read_points
+from ..data.points import parse_columns, point_place, read_points
 from ..errors import InputError, InvalidParameter
 from ..mechanisms.privtree import SpatialRelease, privtree_spatial
 from ..mechanisms.privtree.spatial import MAX_SPLIT_DIMS, OUTSIDE, PointsOutside, \
@@ -82,34 +79,20 @@ def _release(args: argparse.Namespace, points: Any, progress: Progress) -> Spati
     except PointsOutside as exc:  # the same check, in the terms of the command line
         column = names[exc.column]
         raise InputError(
-            f"{args.points}, {_where(args.points, exc.first)}, column {column!r}: the point lies "
+            f"{args.points}, {_place(args.points, exc.first)}, column {column!r}: the point lies "
             f"outside --bounds ({number(exc.lo)} to {number(exc.hi)} for {column!r}; {exc.count} "
             f"of the {exc.n} points lie outside); fix --bounds (lo,hi for each of --columns, "
             f"in order: {','.join(names)}), or pass --outside drop to leave such points out "
             "or --outside clip to move them onto the domain's edge") from None
 
 
-def _where(path: str, index: int) -> str:
-    """Where the point ``index`` (from 0) of the file ``path`` is: ``line N`` (CSV, counted as
-    :func:`dpgpu.data.points.read_points` reads it: blank lines hold no point) or ``row N``
-    (Parquet, from 1), read again; ``point N`` (from 1) where it cannot be (a pipe)."""
+def _place(path: str, index: int) -> str:
+    """Where point ``index`` of ``path`` lies (:func:`dpgpu.data.points.point_place`), or its
+    number where the file cannot be read again."""
     try:
-        data = read_bytes(path)
-        if data[:4] == b"PAR1":
-            return f"row {index + 1}"
-        text = data.decode("utf-8-sig", errors="replace")
-        rows = csv.reader(io.StringIO(text),
-                          delimiter=max(",;\t|", key=text.splitlines()[0].count))
-        next(rows)  # the header
-        end, seen = rows.line_num, -1
-        for row in rows:
-            line, end = end + 1, rows.line_num
-            seen += bool(row)
-            if seen == index:
-                return f"line {line}"
-    except (OSError, InputError, IndexError, StopIteration, csv.Error):
-        pass
-    return f"point {index + 1}"
+        return point_place(path, index)
+    except InputError:
+        return f"point {index + 1}"
 
 
 def _describe(release: SpatialRelease) -> str:

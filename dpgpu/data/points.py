@@ -15,7 +15,7 @@ import io
 import math
 from collections import abc
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -113,25 +113,61 @@ def read_points(path: Any, columns: "str | Sequence[str]") -> np.ndarray:
     data = read_bytes(p)
     if data[:4] == b"PAR1":
         return _parquet(p, names)
-    text = data.decode("utf-8-sig", errors="replace")
-    lines = text.splitlines()
-    if not lines:
+    found = _csv_records(data.decode("utf-8-sig", errors="replace"))
+    if found is None:
         raise InputError(f"{p}: empty file")
-    delimiter = max(",;\t|", key=lines[0].count)
-    rows = csv.reader(io.StringIO(text), delimiter=delimiter)
-    header = next(rows)
+    header, records = found
     missing = [c for c in names if c not in header]
     if missing:
         raise InputError(f"{p}: no column {missing[0]!r} (columns: {', '.join(header)})")
     cols = [header.index(c) for c in names]
-    out = []
-    end = rows.line_num  # the last line read: a quoted field may span lines
-    for row in rows:
-        line, end = end + 1, rows.line_num
-        if row:
-            out.append([_coordinate(row[j] if j < len(row) else None, p, f"line {line}", c)
-                        for j, c in zip(cols, names)])
+    out = [[_coordinate(row[j] if j < len(row) else None, p, f"line {line}", c)
+            for j, c in zip(cols, names)] for line, row in records]
     return np.asarray(out, dtype=np.float64).reshape(-1, len(names))
+
+
+def point_place(path: Any, index: int) -> str:
+    """Where the point ``index`` (from 0) that :func:`read_points` read from ``path`` lies.
+
+    Returns
+    -------
+    str
+        ``line N`` for a CSV file (counted as :func:`read_points` counts:
+        blank lines hold no point, a quoted field may span lines), ``row N``
+        for Parquet, or ``point N`` (from 1) when the file no longer holds it
+        (a pipe, read once).
+
+    Raises
+    ------
+    InputError
+        When ``path`` cannot be read again.
+    """
+    data = read_bytes(Path(path))
+    if data[:4] == b"PAR1":
+        return f"row {index + 1}"
+    found = _csv_records(data.decode("utf-8-sig", errors="replace"))
+    for i, (line, _) in enumerate(found[1] if found else ()):
+        if i == index:
+            return f"line {line}"
+    return f"point {index + 1}"
+
+
+def _csv_records(text: str) -> tuple[list[str], Iterator[tuple[int, list[str]]]] | None:
+    """The header of a CSV text (its delimiter the one of ``,;\\t|`` the header holds most
+    of) and its non-empty records with the line each starts on; None for an empty text."""
+    lines = text.splitlines()
+    if not lines:
+        return None
+    rows = csv.reader(io.StringIO(text), delimiter=max(",;\t|", key=lines[0].count))
+    header = next(rows)
+
+    def records() -> Iterator[tuple[int, list[str]]]:
+        end = rows.line_num  # the last line read: a quoted field may span lines
+        for row in rows:
+            line, end = end + 1, rows.line_num
+            if row:
+                yield line, row
+    return header, records()
 
 
 def _coordinate(value: Any, p: Path, where: str, column: str) -> float:
