@@ -141,7 +141,7 @@ def advise(db, epsilon: float, *, l_upper: int = 100, contribution_share: float 
     given = {"contribution_share": contribution_share, "gram_length": gram_length,
              "contribution_upper": contribution_upper}
     epsilon, l_upper, share, gram_length, contribution_upper = check_parameters(
-        epsilon, l_upper=l_upper, **_with_defaults(given))
+        epsilon, l_upper=l_upper, **given)
     refuse_contribution_options(db, given)
     users = db.users is not None
     edges = count_bins(contribution_upper)
@@ -159,11 +159,6 @@ def advise(db, epsilon: float, *, l_upper: int = 100, contribution_share: float 
             "units": {"l_max": "one sequence", "contribution": "one user"},
             "epsilon": ledger.spent_epsilon, "delta": ledger.spent_delta,
             "seeded": ledger.seeded, "ledger": ledger.to_dict()}
-
-
-def _with_defaults(given: Mapping[str, Any]) -> dict[str, Any]:
-    """The contribution parameters ``given`` (None where not given), defaults filled in."""
-    return {k: CONTRIBUTION_DEFAULTS[k] if v is None else v for k, v in given.items()}
 
 
 def refuse_contribution_options(db: Any, given: Mapping[str, Any],
@@ -190,8 +185,8 @@ def refuse_contribution_options(db: Any, given: Mapping[str, Any],
             f"{'it' if len(used) == 1 else 'them'}, or read the data with its users (--user)")
 
 
-def check_parameters(epsilon: Any, *, l_upper: Any = 100, contribution_share: Any = 0.5,
-                     gram_length: Any = 1, contribution_upper: Any = MAX_CONTRIBUTION,
+def check_parameters(epsilon: Any, *, l_upper: Any = 100, contribution_share: Any = None,
+                     gram_length: Any = None, contribution_upper: Any = None,
                      names: Mapping[str, str] | None = None) -> tuple[float, int, float, int, int]:
     """:func:`advise`'s parameters, checked whatever the data (with users or without).
 
@@ -208,7 +203,7 @@ def check_parameters(epsilon: Any, *, l_upper: Any = 100, contribution_share: An
     Parameters
     ----------
     epsilon, l_upper, contribution_share, gram_length, contribution_upper
-        As for :func:`advise`.
+        As for :func:`advise` (None: the default, :data:`CONTRIBUTION_DEFAULTS`).
     names : mapping of str to str, optional
         The name of each parameter in the messages (default: the parameter's
         own; ``dpgpu advise`` gives :data:`OPTIONS`).
@@ -227,10 +222,12 @@ def check_parameters(epsilon: Any, *, l_upper: Any = 100, contribution_share: An
     name = dict(zip(OPTIONS, OPTIONS)) if names is None else names
     epsilon = check_positive_real(epsilon, name["epsilon"])
     l_upper = check_positive_int(l_upper, name["l_upper"])
-    share = check_probability(contribution_share, name["contribution_share"])
+    share, gram_length, upper = (CONTRIBUTION_DEFAULTS[k] if v is None else v for k, v in (
+        ("contribution_share", contribution_share), ("gram_length", gram_length),
+        ("contribution_upper", contribution_upper)))
+    share = check_probability(share, name["contribution_share"])
     gram_length = check_positive_int(gram_length, name["gram_length"], maximum=MAX_N)
-    upper = check_positive_int(contribution_upper, name["contribution_upper"],
-                               maximum=MAX_CONTRIBUTION)
+    upper = check_positive_int(upper, name["contribution_upper"], maximum=MAX_CONTRIBUTION)
     n_bins = count_bins(upper).size
     for users in (False, True):
         least = min(eps for _, eps, _ in _steps(epsilon, share, 1, n_bins, gram_length, users))
@@ -350,7 +347,7 @@ def _advise_contribution(db: Any, keys: list[Any], epsilon: float, n: int,
 def run(args: argparse.Namespace) -> int:
     """Check the options, load, advise, print."""
     given = {k: getattr(args, k) for k in CONTRIBUTION_DEFAULTS}
-    check_parameters(args.epsilon, l_upper=args.l_upper, **_with_defaults(given), names=OPTIONS)
+    check_parameters(args.epsilon, l_upper=args.l_upper, **given, names=OPTIONS)
     db = load_from_args(args)
     refuse_contribution_options(db, given, OPTIONS)  # before advise names them its own way
     result = advise(db, args.epsilon, l_upper=args.l_upper, seed=args.seed, **given)
