@@ -36,7 +36,7 @@ import numpy as np
 
 from . import __version__
 from .backend import to_numpy
-from .data.io import check_output, current_umask, output_error, output_errors
+from .data.io import OutputError, check_output, current_umask, output_error, output_errors
 from .errors import InputError
 from .validation import check_bool
 
@@ -476,9 +476,9 @@ class ReleaseWriter:
         ------
         OSError
             The file system fails to write it (a full disk): the writer's
-            InputError naming the staging file is turned back into its
-            OSError, which :meth:`__exit__` reports naming the release
-            directory, as for every other release file.
+            :class:`~dpgpu.data.io.OutputError` naming the staging file is
+            turned back into its OSError, which :meth:`__exit__` reports
+            naming the release directory, as for every other release file.
         """
         from .data.writers import WRITE_FORMATS, label_problem, write  # noqa: PLC0415
 
@@ -492,14 +492,10 @@ class ReleaseWriter:
                 fmt = fallback
         name, delimiter = synthetic_file(db, fmt)
         self.progress(f"writing {name}: {len(db)} sequences")
-        path = self.path(name)
         try:
-            write(db, path, format=fmt, force=True, delimiter=delimiter)
-        except InputError as exc:
-            failure = exc.__context__  # what output_errors turned into ``exc``, naming path
-            if isinstance(failure, OSError) and str(exc) == str(output_error(path, failure)):
-                raise failure from None  # named as the release's by __exit__, not the staging's
-            raise
+            write(db, self.path(name), format=fmt, force=True, delimiter=delimiter)
+        except OutputError as exc:
+            raise exc.cause from None  # named as the release's by __exit__, not the staging's
         return name, fmt
 
     def synthetic_entries(self, db: Any) -> dict:

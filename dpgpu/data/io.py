@@ -393,7 +393,22 @@ def output_errors(path: Any) -> Iterator[None]:
         raise output_error(path, exc) from None
 
 
-def output_error(path: Any, exc: OSError) -> InputError:
+class OutputError(InputError):
+    """An output the file system failed to write (:func:`output_error`).
+
+    Attributes
+    ----------
+    cause : OSError
+        The failure, so that a caller writing inside a larger output (a
+        release's staging directory) can name that output instead.
+    """
+
+    def __init__(self, message: str, cause: OSError) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+def output_error(path: Any, exc: OSError) -> OutputError:
     """The InputError for a failure ``exc`` of the file system to write the output ``path``.
 
     Parameters
@@ -406,10 +421,10 @@ def output_error(path: Any, exc: OSError) -> InputError:
 
     Returns
     -------
-    InputError
-        ``<path>: cannot write here (<reason>)``.
+    OutputError
+        ``<path>: cannot write here (<reason>)``, holding ``exc``.
     """
-    return InputError(f"{path}: cannot write here ({exc.strerror or exc})")
+    return OutputError(f"{path}: cannot write here ({exc.strerror or exc})", exc)
 
 
 @contextlib.contextmanager
