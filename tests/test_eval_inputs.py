@@ -184,4 +184,4 @@ def test_evaluate_release_refuses_a_single_task_name(files):
     d, db, _ = files
     with pytest.raises(InvalidParameter, match=r"^tasks: expected a list of task names"):
         E.evaluate_release(db, d / "rel", tasks="top-k")
-    assert list(_tasks(db, d / "rel", tasks=["lengths"])) == ["lengths"]
+    assert list(E.evaluate_release(db, d / "rel", tasks=["lengths"])["tasks"]) == ["lengths"]

@@ -236,7 +236,7 @@ def test_mining_past_the_candidate_limit_stops():
 
 
 @pytest.mark.parametrize("extra, words", [
-    (["--threshold", "1e-320"], ["--threshold: finding the subsequences of the original held "
+    (["--threshold", "1e-320", "--queries", "10"], ["--threshold: finding the subsequences of the original held "
                                  "by >= 1 sequences", "change --threshold"]),
     (["--task", "top-k", "--min-length", "9"], ["--k or --min-length: finding the exact "
                                                 "top-100 subsequences of length >= 9"])])
@@ -251,8 +251,7 @@ def test_exact_mining_past_the_limit_is_refused_by_option(tmp_path, capsys, monk
                             for _ in range(6)))
     rel = make_release(tmp_path, data, {"frequent.tsv": "pattern\tsupport\na\t3\n",
                                         "synthetic.txt": "a b\n"})
-    status, _, err = run(capsys, "evaluate", "--original", data, "--release", rel,
-                         "--queries", "10", *extra)
+    status, _, err = run(capsys, "evaluate", "--original", data, "--release", rel, *extra)
     one_line_error(status, err, *words, "more than the 500 candidate patterns allowed")
 
 

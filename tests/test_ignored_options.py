@@ -145,27 +145,36 @@ def releases(tmp_path_factory, data):
      ["--k: applies to the top-k and pst tasks only, which --task leaves out (chosen: "
       "lengths)"]),
     ("ngram", ["--task", "lengths", "--threshold", "0.5"],
-     ["--threshold: applies to the frequent task only, which --task leaves out"])])
+     ["--threshold: applies to the frequent task only, which --task leaves out"]),
+    ("dpne", ["--seed", "3"], ["--seed: applies to the count-queries, pst and range-queries "
+                               "tasks only", "this dpne release (ngrams.tsv)"]),
+    ("ngram-tree", ["--queries", "20"], ["--queries: applies to the count-queries, pst and "
+                                         "range-queries tasks only", "this ngram release"]),
+    ("ngram", ["--task", "lengths", "--queries", "20"],
+     ["--queries: applies to the count-queries, pst and range-queries tasks only, which "
+      "--task leaves out (chosen: lengths)"])])
 def test_evaluate_refuses_options_no_task_uses_before_reading(monkeypatch, capsys, data,
                                                               releases, release, extra, words):
-    """Regression: --k/--threshold on a DPNE release and --coverage-k/--query-sizes on an
-    N-gram release without synthetic data were accepted and ignored."""
+    """Regression: --k/--threshold on a DPNE release, --coverage-k/--query-sizes on an
+    N-gram release without synthetic data, and --seed/--queries where no random query is
+    drawn, were accepted and ignored."""
     def load(*args, **kw):
         raise AssertionError("evaluate read the original")
 
     monkeypatch.setattr(evaluate_command, "load_from_args", load)
     rel = releases / release
     refused(capsys, ["evaluate", "--original", data[0], "--vocab", data[1], "--release", rel,
-                     "--queries", "20", *extra], *words)
+                     *extra], *words)
     assert not (rel / "evaluation.json").exists()
 
 
 def test_evaluate_takes_the_options_its_tasks_use(capsys, data, releases):
     for release, extra in [("dpne", ["--coverage-k", "2"]),
                            ("ngram-tree", ["--backend", "numpy"]),
-                           ("ngram", ["--k", "5", "--threshold", "0.5", "--query-sizes", "2"])]:
+                           ("ngram", ["--k", "5", "--threshold", "0.5", "--query-sizes", "2",
+                                      "--queries", "20", "--seed", "3"])]:
         assert main(["evaluate", "--original", data[0], "--vocab", data[1], "--release",
-                     str(releases / release), "--queries", "20", "--json", *extra]) == 0, \
+                     str(releases / release), "--json", *extra]) == 0, \
             capsys.readouterr().err
         capsys.readouterr()
         (releases / release / "evaluation.json").unlink()
@@ -177,6 +186,9 @@ def test_evaluate_release_api_refuses_them_by_keyword(data, releases):
         E.evaluate_release(data[0], releases / "dpne", k_values=[5])
     with pytest.raises(InvalidParameter, match=r"^query_sizes: .* tasks leaves out"):
         E.evaluate_release(data[0], releases / "ngram", tasks=["lengths"], query_sizes=[2])
+    with pytest.raises(InvalidParameter, match=r"^seed: applies to the count-queries, pst and "
+                                               r"range-queries tasks only, which this dpne"):
+        E.evaluate_release(data[0], releases / "dpne", seed=0)
     assert not (releases / "dpne" / "evaluation.json").exists()
 
 

@@ -28,10 +28,11 @@ dpgpu.eval.evaluate.MAX_CANDIDATES (a low ``--threshold``, a large ``--k``
 or ``--min-length``) stops with an error naming the option to change.
 Top-K rows where the original has no pattern of ``--min-length`` read
 ``n/a``.  An option that no task computed uses is refused, not ignored,
-before the original is read: ``--query-sizes`` (count-queries, pst),
-``--k`` and ``--min-length`` (top-k, pst), ``--threshold`` (frequent),
-``--coverage-k`` (coverage) and ``--backend`` (count-queries, top-k, pst,
-ngrams); so are all of them for a spatial release, as ``--columns`` is
+before the original is read: ``--seed`` and ``--queries`` (count-queries,
+pst, range-queries), ``--query-sizes`` (count-queries, pst), ``--k`` and
+``--min-length`` (top-k, pst), ``--threshold`` (frequent), ``--coverage-k``
+(coverage) and ``--backend`` (count-queries, top-k, pst, ngrams); so are all
+but ``--seed`` and ``--queries`` for a spatial release, as ``--columns`` is
 for a sequence release.
 """
 
@@ -69,7 +70,7 @@ def _int_list(text: str, maximum: int | None = None) -> list[int]:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``evaluate`` subcommand."""
-    from ..eval.evaluate import COVERAGE_KS, K_VALUES, MAX_K, TASKS
+    from ..eval.evaluate import COVERAGE_KS, K_VALUES, MAX_K, N_QUERIES, SEED, TASKS
     from ..eval.metrics import MAX_QUERIES, MAX_QUERY_ITEMS, QUERY_SIZES
 
     p = add_command(sub, "evaluate", help="compare a release with its original data (exact "
@@ -92,11 +93,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="draw a figure (needs dpgpu[plot])")
     p.add_argument("--force", action="store_true", help="replace an existing --plot file "
                    "(evaluation.json in the release is always replaced)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the random query workload (default 0)")
-    p.add_argument("--queries", type=int, default=10_000,
+    p.add_argument("--seed", type=int,
+                   help=f"seed of the random query workload (default {SEED})")
+    p.add_argument("--queries", dest="n_queries", type=int,
                    help=f"random count queries per maximal size, or range queries per set "
-                        f"(default 10000; at most {MAX_QUERIES}, and --queries times the sum "
+                        f"(default {N_QUERIES}; at most {MAX_QUERIES}, and --queries times the sum "
                         f"of --query-sizes at most {MAX_QUERY_ITEMS})")
     p.add_argument("--query-sizes", type=_int_list,
                    help=f"maximal query sizes (default {','.join(map(str, QUERY_SIZES))})")
@@ -152,13 +153,12 @@ def _sequences(args: argparse.Namespace) -> dict:
 
     if args.columns is not None:
         raise InvalidParameter("--columns: applies to spatial releases (leaves.csv) only")
-    check_count_workload(args.queries, args.query_sizes or QUERY_SIZES, OPTIONS)  # before reading
+    check_count_workload(args.n_queries, args.query_sizes or QUERY_SIZES, OPTIONS)  # before reading
     given = {k: getattr(args, k) for k in SETTING_TASKS if getattr(args, k) is not None}
     sequence_tasks(args.release, args.task, given, OPTIONS)  # refuses options no task uses
     original = load_from_args(args, "original")
     options = {k: getattr(args, k) for k in FORMAT_OPTIONS if getattr(args, k, None) is not None}
-    return evaluate_release(original, args.release, tasks=args.task, seed=args.seed,
-                            n_queries=args.queries, reader_options=options,
+    return evaluate_release(original, args.release, tasks=args.task, reader_options=options,
                             original_name=str(args.original), names=OPTIONS, **given)
 
 
@@ -177,5 +177,5 @@ def _spatial(args: argparse.Namespace, report: dict) -> dict:
                          tasks, report, release_files(args.release), OPTIONS)
     return evaluate_spatial_release(args.original, args.release, columns=args.columns,
                                     format=args.format, tasks=args.task, seed=args.seed,
-                                    n_queries=args.queries, original_name=str(args.original),
+                                    n_queries=args.n_queries, original_name=str(args.original),
                                     names=OPTIONS)

@@ -94,6 +94,10 @@ MAX_K = 10_000
 #: strings one step of the PST model's top-K search expands.
 MAX_CANDIDATES = 2_000_000
 COVERAGE_KS = (1, 10, 100, 1000)
+#: Default seed of the random query workload, and queries per maximal size (or per set of
+#: range queries; the papers' 10,000).
+SEED = 0
+N_QUERIES = 10_000
 #: Figure formats of :func:`plot_evaluation`, by file name extension.
 PLOT_FORMATS = ("png",)
 WARNING = ("diagnostic computed from the exact original data; NOT differentially private: "
@@ -101,7 +105,9 @@ WARNING = ("diagnostic computed from the exact original data; NOT differentially
 #: The tasks whose results depend on each setting of :func:`evaluate_release` (by keyword):
 #: a setting given where none of them is computed would be ignored, and is refused
 #: (:func:`check_settings_apply`).
-SETTING_TASKS = {"query_sizes": ("count-queries", "pst"), "k_values": ("top-k", "pst"),
+SETTING_TASKS = {"seed": ("count-queries", "pst", "range-queries"),
+                 "n_queries": ("count-queries", "pst", "range-queries"),
+                 "query_sizes": ("count-queries", "pst"), "k_values": ("top-k", "pst"),
                  "min_length": ("top-k", "pst"), "threshold": ("frequent",),
                  "coverage_ks": ("coverage",),
                  "backend": ("count-queries", "top-k", "pst", "ngrams")}
@@ -180,8 +186,9 @@ def check_count_workload(n_queries: Any, query_sizes: Any,
 
     Parameters
     ----------
-    n_queries : int
-        Queries per maximal size, at most :data:`dpgpu.eval.metrics.MAX_QUERIES`.
+    n_queries : int or None
+        Queries per maximal size, at most :data:`dpgpu.eval.metrics.MAX_QUERIES`
+        (None: :data:`N_QUERIES`).
     query_sizes : sequence of int
         Maximal query sizes, integers ``>= 1``.
     names : mapping of str to str, optional
@@ -201,7 +208,8 @@ def check_count_workload(n_queries: Any, query_sizes: Any,
         :data:`dpgpu.eval.metrics.MAX_QUERY_ITEMS`.
     """
     many, sizes = _option(names, "n_queries"), _option(names, "query_sizes")
-    n = check_positive_int(n_queries, many, maximum=M.MAX_QUERIES)
+    n = check_positive_int(N_QUERIES if n_queries is None else n_queries, many,
+                           maximum=M.MAX_QUERIES)
     query_sizes = _positive_ints(query_sizes, sizes)
     items = n * sum(query_sizes)
     if items > M.MAX_QUERY_ITEMS:
@@ -655,7 +663,7 @@ def sequence_tasks(release_dir: Any, tasks: Iterable[str] | None = None,
 
 
 def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | None = None,
-                     seed: int = 0, n_queries: int = 10_000,
+                     seed: int | None = None, n_queries: int | None = None,
                      query_sizes: Sequence[int] | None = None,
                      k_values: Sequence[int] | None = None, min_length: int | None = None,
                      threshold: float | None = None,
@@ -676,11 +684,12 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
         in memory is refused (``release.save(path)`` writes one).
     tasks : list of str, optional
         Subset of :data:`TASKS`; default all that the files allow.
-    seed : int
-        Seed of the random query workload (evaluation only).
-    n_queries : int
+    seed : int, optional
+        Seed of the random query workload (evaluation only; default
+        :data:`SEED`).
+    n_queries : int, optional
         Random count queries per maximal query size, at most
-        :data:`dpgpu.eval.metrics.MAX_QUERIES`.
+        :data:`dpgpu.eval.metrics.MAX_QUERIES` (default :data:`N_QUERIES`).
     query_sizes : sequence of int, optional
         Maximal query sizes (default the N-gram paper's 4, 8, 12, 16, 20); a
         list even for one size (``[8]``, not ``8``).  ``n_queries`` times their sum
@@ -708,8 +717,8 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
         :data:`COVERAGE_KS`); a list even for one K.
     backend : str or Backend, optional
         Where contiguous counts are computed.
-        ``query_sizes``, ``k_values``, ``min_length``, ``threshold``,
-        ``coverage_ks`` and ``backend`` are refused rather than ignored
+        ``seed``, ``n_queries``, ``query_sizes``, ``k_values``, ``min_length``,
+        ``threshold``, ``coverage_ks`` and ``backend`` are refused rather than ignored
         where no task computed uses them (:data:`SETTING_TASKS`,
         :func:`check_settings_apply`): ``k_values`` for a DPNE release, say.
     reader_options : dict, optional
@@ -749,7 +758,8 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
     if not isinstance(original, (SequenceDB, str, os.PathLike)):
         raise InvalidParameter(f"original: expected a SequenceDB (dpgpu.load(path)) or the path "
                                f"of the dataset, got {type(original).__name__}")
-    given = [k for k, v in (("query_sizes", query_sizes), ("k_values", k_values),
+    given = [k for k, v in (("seed", seed), ("n_queries", n_queries),
+                            ("query_sizes", query_sizes), ("k_values", k_values),
                             ("min_length", min_length), ("threshold", threshold),
                             ("coverage_ks", coverage_ks), ("backend", backend))
              if v is not None]
@@ -761,7 +771,7 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
         min_length = check_positive_int(min_length, _option(names, "min_length"))
     coverage_ks = sorted(set(_positive_ints(COVERAGE_KS if coverage_ks is None else coverage_ks,
                                             _option(names, "coverage_ks"))))
-    seed = check_positive_int(seed, _option(names, "seed"), minimum=0)
+    seed = check_positive_int(SEED if seed is None else seed, _option(names, "seed"), minimum=0)
     tasks = None if tasks is None else choose_tasks(tasks, TASKS, rdir)  # names, before reading
     report, files, chosen = sequence_tasks(rdir, tasks, given, names)
     if not isinstance(original, SequenceDB):
@@ -1358,7 +1368,7 @@ def _coverage_shares(counts: dict) -> dict:
 def evaluate_spatial_release(points_path: Any, release_dir: Any, *,
                              columns: str | Sequence[str] | None = None,
                              format: str | None = None, tasks: Iterable[str] | None = None,
-                             seed: int = 0, n_queries: int = 10_000,
+                             seed: int | None = None, n_queries: int | None = None,
                              workload: dict[str, Any] | None = None,
                              original_name: str | None = None,
                              names: Mapping[str, str] | None = None) -> dict:
@@ -1388,11 +1398,11 @@ def evaluate_spatial_release(points_path: Any, release_dir: Any, *,
         The original's format, checked against its content.
     tasks : iterable of str, optional
         Only ``"range-queries"`` applies.
-    seed : int
-        Seed of the random query boxes (evaluation only).
-    n_queries : int
-        Boxes per query set (small, medium, large; the paper uses 10,000), at
-        most :data:`dpgpu.eval.metrics.MAX_QUERIES`.
+    seed : int, optional
+        Seed of the random query boxes (evaluation only; default :data:`SEED`).
+    n_queries : int, optional
+        Boxes per query set (small, medium, large; default :data:`N_QUERIES`,
+        as the paper), at most :data:`dpgpu.eval.metrics.MAX_QUERIES`.
     workload : dict of str to (Q, 2 d) array, optional
         Query boxes ``(lo_1, .., lo_d, hi_1, .., hi_d)`` per set (in 2-D
         ``(x0, y0, x1, y1)``), instead of the random ones.
@@ -1427,9 +1437,9 @@ def evaluate_spatial_release(points_path: Any, release_dir: Any, *,
         raise InputError(f"{rdir}: not a spatial release (no {LEAVES})")
     coords, bounds = spatial_layout(report, rdir)
     chosen = choose_tasks(tasks, ["range-queries"], rdir)
-    n_queries = check_positive_int(n_queries, _option(names, "n_queries"),
-                                   maximum=M.MAX_QUERIES)
-    seed = check_positive_int(seed, _option(names, "seed"), minimum=0)
+    n_queries = check_positive_int(N_QUERIES if n_queries is None else n_queries,
+                                   _option(names, "n_queries"), maximum=M.MAX_QUERIES)
+    seed = check_positive_int(SEED if seed is None else seed, _option(names, "seed"), minimum=0)
     cols = coords if columns is None else parse_columns(columns)
     if len(cols) != len(coords):
         raise InvalidParameter(f"{_option(names, 'columns')}: the release has {len(coords)} "
