@@ -1,12 +1,20 @@
 """``--engine dask --scheduler ADDRESS`` on every mechanism command: the workers read the
 input, and the files written are those of the local run."""
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import dpgpu
 from dpgpu.cli import main
+from dpgpu.data.load import demo_path
 
 distributed = pytest.importorskip("dask.distributed")
 
@@ -60,3 +68,38 @@ def test_an_unreachable_scheduler_is_one_line_naming_it(tmp_path, capsys, addres
     err = capsys.readouterr().err
     assert status == 2 and f"scheduler: cannot connect to '{address}'" in err
     assert "Traceback" not in err and not (tmp_path / "r").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX")
+def test_ctrl_c_stops_a_local_cluster_run_in_one_line(tmp_path):
+    """Regression: Ctrl-C, which a terminal sends to its whole process group, reached the
+    local cluster's worker processes too: each printed a traceback, and an interrupt while
+    the cluster started left the run hanging until a second Ctrl-C."""
+    import pty  # noqa: PLC0415 - POSIX only
+
+    out = tmp_path / "rel"
+    env = {**os.environ, "PYTHONPATH": str(Path(dpgpu.__file__).parents[1])}
+    terminal, stderr = pty.openpty()  # its progress line shows when the workers read
+    run = subprocess.Popen(
+        [sys.executable, "-m", "dpgpu", "ngram", str(demo_path()), "--epsilon", "1",
+         "--engine", "dask", "--out", str(out)],
+        stdout=subprocess.DEVNULL, stderr=stderr, env=env,
+        start_new_session=True,  # a process group of its own, as a terminal's job
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    os.close(stderr)
+    shown = b""
+    try:
+        while b"reading the input" not in shown:
+            shown += os.read(terminal, 4096)
+        os.killpg(run.pid, signal.SIGINT)
+        with contextlib.suppress(OSError):  # EIO: the run exited, the terminal is closed
+            while chunk := os.read(terminal, 4096):
+                shown += chunk
+        assert run.wait(timeout=60) == 130, shown
+    finally:
+        os.close(terminal)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(run.pid, signal.SIGKILL)
+    text = shown.decode()
+    assert "Traceback" not in text and text.rstrip().endswith("dpgpu: interrupted"), text
+    assert not out.exists()

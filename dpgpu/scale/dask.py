@@ -25,7 +25,9 @@ when asked for.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import signal
 import threading
 from typing import Any, Callable, Sequence
 
@@ -71,7 +73,10 @@ def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = F
     n_workers : int
         Workers of the local CPU cluster started when no address is given.
     quiet : bool
-        Show Dask's messages from WARNING up only (its default is INFO).
+        Show Dask's messages from WARNING up only (its default is INFO), and
+        none of the errors that its event loop's callbacks log through
+        Tornado (a Ctrl-C that lands in one of Dask's waits logs a traceback
+        there).
     gpus : bool
         The workers count on the GPU: the local cluster is a ``dask-cuda``
         ``LocalCUDACluster``, one worker per visible GPU.  Without
@@ -95,6 +100,7 @@ def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = F
     distributed = require_distributed()
     if quiet:  # after the import, which sets the levels from Dask's configuration
         logging.getLogger("distributed").setLevel(logging.WARNING)
+        logging.getLogger("tornado").setLevel(logging.CRITICAL)
     if scheduler is not None:
         if not str(scheduler).strip():
             raise InvalidParameter(f"{name}: an empty scheduler address (leave it out for a "
@@ -113,10 +119,37 @@ def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = F
             log.warning("dask-cuda is not installed: the %d workers of the local cluster share "
                         "one GPU (pip install dpgpu[dist-gpu] for one worker per GPU)", n_workers)
         else:
-            return distributed.Client(LocalCUDACluster(threads_per_worker=1,
-                                                       dashboard_address=None))
-    return distributed.Client(distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
-                                                       dashboard_address=None))
+            with _interrupts_to_this_process():
+                return distributed.Client(LocalCUDACluster(threads_per_worker=1,
+                                                           dashboard_address=None))
+    with _interrupts_to_this_process():
+        return distributed.Client(distributed.LocalCluster(
+            n_workers=n_workers, threads_per_worker=1, dashboard_address=None))
+
+
+@contextlib.contextmanager
+def _interrupts_to_this_process() -> Any:
+    """Start a local cluster whose worker processes ignore SIGINT.
+
+    Ctrl-C in a terminal interrupts the whole process group: worker
+    processes interrupted while starting or counting printed tracebacks,
+    and an interrupt while the cluster started left the run hanging until
+    a second Ctrl-C.  SIGINT is ignored while the cluster starts, a setting
+    the worker processes keep (across ``exec``, and Python then installs no
+    handler of its own); so this process alone handles a later interrupt,
+    closing the cluster.  A Ctrl-C in those seconds of start-up is lost.
+    Only in the main thread, where Python handles signals, and only where
+    its SIGINT handler is Python's own.
+    """
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _handshake(address: str) -> None:
