@@ -174,3 +174,20 @@ def test_the_local_cluster_of_load_distributed_lives_as_long_as_its_data(tmp_pat
         dpgpu.load_distributed(tmp_path / "missing.txt")
     assert len(closed) == 2 and closed[1].status == "closed"
     assert " - INFO - " not in capfd.readouterr().err  # quiet, as the CLI's cluster
+
+
+def test_a_local_cluster_does_not_need_port_8787(recwarn):
+    """Regression: with port 8787 taken (another run's cluster, a notebook's dashboard), every
+    local cluster warned 'Port 8787 is already in use', even under --quiet."""
+    with socket.socket() as taken:
+        try:
+            taken.bind(("127.0.0.1", 8787))
+            taken.listen()
+        except OSError:  # already taken by something else: the case to test all the same
+            pass
+        client = connect(n_workers=1, quiet=True)
+        try:
+            assert client.scheduler_info()["workers"]
+        finally:
+            close(client)
+    assert not [w for w in recwarn if "8787" in str(w.message)], [str(w.message) for w in recwarn]

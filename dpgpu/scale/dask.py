@@ -43,6 +43,9 @@ log = logging.getLogger("dpgpu")
 #: Arguments at least this large (bytes of an array, entries of a list) are
 #: scattered to the workers once per call instead of travelling with every task.
 SCATTER_BYTES, SCATTER_ITEMS = 1 << 20, 1 << 14
+#: A local cluster's scheduler without the dashboard; its HTTP server (which it starts
+#: anyway) on a free port, so that two runs at once do not warn that port 8787 is taken.
+_NO_DASHBOARD = {"dashboard_address": ":0", "scheduler_kwargs": {"dashboard": False}}
 
 
 def require_distributed() -> Any:
@@ -120,11 +123,11 @@ def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = F
                         "one GPU (pip install dpgpu[dist-gpu] for one worker per GPU)", n_workers)
         else:
             with _interrupts_to_this_process():
-                return distributed.Client(LocalCUDACluster(threads_per_worker=1,
-                                                           dashboard_address=None))
+                return distributed.Client(LocalCUDACluster(threads_per_worker=1, **_NO_DASHBOARD))
     with _interrupts_to_this_process():
         return distributed.Client(distributed.LocalCluster(
-            n_workers=n_workers, threads_per_worker=1, dashboard_address=None))
+            n_workers=n_workers, threads_per_worker=1, **_NO_DASHBOARD))
+
 
 
 @contextlib.contextmanager
