@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -332,3 +333,48 @@ def test_a_terminated_command_leaves_no_partial_output(tmp_path, signum):
     assert err.strip() == f"dpgpu: terminated by signal {signum}"
     assert list(tmp_path.iterdir()) == []
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # this process's is untouched
+
+
+@pytest.fixture
+def read_only_folder(tmp_path):
+    """A folder where no file can be made: one without write permission, or for root, who
+    may write there anyway, a system folder that refuses new files."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    for candidate in (folder, "/sys", "/proc"):
+        try:
+            (Path(candidate) / "dpgpu-probe").touch(exist_ok=False)
+        except OSError:
+            yield Path(candidate)
+            break
+        (Path(candidate) / "dpgpu-probe").unlink()
+    else:
+        pytest.skip("every candidate folder takes new files here")
+    folder.chmod(0o755)
+
+
+def test_a_folder_that_takes_no_files_is_refused_before_the_input_is_read(
+        capsys, monkeypatch, data, read_only_folder):
+    """Regression: an output in a read-only folder (a read-only mount, no write permission)
+    was refused only when written, after the whole release."""
+    reads = []
+    monkeypatch.setattr("dpgpu.commands.common.load", lambda *a, **k: reads.append(a))
+    out = read_only_folder / "rel"
+    status, _, err = ngram(capsys, data, out)
+    one_line_error(status, err, f"{out}: folder {read_only_folder} cannot be written")
+    assert reads == []
+
+
+def test_evaluate_with_a_figure_that_cannot_be_written_writes_nothing(
+        tmp_path, capsys, data, read_only_folder):
+    """Regression: `evaluate --plot` into a read-only folder failed after the whole
+    evaluation, and had written evaluation.json into the release meanwhile."""
+    pytest.importorskip("matplotlib")
+    release = tmp_path / "rel"
+    assert ngram(capsys, data, release)[0] == 0
+    fig = read_only_folder / "eval.png"
+    status, _, err = run(capsys, "evaluate", "--original", str(data), "--release", str(release),
+                         "--task", "lengths", "--plot", str(fig))
+    assert status == 2 and "cannot be written" in err, err
+    assert not (release / "evaluation.json").exists()

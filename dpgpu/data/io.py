@@ -312,7 +312,9 @@ def check_output(path: Any, *, force: bool = False, release: str | None = None,
                  inputs: Iterable[Any] = ()) -> Path:
     """Check, before anything is read or written, that ``path`` may be written.
 
-    A new path in an existing folder may be written.  An existing one may be
+    A new path in an existing folder that takes new files (a file is made
+    there and removed, as outputs are staged beside their target) may be
+    written.  An existing one may be
     replaced only with ``force``, and only when it is a regular file (a file
     output) or a directory holding the file ``release`` (a release
     directory).  A symbolic link, a device, a FIFO, any other directory, an
@@ -348,7 +350,7 @@ def check_output(path: Any, *, force: bool = False, release: str | None = None,
     except (FileNotFoundError, NotADirectoryError):
         if not target.parent.is_dir():
             raise InputError(f"{path}: folder {target.parent} does not exist") from None
-        return target
+        return _writable_folder(path, target)
     kind = _kind(st.st_mode)
     wanted = "a directory" if release else "a file"
     problem = "is a symbolic link" if kind == "a symbolic link" else _overlap(target, st, inputs)
@@ -361,6 +363,23 @@ def check_output(path: Any, *, force: bool = False, release: str | None = None,
                          "(choose another output path)")
     if not force:
         raise InputError(f"{path}: already exists (use --force / force=True to replace it)")
+    return _writable_folder(path, target)
+
+
+def _writable_folder(path: Any, target: Path) -> Path:
+    """``target``, once a file could be made (and removed) in its folder; else an InputError.
+
+    A read-only file system or a folder without write permission was found
+    only when the output was written, after all the work.
+    """
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".probe",
+                                     dir=target.parent)
+    except OSError as exc:
+        raise InputError(f"{path}: folder {target.parent} cannot be written "
+                         f"({exc.strerror or exc})") from None
+    os.close(fd)
+    os.unlink(probe)
     return target
 
 
