@@ -191,3 +191,27 @@ def test_every_subcommand_has_help(capsys):
         status = main([command, "--help"])
         out = capsys.readouterr().out
         assert status == 0 and f"usage: dpgpu {command}" in out and "example:" in out, command
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["ngram", "missing.txt", "--epsilon", "1", "--epsilon", "2"],
+     "--epsilon: given more than once; give it once"),
+    (["ngram", "missing.txt", "--epsilon=1", "--out", "a", "--epsilon=1"],
+     "--epsilon: given more than once"),
+    (["ngram", "missing.txt", "--epsilon", "1", "--out", "a", "--out", "b"],
+     "--out: given more than once"),
+    (["dpne", "missing.txt", "--epsilon", "1", "--lowercase", "--no-lowercase"],
+     "--lowercase and --no-lowercase: both given; give one")])
+def test_an_option_of_one_value_given_twice_is_refused(capsys, argv, says):
+    """Regression: `--epsilon 1 --epsilon 2` released at epsilon 2, silently (argparse keeps
+    the last), where a config file with two keys for one option is an error."""
+    status, _, err = run(capsys, *argv, "--delta", "1e-6") if argv[0] == "dpne" else \
+        run(capsys, *argv)
+    assert status == 2 and says in err and "missing.txt" not in err, err
+
+
+def test_options_that_collect_or_count_may_repeat(tmp_path, capsys):
+    data = tmp_path / "d.txt"
+    data.write_text("a b\nb c\n" * 20)
+    status, out, err = run(capsys, "-v", "stats", str(data), "-v", "--json", "--json")
+    assert status == 0 and json.loads(out)["sequences"] == 40, err

@@ -51,7 +51,10 @@ class Parser(argparse.ArgumentParser):
     parsing: its keys (long option names, ``-`` or ``_``) become defaults,
     so options on the command line override them.  Options are written in
     full: argparse's abbreviations would take ``--to`` for ``--tokens`` on
-    a command without ``--to``.
+    a command without ``--to``.  An option of one value given twice on the
+    command line is an error, not the last one silently (``--epsilon 1
+    --epsilon 2``), and so are both of a pair ``--x`` / ``--no-x``; options
+    that collect values (``--task``), counts (``-v``) and flags may repeat.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -69,7 +72,27 @@ class Parser(argparse.ArgumentParser):
             path = _config_path(args)
             if path:  # an empty one is refused by the full parse (nonempty_path)
                 self._apply_config(path)
+        self._refuse_repeats(args)
         return super().parse_known_args(args, namespace)
+
+    def _refuse_repeats(self, args: Sequence[str]) -> None:
+        """Refuse an option of one value given twice in ``args``, or both of ``--x/--no-x``."""
+        given: dict[str, str] = {}
+        for arg in args:
+            if arg == "--":
+                break
+            name = arg.split("=", 1)[0] if arg.startswith("--") else arg
+            action = self._option_string_actions.get(name)
+            if action is None:
+                continue
+            if action.dest not in given:
+                given[action.dest] = name
+            elif isinstance(action, argparse._StoreAction):
+                self.error(f"{name}: given more than once; give it once (dpgpu does not pick "
+                           "the last)")
+            elif isinstance(action, argparse.BooleanOptionalAction) \
+                    and given[action.dest] != name:
+                self.error(f"{given[action.dest]} and {name}: both given; give one")
 
     def _apply_config(self, path: str) -> None:
         """Make the settings of the TOML file ``path`` this parser's defaults."""
