@@ -31,6 +31,12 @@ def test_a_vocabulary_given_as_a_set_is_refused(labels):
     ([["a"], ["b", ("c",)]], r"sequence 1 holds \('c',\), a tuple"),
     ([["a"], [{"c": 1}]], "sequence 1 holds {'c': 1}, a dict"),
     ([["a"], [{"c"}]], "sequence 1 holds {'c'}, a set"),
+    ([["a", None]], "sequence 0 holds None, which is not an item label"),  # pandas' missing
+    ([["a"], ["b", float("nan")]], "sequence 1 holds nan, which is not an item label"),
+    ([["a"], [np.float64("inf")]], "sequence 1 holds np.float64\\(inf\\), which is not"),
+    ([[True]], "sequence 0 holds True, which is not an item label"),
+    ([["a"], [np.bool_(False)]], "sequence 1 holds np.False_, which is not an item label"),
+    ([[b"x"]], "sequence 0 holds b'x', which is not an item label"),
 ])
 def test_from_sequences_refuses_what_it_would_misread(sequences, where):
     with pytest.raises(InvalidParameter, match=f"^sequences: {where}"):
@@ -40,6 +46,9 @@ def test_from_sequences_refuses_what_it_would_misread(sequences, where):
 def test_from_sequences_still_takes_numbers_and_strings_as_labels():
     db = SequenceDB.from_sequences([[1, 2.5, "x"], (np.int64(3),), np.array(["y"])])
     assert list(db) == [("1", "2.5", "x"), ("3",), ("y",)]
+    # an integral float is the integer's item (it was "1.0", an item apart from 1), as 1 and "1"
+    db = SequenceDB.from_sequences([[1.0, 1, "1"], [np.float32(2.0), 2]])
+    assert list(db) == [("1", "1", "1"), ("2", "2")] and db.vocab.labels == ["1", "2"]
     with pytest.raises(InvalidParameter, match="^sequences: sequence 0 is 'xy', a string"):
         SequenceDB.from_sequences(["xy"])
 

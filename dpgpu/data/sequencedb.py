@@ -103,7 +103,9 @@ class SequenceDB:
         ----------
         sequences : iterable of sequences
             Each sequence is a list (or tuple, array, ...) of item labels:
-            strings or numbers, turned into strings.  Not a string itself
+            strings or finite numbers, turned into strings (an integral float
+            as the integer: ``1.0`` and ``1`` are one item, as are ``1`` and
+            ``"1"``); None, NaN, booleans and bytes are refused.  Not a string itself
             (``"ab"`` would be read as ``["a", "b"]``), a mapping or a set;
             nor is ``sequences`` a mapping, a set or a string.
         vocab : Vocabulary or sequence of str, optional
@@ -130,7 +132,8 @@ class SequenceDB:
         ------
         InvalidParameter
             When ``sequences`` or one of its sequences is not of the kinds
-            above, a label is a container (a list, tuple, dict, set, ...), a
+            above, a label is a container (a list, tuple, dict, set, ...) or
+            not a string or finite number, a
             label is not an item of ``vocab``, ``vocab`` is a set or lists a
             label twice, or ``users`` does not give one label of the kinds
             above per sequence.
@@ -559,7 +562,23 @@ def _label_lists(sequences: Any) -> list[list[str]]:
         i, x = next((i, x) for i, s in enumerate(seqs) for x in s if type(x) in containers)
         raise InvalidParameter(f"sequences: sequence {i} holds {x!r:.60}, a "
                                f"{type(x).__name__}; a label is a string or a number")
-    return [[str(x) for x in s] for s in seqs]
+    if all(issubclass(t, str) or issubclass(t, numbers.Integral) and not issubclass(t, bool)
+           for t in kinds):
+        return [[str(x) for x in s] for s in seqs]
+    return [[_item_label(x, i) for x in s] for i, s in enumerate(seqs)]
+
+
+def _item_label(value: Any, i: int) -> str:
+    """``value``, a label of sequence ``i``, as the item's text: a string, or a number as it
+    prints (an integral float as the integer, so that ``1.0`` and ``1`` are one item)."""
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) \
+            and math.isfinite(value):
+        return str(int(value)) if float(value).is_integer() else str(value)
+    raise InvalidParameter(f"sequences: sequence {i} holds {value!r:.60}, which is not an item "
+                           "label: labels are strings or finite numbers (a missing value, NaN, "
+                           "a boolean or bytes would become a made-up item)")
 
 
 def _unordered_or_scalar(values: Any) -> bool:
