@@ -367,17 +367,14 @@ def check_output(path: Any, *, force: bool = False, release: str | None = None,
 
 
 def _writable_folder(path: Any, target: Path) -> Path:
-    """``target``, once a file could be made (and removed) in its folder; else an InputError.
+    """``target``, once a file could be made (and removed) in its folder; else an OutputError.
 
     A read-only file system or a folder without write permission was found
     only when the output was written, after all the work.
     """
-    try:
+    with output_errors(path):
         fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".probe",
                                      dir=target.parent)
-    except OSError as exc:
-        raise InputError(f"{path}: folder {target.parent} cannot be written "
-                         f"({exc.strerror or exc})") from None
     os.close(fd)
     os.unlink(probe)
     return target
