@@ -6,7 +6,10 @@ large adds noise.  This spends its share of ``--epsilon`` (half on the number
 of sequences, half on the histogram of lengths ``0 .. --l-upper``, both with
 discrete Laplace noise) and suggests the lengths that cover 85, 90 and 95 %
 of the sequences (an empty sequence is covered by any length); that part is
-epsilon-DP for one sequence.
+epsilon-DP for one sequence.  Lengths above ``--l-upper`` fall in no bin, so
+where the noisy histogram up to it does not reach a share of the noisy
+number of sequences, the suggestion is shown as ``>L`` with a note to raise
+``--l-upper`` (``--json``: ``l_max_capped``), not as the cap ``L``.
 
 When the data has users (``--user``; JSON lines and text tables always do),
 it also suggests DPNE's per-user contribution bound Delta (``dpne
@@ -15,7 +18,9 @@ goes to the number of users and to a histogram of each user's number of
 distinct n-grams (``--gram-length``, default 1: the words DPNE's first
 level unions), in bins about 19 % wide up to ``--contribution-upper``.  The
 suggestions are the bounds that keep every n-gram of 85, 90 and 95 % of the
-users; that part is epsilon-DP for one user (all of the user's texts).  On
+users; that part is epsilon-DP for one user (all of the user's texts), and
+a share the histogram up to ``--contribution-upper`` does not reach is
+shown the same way (``--json``: the part's ``capped``).  On
 data without users those three options would do nothing: given, they are
 refused (once the data is read).
 
@@ -122,11 +127,16 @@ def advise(db, epsilon: float, *, l_upper: int = 100, contribution_share: float 
     Returns
     -------
     dict
-        ``{"l_max": {coverage: length}, "contribution": {...} or None,
-        "budget": {"l_max": eps, "contribution": eps}, "units": {"l_max":
-        "one sequence", "contribution": "one user"}, "epsilon": ..., "ledger":
-        ...}``.  The ``l_max`` part is epsilon-DP for one sequence, the
-        ``contribution`` part for one user.
+        ``{"l_max": {coverage: length}, "l_max_capped": {coverage: bool},
+        "contribution": {"suggested": {coverage: bound}, "capped": {coverage:
+        bool}, ...} or None, "budget": {"l_max": eps, "contribution": eps},
+        "units": {"l_max": "one sequence", "contribution": "one user"},
+        "epsilon": ..., "ledger": ...}``.  The ``l_max`` part is epsilon-DP
+        for one sequence, the ``contribution`` part for one user.  A coverage
+        is capped (True) where the noisy counts up to ``l_upper`` (up to
+        ``contribution_upper``) stay below that share of the noisy total: the
+        quantile lies above the cap, and its value, the cap, is only a lower
+        bound (decided from the noisy values alone, see :func:`quantile`).
 
     Raises
     ------
@@ -152,13 +162,29 @@ def advise(db, epsilon: float, *, l_upper: int = 100, contribution_share: float 
     noisy = noisy_length_histogram(length_counts(db.lengths, l_upper), keys[1], half, tag=2)
     contribution = _advise_contribution(db, keys[2:], steps[2][1], gram_length, edges) \
         if users else None
-    return {"l_max": {f"{c:.0%}": coverage_length(noisy, total, c) for c in COVERAGES},
+    lengths = {f"{c:.0%}": quantile(noisy, total, c) for c in COVERAGES}
+    return {"l_max": {c: length for c, (length, _) in lengths.items()},
+            "l_max_capped": {c: capped for c, (_, capped) in lengths.items()},
             "contribution": contribution,
             "budget": {"l_max": 2 * half,
                        "contribution": contribution["epsilon"] if contribution else 0.0},
             "units": {"l_max": "one sequence", "contribution": "one user"},
             "epsilon": ledger.spent_epsilon, "delta": ledger.spent_delta,
             "seeded": ledger.seeded, "ledger": ledger.to_dict()}
+
+
+def quantile(noisy_hist: np.ndarray, total: int, fraction: float) -> tuple[int, bool]:
+    """:func:`~dpgpu.mechanisms.lengths.coverage_length`, and whether it is capped.
+
+    Capped: the whole noisy histogram (bins ``0 .. l_upper``) stays below
+    ``fraction * total``, i.e. the noisy mass above the cap, ``total`` minus
+    the histogram's sum, is more than ``1 - fraction`` of ``total``: no value
+    up to the cap covers the share (the length returned is then the cap, a
+    lower bound).  Post-processing of the noisy values only (values above the
+    cap are in no bin; the noisy total counts them), so it costs no budget.
+    """
+    return (coverage_length(noisy_hist, total, fraction),
+            bool(np.sum(noisy_hist) < fraction * total))
 
 
 def refuse_contribution_options(db: Any, given: Mapping[str, Any],
@@ -338,10 +364,20 @@ def _advise_contribution(db: Any, keys: list[Any], epsilon: float, n: int,
     bins = np.where(counts > 0, np.searchsorted(edges, counts) + 1, 0)
     total = noisy_count(bins.size, keys[0], epsilon, tag=3)
     noisy = noisy_length_histogram(length_counts(bins, int(edges.size)), keys[1], epsilon, tag=4)
-    return {"suggested": {f"{c:.0%}": int(edges[coverage_length(noisy, total, c) - 1])
-                          for c in COVERAGES},
+    found = {f"{c:.0%}": quantile(noisy, total, c) for c in COVERAGES}
+    return {"suggested": {c: int(edges[b - 1]) for c, (b, _) in found.items()},
+            "capped": {c: capped for c, (_, capped) in found.items()},
             "gram_length": n, "upper": int(edges[-1]), "epsilon": 2 * epsilon,
             "unit": "one user"}
+
+
+def _covers(values: Mapping[str, int], capped: Mapping[str, bool], whom: str,
+            hint: str) -> str:
+    """``"5 covers 85%, >100 covers 95% of WHOM (>100: HINT)"``: a capped value as ``>cap``."""
+    text = ", ".join(f">{v} covers {c}" if capped[c] else f"{v} covers {c}"
+                     for c, v in values.items()) + f" of {whom}"
+    caps = {v for c, v in values.items() if capped[c]}
+    return text + "".join(f" (>{v}: {hint})" for v in sorted(caps))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -354,14 +390,19 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result)
         return 0
-    cover = ", ".join(f"{length} covers {c}" for c, length in result["l_max"].items())
+    cover = _covers(result["l_max"], result["l_max_capped"], "the sequences",
+                    "not reached up to --l-upper, raise it")
     print(f"suggested l_max (noisy, epsilon {result['budget']['l_max']:g} spent, DP for one "
-          f"sequence): {cover} of the sequences")
+          f"sequence): {cover}")
     part = result["contribution"]
     if part:
-        cover = ", ".join(f"{d} covers {c}" for c, d in part["suggested"].items())
+        hint = "not reached up to --contribution-upper, " + (
+            "raise it" if part["upper"] < MAX_CONTRIBUTION
+            else f"the largest dpne --contribution ({MAX_CONTRIBUTION:,})")
+        cover = _covers(part["suggested"], part["capped"],
+                        f"the users (all their distinct {part['gram_length']}-grams)", hint)
         print(f"suggested dpne --contribution (noisy, epsilon {part['epsilon']:g} spent, DP for "
-              f"one user): {cover} of the users (all their distinct {part['gram_length']}-grams)")
+              f"one user): {cover}")
     if part:
         print(f"the epsilon spent here adds to the release's own budget: "
               f"{result['budget']['l_max']:g} for one sequence (a user with k sequences: k "
