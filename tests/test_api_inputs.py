@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import dpgpu
-from dpgpu import InvalidParameter, SequenceDB, Vocabulary
+from dpgpu import InputError, InvalidParameter, SequenceDB, Vocabulary
 from dpgpu.data.generate import markov_sequences
 
 
@@ -110,3 +110,15 @@ def test_load_refuses_a_set_as_vocabulary(tmp_path):
     path.write_text("a b\nb c\n")
     with pytest.raises(InvalidParameter, match="^vocab: a set has no order"):
         dpgpu.load(path, vocab={"a", "b", "c"})
+
+
+@pytest.mark.parametrize("text", ["% Sequences:\n\n1 2\n3\n", "1 2\n3\n", "a b\n"])
+def test_a_seq_file_without_the_uci_header_is_refused_not_read_as_lines(tmp_path, text):
+    """Regression: a .seq file missing its '% Different categories' header was read as lines,
+    the header's words becoming items ('%', 'Sequences:') and its blank line a sequence."""
+    path = tmp_path / "clicks.seq"
+    path.write_text(text)
+    with pytest.raises(InputError, match=r"clicks\.seq: named \.seq, but it does not open with "
+                                         r"the UCI \.seq header .* such as lines"):
+        dpgpu.load(path)
+    assert len(dpgpu.load(path, format="lines")) == text.count("\n")

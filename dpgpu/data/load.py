@@ -258,7 +258,8 @@ def detect_format(path: Path, data: bytes) -> str:
     Raises
     ------
     InputError
-        The data looks binary (:func:`~dpgpu.data.io.check_not_binary`).
+        The data looks binary (:func:`~dpgpu.data.io.check_not_binary`), or
+        the file is named ``.seq`` but does not open with the UCI header.
     """
     head = data[:DETECT_BYTES]
     whole = _whole_characters(head) if len(head) == DETECT_BYTES else head
@@ -272,6 +273,10 @@ def detect_format(path: Path, data: bytes) -> str:
     if text.looks_like_spmf_file(head):
         return "spmf"
     hint = extension_format(path)[1]
+    if hint == "seq":  # read as lines, its header would become sequences of made-up items
+        raise InputError(f"{path}: named .seq, but it does not open with the UCI .seq header "
+                         "('% Different categories found in input file:'); give the format it "
+                         "has (--format / format=, such as lines: one sequence per line)")
     if hint == "jsonl" or head.lstrip().startswith(b"{"):
         return "jsonl"
     if hint == "csv" or eventlog.looks_like_csv_log(head):
