@@ -40,7 +40,8 @@ is the one-chunk dataset of the same seed), by --jobs worker processes (at
 most one per CPU this process may use), and written as they come, so memory
 does not limit the size.  A process makes about 5 million tokens a second;
 writing seq, spmf or lines keeps up with several, csv, parquet and xes with
-about one.  The total exceeds --tokens by less than one sequence per chunk.
+about one; a ``.gz`` name makes the writer's compression the bound.  The
+total exceeds --tokens by less than one sequence per chunk.
 
 --tokens is at most {MAX_TOKENS:,}.  An output in a text format
 is refused where even its smallest possible size ({MIN_ITEM_BYTES} bytes an item,
@@ -78,7 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"worker processes, at most the CPUs this process may use (default: "
                         f"that many, at most {DEFAULT_JOBS}; each needs about 300 MB)")
     p.add_argument("--force", action="store_true", help="replace an existing output")
-    p.add_argument("--quiet", action="store_true", help="no progress and no summary line")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress and no summary line")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
 

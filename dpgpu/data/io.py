@@ -34,6 +34,9 @@ from typing import Any, BinaryIO, Iterable, Iterator
 from ..errors import InputError, InvalidParameter
 
 GZIP_MAGIC = b"\x1f\x8b"
+#: Compression level of ``.gz`` outputs: gzip's own default, about twice as fast as
+#: Python's (9) for files about 1 % larger; writing was the bound of ``generate big.seq.gz``.
+GZIP_LEVEL = 6
 #: Deflate's largest compression ratio: a ``.gz`` output is at least this much smaller.
 MAX_GZIP_RATIO = 1032
 _CR_TO_LF = bytes.maketrans(b"\r", b"\n")
@@ -464,7 +467,8 @@ def atomic_output(path: Any, *, force: bool = False, binary: bool = False,
     Yields
     ------
     binary or text stream
-        The temporary file: a binary stream (gzip-compressing for ``.gz``)
+        The temporary file: a binary stream (gzip-compressing for ``.gz``, at
+        :data:`GZIP_LEVEL`)
         with ``binary``, else a UTF-8 text stream with ``\\n`` newlines.
 
     Raises
@@ -481,7 +485,8 @@ def atomic_output(path: Any, *, force: bool = False, binary: bool = False,
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
         try:
             with os.fdopen(fd, "wb") as raw:
-                stream: Any = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) \
+                stream: Any = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0,
+                                            compresslevel=GZIP_LEVEL) \
                     if target.name.endswith(".gz") else raw
                 with stream if stream is not raw else contextlib.nullcontext(raw):
                     if binary:
