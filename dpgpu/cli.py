@@ -108,8 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Formatter())
     logging.basicConfig(level={0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG),
-                        format="dpgpu: %(message)s", stream=sys.stderr)
+                        handlers=[handler])
     try:
         with _terminate_cleanly():
             status = int(args.func(args) or 0)
@@ -170,6 +172,15 @@ def _flushed() -> bool:
         _broken_pipe()
         return False
     return True
+
+
+class _Formatter(logging.Formatter):
+    """Log lines on stderr: ``dpgpu: <message>``, and ``dpgpu: warning: <message>`` for a
+    warning, so that warnings stand out from the progress lines of ``-v``."""
+
+    def format(self, record: logging.LogRecord) -> str:  # noqa: D102 - logging hook
+        kind = "warning: " if record.levelno == logging.WARNING else ""
+        return f"dpgpu: {kind}{super().format(record)}"
 
 
 class _Terminated(BaseException):

@@ -251,7 +251,7 @@ def add_vocabulary(report: dict, vocab: Any) -> dict:
         report.update(private=False, epsilon=math.inf, delta=1.0)
         report["warning"] = "; ".join(w for w in (report.get("warning"), DATA_VOCABULARY_WARNING)
                                       if w)
-        log.warning("warning: %s", DATA_VOCABULARY_WARNING)
+        log.warning("%s", DATA_VOCABULARY_WARNING)
     return report
 
 

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from dpgpu.cli import OOM_OPTIONS, main, oom_hint
+from dpgpu.commands.common import SEEDED_WARNING
 
 SEQ = ("% Different categories found in input file:\n\nfront news tech\n\n\n"
        "% Sequences:\n\n1 1 \n3 2 \n2 \n")
@@ -215,3 +216,19 @@ def test_options_that_collect_or_count_may_repeat(tmp_path, capsys):
     data.write_text("a b\nb c\n" * 20)
     status, out, err = run(capsys, "-v", "stats", str(data), "-v", "--json", "--json")
     assert status == 0 and json.loads(out)["sequences"] == 40, err
+
+
+def test_a_seeded_private_release_warns_that_it_is_not_for_publication(tmp_path, capsys,
+                                                                       caplog):
+    """A seed makes the noise reproducible: two releases with one seed of data differing in
+    one sequence differed by exactly that sequence's grams, in releases marked private."""
+    data, vocab = tmp_path / "d.txt", tmp_path / "vocab.txt"
+    data.write_text("a b\nb c\n" * 20)
+    vocab.write_text("a\nb\nc\n")
+    base = ["ngram", str(data), "--vocab", str(vocab), "--epsilon", "1", "-q"]
+    assert run(capsys, *base, "--out", str(tmp_path / "seeded"), "--seed", "3")[0] == 0
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warned == [SEEDED_WARNING] and "publish only" in SEEDED_WARNING
+    caplog.clear()
+    assert run(capsys, *base, "--out", str(tmp_path / "fresh"))[0] == 0
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]

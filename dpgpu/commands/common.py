@@ -32,6 +32,12 @@ from ..scale.partitions import ENGINES
 
 log = logging.getLogger("dpgpu")
 
+#: Said after a private release made with ``--seed``.
+SEEDED_WARNING = (
+    "--seed made this release's noise reproducible: whoever knows or guesses the seed can "
+    "subtract it, and two releases made with one seed (of data that has changed) differ by "
+    "exact counts; publish only releases made without --seed")
+
 #: Reader options the CLI passes on to :func:`dpgpu.load` when given.
 FORMAT_OPTIONS = ("tokens", "case", "activity", "timestamp", "user", "delimiter", "text",
                   "lowercase", "states", "grid", "bounds", "x", "y", "outside", "repeats",
@@ -521,7 +527,8 @@ def run_mechanism(args: argparse.Namespace, load: Callable[[argparse.Namespace],
         Exit status 0.  (A release that is not private says why in its
         report's ``warning``, which the mechanism also logs; the summary
         says ``NOT private`` instead of the budget spent, and the ``--json``
-        summary has ``"private": false``.)
+        summary has ``"private": false``.  A private release made with
+        ``--seed`` is followed by :data:`SEEDED_WARNING`.)
 
     Raises
     ------
@@ -543,6 +550,8 @@ def run_mechanism(args: argparse.Namespace, load: Callable[[argparse.Namespace],
         progress(f"writing {args.out}")
         out = Path(rel.save(args.out, force=args.force))
     r = rel.report
+    if r["seeded"] and r["private"]:
+        log.warning(SEEDED_WARNING)
     if args.json:
         print_json({"mechanism": r["mechanism"], "private": r["private"],
                     "epsilon": r["epsilon"], "delta": r["delta"],

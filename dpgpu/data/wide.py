@@ -156,7 +156,8 @@ def state_columns(path: Any, header: list[str], states: Any) -> list[int]:
             first, last = (s.strip() for s in states.split(":", 1))
             lo, hi = (_column(path, header, name, "states") for name in (first, last))
             if hi < lo:
-                raise InvalidParameter(f"states: {last!r} comes before {first!r} in the header")
+                raise InvalidParameter(f"states: {last!r} comes before {first!r} in the header "
+                                       f"of {path} (name the range FIRST:LAST in header order)")
             return list(range(lo, hi + 1))
         else:
             names = [s.strip() for s in states.split(",")]
