@@ -66,7 +66,8 @@ import numpy as np
 from ..errors import InputError
 from ..validation import check_choice
 from .eventlog import (PARQUET_HINT, EventNames, check_delimiter, check_option, csv_layout,
-                       csv_line, csv_row_blocks, parquet_row, pick_column, table_writer)
+                       csv_line, csv_row_blocks, parquet_row, parquet_text, pick_column,
+                       table_writer)
 from .reading import (csv_fields_up_to, distinct_values, encode_values, gc_paused, numbering,
                       optional_pyarrow)
 from .sequencedb import SequenceDB, concat_ranges, sort_labels
@@ -228,7 +229,8 @@ def _parquet_cells(path: Any, data: bytes, pick: Callable[[list[str]], dict[str,
     ------
     InputError
         pyarrow is missing, the file is not Parquet, ``pick``'s error, a
-        column read that does not hold text or numbers.
+        column read that does not hold text or numbers or holds bytes that
+        are not UTF-8 (:func:`~dpgpu.data.eventlog.parquet_text`).
     """
     pa, pq = optional_pyarrow()
     if pa is None:
@@ -242,12 +244,7 @@ def _parquet_cells(path: Any, data: bytes, pick: Callable[[list[str]], dict[str,
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
     cells: Cells = {}
     for role, name in names.items():
-        column = table.column(name)
-        try:
-            texts = column.cast(pa.large_string())
-        except pa.ArrowException:
-            raise InputError(f"{path}: column {name!r} has type {column.type}; the {role} "
-                             "column of a column file must hold text") from None
+        texts = parquet_text(pa, path, name, role, "a column file", table.column(name))
         values = numbering()
         codes = [encode_values(["" if v is None else v for v in
                                 texts.slice(lo, _BLOCK_ROWS).to_pylist()], values)

@@ -15,7 +15,8 @@ events tie only where their numbers are equal (``1``, ``1.0`` and ``1e0``
 are; ``0.1`` and ``0.10000000000000001`` are not, though one float64), so
 that the order of two events never depends on the other values of the
 file (a privacy requirement: one added record must not reorder the events
-of other cases).  A log without a timestamp column keeps file order.
+of other cases).  A column's timestamps are all dates or all numbers, as its
+first one is: a column that mixes them is an error naming both lines.  A log without a timestamp column keeps file order.
 
 Writers reproduce the input's format so that synthetic data is a drop-in
 replacement.  Synthetic sequences have no real times, so the writers give the
@@ -88,11 +89,58 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 class BadValue(Exception):
-    """Internal: the value at ``index`` cannot be read (message says why)."""
+    """Internal: the value at ``index`` cannot be read (message says why).
 
-    def __init__(self, index: int, message: str):
+    ``mixed`` is set for a timestamp of the other kind than the column's
+    first one: the two kinds, ``(first's, this one's)``, as a message names
+    them; the message is then the value itself (:func:`timestamp_error`).
+    """
+
+    def __init__(self, index: int, message: str, mixed: tuple[str, str] | None = None):
         super().__init__(message)
         self.index = index
+        self.mixed = mixed
+
+
+#: How messages name the two kinds of timestamps.
+_KINDS = ("numbers", "ISO-8601 dates")
+
+
+def _other_kind(index: int, text: str, number: bool) -> BadValue:
+    """BadValue for timestamp ``text`` (a number if ``number``, else a date) in a column
+    whose first timestamp is of the other kind."""
+    return BadValue(index, repr(text), mixed=_KINDS[::-1] if number else _KINDS)
+
+
+def timestamp_error(path: Any, where: Callable[[int], str], field: str,
+                    bad: BadValue) -> InputError:
+    """The InputError for the bad timestamp ``bad`` (with its index).
+
+    Where ``bad`` is of the other kind than the field's first timestamp
+    (index 0, which chose the kind), the message names both places.
+
+    Parameters
+    ----------
+    path : path-like
+        For messages.
+    where : callable
+        ``where(i)`` locates timestamp ``i`` (``"line 12"``).
+    field : str
+        The column or attribute, as the message names it (``"column 'time'"``).
+    bad : BadValue
+        From :func:`parse_times` or :class:`_ChunkedTimes`.
+
+    Returns
+    -------
+    InputError
+    """
+    here = where(bad.index)
+    if bad.mixed is None:
+        return InputError(f"{path}: {here}: {field}: {bad}")
+    was, now = bad.mixed
+    return InputError(f"{path}: {here}: {field} mixes {was} ({where(0)}) and {now} "
+                      f"({here}: {bad}); its timestamps must be of one kind, all numbers or "
+                      "all ISO-8601 dates")
 
 
 # ------------------------------------------------------------------- options
@@ -264,18 +312,28 @@ def parse_times(values: np.ndarray) -> tuple[np.ndarray, str]:
 
 
 def _iso_keys(values: np.ndarray) -> np.ndarray:
-    """Microseconds since the epoch of ISO-8601 strings, each distinct one parsed by datetime."""
+    """Microseconds since the epoch of ISO-8601 strings, each distinct one parsed by datetime.
+
+    Every value must look like a date (``YYYY-MM-DD...``), as the first
+    one does: ``2020`` or ``20200101`` is not read as a date, and a number
+    is reported as such (:func:`timestamp_error`).
+    """
     uniq, inverse = np.unique(values, return_inverse=True)
     keys = np.empty(uniq.size, dtype=np.int64)
     bad = np.zeros(uniq.size, dtype=bool)
     for k, text in enumerate(uniq.tolist()):
         try:
+            if not _LOOKS_LIKE_DATE.match(text):
+                raise ValueError(text)
             keys[k] = _iso_micros(text)
         except ValueError:
             bad[k] = True
     if bad.any():
         i = int(np.flatnonzero(bad[inverse])[0])
-        raise BadValue(i, f"cannot parse timestamp {str(values[i])!r} as an ISO-8601 date")
+        text = str(values[i])
+        if _is_finite_number(text):
+            raise _other_kind(i, text, number=True)
+        raise BadValue(i, f"cannot parse timestamp {text!r} as an ISO-8601 date")
     return keys[inverse.reshape(-1)]
 
 
@@ -372,6 +430,8 @@ def _number_parts(values: np.ndarray) -> np.ndarray | _ExactNumbers:
     for i in np.flatnonzero(~plain).tolist():  # in order: the first bad one is reported
         text = str(values[i])
         value = _exact_number(text)
+        if value is None and _LOOKS_LIKE_DATE.match(text):
+            raise _other_kind(i, text, number=False)
         if value is None:
             raise BadValue(i, f"cannot parse timestamp {text!r} as a number or an "
                               "ISO-8601 date")
@@ -690,7 +750,7 @@ class _ChunkedTimes:
                 keys = _iso_keys(values)
         except BadValue as bad:  # bad.index is a distinct string's, which first occurs...
             first = int(np.argmax(inverse == bad.index))  # ...where the first bad one does
-            self.error = BadValue(self.count + first, str(bad))
+            self.error = BadValue(self.count + first, str(bad), bad.mixed)
             return
         self.parts.append(keys[inverse])
         self.count += inverse.size
@@ -720,12 +780,15 @@ class _ChunkedTimes:
 def _iso_vectorized(values: np.ndarray) -> np.ndarray | None:
     """Microseconds since the epoch, parsed by NumPy; None unless every value parses.
 
-    A trailing ``Z`` or ``+HH:MM``/``-HH:MM`` offset is cut off (NumPy reads
-    no offsets) and subtracted; what remains must be a date-time NumPy reads.
+    Every value must start as a date (``YYYY-MM-DD``, after white space and
+    an optional sign), as :func:`_iso_keys` requires: NumPy alone would read
+    ``5`` as the year 5.  A trailing ``Z`` or ``+HH:MM``/``-HH:MM`` offset
+    is cut off (NumPy reads no offsets) and subtracted; what remains must
+    be a date-time NumPy reads.
     """
     text = np.char.strip(values)
     n, width = text.size, text.dtype.itemsize // 4
-    if width == 0:
+    if width == 0 or not _starts_as_dates(text).all():
         return None
     codes = np.ascontiguousarray(text).view(np.uint32).reshape(n, width).copy()
     length = np.char.str_len(text).astype(np.int64)
@@ -754,6 +817,23 @@ def _iso_vectorized(values: np.ndarray) -> np.ndarray | None:
     if np.isnat(stamps).any():
         return None
     return stamps.astype(np.int64) - shift.astype(np.int64) * 60_000_000
+
+
+def _starts_as_dates(text: np.ndarray) -> np.ndarray:
+    """Whether each string of ``text`` (stripped) starts as ``[+-]YYYY-MM-DD``, ASCII digits."""
+    head = text.astype("U11").view(np.uint32).reshape(text.size, 11)  # NUL-padded
+
+    def dated(h: np.ndarray) -> np.ndarray:  # columns 0..9 hold YYYY-MM-DD
+        ok = (h[:, 4] == ord("-")) & (h[:, 7] == ord("-"))
+        for k in (0, 1, 2, 3, 5, 6, 8, 9):
+            ok &= (h[:, k] - np.uint32(ord("0"))) < 10  # below "0" wraps around
+        return ok
+
+    ok = dated(head)
+    signed = (head[:, 0] == ord("+")) | (head[:, 0] == ord("-"))
+    if signed.any():
+        ok[signed] = dated(head[signed, 1:])
+    return ok
 
 
 def _is_finite_number(text: str) -> bool:
@@ -1155,8 +1235,7 @@ def _time_keys(path: Any, where: Callable[[int], str], columns: dict,
     try:
         return times.result()
     except BadValue as bad:
-        raise InputError(f"{path}: {where(bad.index)}: column {columns['timestamp']!r}: "
-                         f"{bad}") from None
+        raise timestamp_error(path, where, f"column {columns['timestamp']!r}", bad) from None
 
 
 def csv_layout(path: Any, data: bytes, delimiter: str | None, what: str) -> tuple[int, str]:
@@ -1562,20 +1641,23 @@ def parquet_row(i: int) -> str:
 
 def parquet_columns(path: Any, data: bytes | None,
                     pick: Callable[[list[str]], dict[str, str | None]],
-                    numbers: tuple[str, ...] = ()) -> tuple:
+                    numbers: tuple[str, ...] = (), what: str = "an event log") -> tuple:
     """The columns of a Parquet table that ``pick`` chooses, as :func:`csv_columns` gives them.
 
     Typed timestamp and date columns, numeric columns and ISO-8601 string
     columns are timestamps; numeric and string columns are numbers for the
     roles in ``numbers`` (strings read as Python's ``float`` reads them,
-    NaN where it cannot); every other role is read as strings.
+    NaN where it cannot); every other role is read as strings
+    (:func:`parquet_text`).  ``what`` names the kind of file in messages.
 
     Raises
     ------
     InputError
         pyarrow is missing, the file is not Parquet, ``pick``'s error, a
         null value, a NaN in a column read as strings, a bad timestamp, a
-        number column of another type (messages name the row).
+        number column of another type, a column read as strings that does
+        not hold text or numbers or holds bytes that are not UTF-8
+        (messages name the row).
     """
     pa, pq = optional_pyarrow()
     if pa is None:
@@ -1603,11 +1685,11 @@ def parquet_columns(path: Any, data: bytes | None,
         if role in numbers:
             values[role] = _parquet_numbers(pa, path, name, col)
         elif role != "timestamp":
-            values[role] = _coded(pa, col)
+            values[role] = _coded(parquet_text(pa, path, name, role, what, col))
     keys, kind = None, None
     if columns.get("timestamp") is not None:
         keys, kind = _parquet_keys(pa, path, parquet_row, columns,
-                                   table.column(columns["timestamp"]))
+                                   table.column(columns["timestamp"]), what)
     return columns, values, (keys, kind)
 
 
@@ -1621,16 +1703,79 @@ def _parquet_numbers(pa: Any, path: Any, name: str, col: Any) -> np.ndarray:
     raise InputError(f"{path}: column {name!r} has type {kind}; it must hold numbers")
 
 
-def _coded(pa: Any, col: Any) -> tuple[np.ndarray, np.ndarray]:
-    """``(labels, codes)`` of a column without nulls, as :func:`group_events` takes them.
+def parquet_text(pa: Any, path: Any, name: str, role: str, what: str, col: Any) -> Any:
+    """Parquet column ``col`` as Arrow text (``large_string``), for a role read as text.
 
-    The values are read as strings; Arrow's dictionary encoding numbers the
-    distinct ones in order of first appearance, so no string is made per row.
+    Text, numbers and whatever else Arrow writes as text are read so;
+    dictionary columns as their values.
+
+    Parameters
+    ----------
+    pa : module
+        pyarrow.
+    path : path-like
+        For messages.
+    name, role : str
+        The column's name, and its role (also its option's name).
+    what : str
+        The kind of file, for messages (``"an event log"``).
+    col : pyarrow.ChunkedArray
+
+    Returns
+    -------
+    pyarrow.ChunkedArray
+
+    Raises
+    ------
+    InputError
+        A column Arrow cannot write as text (lists, structs, ...), or bytes
+        that are not UTF-8 text (naming the first such row).
     """
-    if pa.types.is_dictionary(col.type):
-        col = col.cast(col.type.value_type)
+    kind = col.type
+    if pa.types.is_dictionary(kind):
+        col = col.cast(kind.value_type)
+    try:
+        return col.cast(pa.large_string())
+    except pa.ArrowException:
+        found = _not_utf8(col) if _is_bytes(pa, col.type) else None
+        if found is None:
+            raise InputError(f"{path}: column {name!r} has type {kind}; the {role} column of "
+                             f"{what} must hold text or numbers") from None
+        row, problem = found
+        raise InputError(f"{path}: {parquet_row(row)}: {role} is not UTF-8 text (column "
+                         f"{name!r}: {problem})") from None
+
+
+def _is_bytes(pa: Any, kind: Any) -> bool:
+    """Whether Arrow type ``kind`` holds bytes (which may or may not be UTF-8 text)."""
+    return pa.types.is_binary(kind) or pa.types.is_large_binary(kind) \
+        or pa.types.is_fixed_size_binary(kind)
+
+
+def _not_utf8(col: Any) -> tuple[int, str] | None:
+    """The first row of a bytes column that is not UTF-8, and what is wrong there; None if none.
+
+    Each distinct value is decoded once, in order of first appearance.
+    """
+    encoded = col.combine_chunks().dictionary_encode()
+    for k, value in enumerate(encoded.dictionary.to_pylist()):
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            row = int(np.argmax(encoded.indices.to_numpy(zero_copy_only=False) == k))
+            return row, f"byte 0x{value[exc.start]:02x} at position {exc.start + 1}"
+    return None
+
+
+def _coded(texts: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(labels, codes)`` of a text column (:func:`parquet_text`) without nulls, as
+    :func:`group_events` takes them.
+
+    Arrow's dictionary encoding numbers the distinct values in order of
+    first appearance, so no string is made per row.
+    """
     # one array, so one dictionary (64-bit offsets: past 2 GiB of text too)
-    encoded = col.cast(pa.large_string()).combine_chunks().dictionary_encode()
+    encoded = texts.combine_chunks().dictionary_encode()
     codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     distinct = encoded.dictionary.to_pylist()
     labels = np.array(distinct, dtype=str)
@@ -1650,7 +1795,9 @@ def _first_seen(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _parquet_keys(pa: Any, path: Any, where: Callable[[int], str], columns: dict,
-                  col: Any) -> tuple[np.ndarray, str]:
+                  col: Any, what: str) -> tuple[np.ndarray, str]:
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
     kind = col.type
     if pa.types.is_timestamp(kind) or pa.types.is_date64(kind):
         return col.cast(pa.int64()).to_numpy(), "datetime"
@@ -1663,15 +1810,15 @@ def _parquet_keys(pa: Any, path: Any, where: Callable[[int], str], columns: dict
             raise InputError(f"{path}: {where(int(bad[0]))}: column {columns['timestamp']!r}: "
                              f"timestamp {keys[bad[0]]} is not finite")
         return keys, "numeric"
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind) \
-            or pa.types.is_dictionary(kind):
-        labels, codes = _coded(pa, col)
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or _is_bytes(pa, kind):
+        labels, codes = _coded(parquet_text(pa, path, columns["timestamp"], "timestamp", what,
+                                            col))
         try:
             keys, kind = parse_times(labels)  # each distinct string parsed once
         except BadValue as bad:
-            row = int(np.argmax(codes == bad.index))  # where the first bad one occurs
-            raise InputError(f"{path}: {where(row)}: column {columns['timestamp']!r}: "
-                             f"{bad}") from None
+            bad.index = int(np.argmax(codes == bad.index))  # where the first bad one occurs
+            raise timestamp_error(path, where, f"column {columns['timestamp']!r}",
+                                  bad) from None
         return keys[codes], kind
     raise InputError(f"{path}: column {columns['timestamp']!r} has type {kind}; a "
                      "timestamp must be a date, time, number or ISO-8601 string")

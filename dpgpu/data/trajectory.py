@@ -323,7 +323,8 @@ def read_trajectory(path: Any, data: bytes, *, grid: Any = None, bounds: Any = N
 
     if data.startswith(b"PAR1"):
         where, text = parquet_row, _parquet_text(path, data)
-        columns, values, (keys, kind) = parquet_columns(path, data, pick, numbers=("x", "y"))
+        columns, values, (keys, kind) = parquet_columns(path, data, pick, numbers=("x", "y"),
+                                                        what="a trajectory file")
     else:
         start, delimiter = csv_layout(path, data, delimiter, "a trajectory file")
         where, text = _csv_where(data, start, delimiter), _csv_text(data, start, delimiter)

@@ -3,8 +3,9 @@
 Each ``<trace>`` of the ``<log>`` becomes one sequence: the activities
 (``concept:name``, or another attribute key) of its ``<event>`` elements,
 ordered by ``time:timestamp`` (ties keep file order) when every event of the
-trace has one, else in file order.  Trace names (the trace's
-``concept:name``) go to ``source["cases"]`` for the writer.
+trace has one, else in file order (with a warning that counts such traces).
+Trace names (the trace's ``concept:name``) go to ``source["cases"]`` for the
+writer.
 
 The parser is expat, driven directly (ElementTree would drop the line numbers
 that error messages need) and given the file a chunk at a time; each chunk's
@@ -25,7 +26,7 @@ import numpy as np
 
 from ..errors import InputError
 from .eventlog import (BadValue, EventNames, _ChunkedTimes, check_nonempty, check_option,
-                       encode_labels, log, synthetic_times)
+                       encode_labels, log, synthetic_times, timestamp_error)
 from .reading import ReadProgress, encode_values, gc_paused, numbering
 from .sequencedb import SequenceDB
 
@@ -193,7 +194,9 @@ def _event_order(path: Any, where: Callable[[int], str], key: str, events: _Coll
     """Where each event goes (an index array) and the timestamp kind.
 
     Events go in time order (ties keep file order) within each trace whose
-    events all have a time, else keep file order.
+    events all have a time, else keep file order; where some events have a
+    time, the traces of two or more events that keep file order are counted
+    in a warning.
 
     Raises
     ------
@@ -205,14 +208,21 @@ def _event_order(path: Any, where: Callable[[int], str], key: str, events: _Coll
         return np.arange(present.size), None
     try:
         times, kind = events.times.result()
-    except BadValue as bad:
-        raise InputError(f"{path}: {where(int(np.flatnonzero(present)[bad.index]))}: "
-                         f"attribute {key!r}: {bad}") from None
+    except BadValue as bad:  # its index counts the events that have a time
+        stamped = np.flatnonzero(present)
+        raise timestamp_error(path, lambda i: where(int(stamped[i])), f"attribute {key!r}",
+                              bad) from None
     trace = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
     sort_keys = np.zeros(present.size, dtype=times.dtype)
     sort_keys[present] = times
     complete = np.bincount(trace[~present], minlength=offsets.size - 1) == 0
     sort_keys[~complete[trace]] = 0
+    unsorted = int(np.count_nonzero(~complete & (np.diff(offsets) > 1)))
+    if unsorted:
+        log.warning("%s: %d %s file order because some of their events have no %r "
+                    "attribute (events are ordered by time only in traces whose events all "
+                    "have one)", path, unsorted, "trace keeps its" if unsorted == 1
+                    else "traces keep", key)
     return np.lexsort((sort_keys, trace)), kind
 
 
