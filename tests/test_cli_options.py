@@ -12,6 +12,7 @@ import pytest
 
 from dpgpu import SequenceDB, dpne, ngram, pst
 from dpgpu.cli import main
+from dpgpu.commands.common import SEEDED_WARNING
 
 SEQUENCES = "a b c\na b\nb c a\na b c d\nc a b\na b\nb c\na c b\n"
 POINTS = "x,y\n" + "".join(f"{(i * 37 % 100) / 100},{(i * 61 % 100) / 100}\n" for i in range(60))
@@ -70,7 +71,8 @@ def test_a_vocabulary_from_the_data_makes_the_release_not_private(tmp_path, comm
     assert report["vocabulary"]["public"] is False and report["vocabulary"]["size"] == 4
     (tmp_path / "vocab.txt").write_text(VOCAB)
     done = dpgpu(*args, "--force", "--vocab", str(tmp_path / "vocab.txt"))
-    assert done.returncode == 0 and "warning" not in done.stderr, done.stderr
+    assert done.returncode == 0 and "the item vocabulary" not in done.stderr, done.stderr
+    assert done.stderr.splitlines()[-1] == f"dpgpu: warning: {SEEDED_WARNING}"
     report = json.loads((out / "report.json").read_text())
     assert report["private"] is True and report["epsilon"] == pytest.approx(1.0)
     assert report["vocabulary"]["public"] is True and report["vocabulary"]["size"] == 5

@@ -46,7 +46,11 @@ Neighbouring databases differ in one sequence (added or removed).
 ``max_nodes`` is a public cap: when a level would take the tree past it,
 the tree is cut above that level (all its nodes become leaves).  The cut is
 a function of the uncapped PrivTree's output (the number of nodes per
-level), so it is post-processing.  Noise identities are positions (tag: the
+level), so it is post-processing.  Every node releases ``|I| + 1`` counts, so
+``max_nodes * (|I| + 1)`` bounds the counts a run makes and writes; it may be
+at most :data:`MAX_HISTOGRAM_CELLS` (:func:`node_limit`, checked from public
+inputs before any budget is spent), and the default cap is lowered to fit a
+large vocabulary.  Noise identities are positions (tag: the
 depth): a node's position in its depth's list of nodes for its split test,
 ``position * beta + symbol`` for a count of its histogram.  The lists are
 fixed by released splits only, and positions are distinct, so no two draws
@@ -82,8 +86,17 @@ log = logging.getLogger("dpgpu")
 
 #: Events a step of :meth:`Events.histograms` and :meth:`Events.descend` works on at once.
 BLOCK = 1 << 20
-#: Default public cap on the number of tree nodes.
+#: Default public cap on the number of tree nodes (lowered for large vocabularies:
+#: :func:`node_limit`).
 MAX_NODES = 1_000_000
+#: Most histogram counts a release holds, ``max_nodes * (|I| + 1)`` (every node, inner ones
+#: too, has a count for each item and ``&``): int64 counts held about three times over while
+#: they are made (exact, noisy, released; then the sampler's running sums), about 30 bytes
+#: a count at the peak, and 3 to 8 bytes a count as text in ``pst.json``: a few GB of memory
+#: and a file of under a GB.
+MAX_HISTOGRAM_CELLS = 100_000_000
+#: Noisy counts drawn at once by :func:`noisy_histograms`.
+HIST_BLOCK = 1 << 22
 #: Largest max_length accepted for synthetic sequences.
 MAX_SYNTHETIC_LENGTH = 100_000
 #: Most synthetic sequences, and most items they may hold (``n_synthetic * max_length``):
@@ -371,24 +384,102 @@ def calibrate(epsilon: float, l_top: int, n_items: int):
             laplace_scale(eps_hist, _sensitivity(l_top), name="l_top"))
 
 
+def node_limit(n_items: int | None, max_nodes: int | None = None) -> int:
+    """The public node cap of a PST over ``n_items`` items (``beta = n_items + 1``).
+
+    Every node releases ``beta`` counts, so ``max_nodes * beta`` bounds the
+    histogram counts a run makes and writes (the tree never holds more than
+    ``max_nodes`` nodes: :func:`grow_partitions`); it may be at most
+    :data:`MAX_HISTOGRAM_CELLS`.  Public inputs only: ``n_items`` is the
+    vocabulary's size, which :func:`calibrate` already takes as public.
+
+    Parameters
+    ----------
+    n_items : int or None
+        Vocabulary size ``|I|``; None where it is not known yet (a command
+        before it reads its input): then only the bound of a one-item
+        vocabulary is checked.
+    max_nodes : int, optional
+        The cap asked for.  Default: :data:`MAX_NODES`, lowered to
+        ``MAX_HISTOGRAM_CELLS // beta`` for a large vocabulary (then a tree of
+        more than ``MAX_HISTOGRAM_CELLS // beta`` nodes is cut; one over more
+        than about 10,000 items cannot split its root).
+
+    Returns
+    -------
+    int
+        The cap.
+
+    Raises
+    ------
+    InvalidParameter
+        ``max_nodes`` not a positive integer; ``max_nodes * (n_items + 1)``
+        above :data:`MAX_HISTOGRAM_CELLS`, naming ``max_nodes`` /
+        ``--max-nodes`` and the vocabulary; a vocabulary whose root
+        histogram alone is above it.
+    """
+    items = "any vocabulary" if n_items is None else f"{n_items:,} items"
+    beta = 2 if n_items is None else n_items + 1
+    most = MAX_HISTOGRAM_CELLS // beta
+    if max_nodes is not None:
+        max_nodes = check_positive_int(max_nodes, "max_nodes")
+    if most < 1:
+        raise InvalidParameter(
+            f"vocabulary: {n_items:,} items, but a PST node's histogram has |I| + 1 counts and "
+            f"a release at most {MAX_HISTOGRAM_CELLS:,} (a few GB of memory): use a smaller "
+            "vocabulary (coarser items)")
+    if max_nodes is None:
+        return min(MAX_NODES, most)
+    if max_nodes > most:
+        raise InvalidParameter(
+            f"max_nodes: at most {most:,} with {items}, got {max_nodes:,}: every node "
+            f"releases |I| + 1{'' if n_items is None else f' = {beta:,}'} noisy counts and a "
+            "release holds at most "
+            f"{MAX_HISTOGRAM_CELLS:,} (max_nodes x (|I| + 1), a few GB of memory); lower "
+            "max_nodes / --max-nodes, or use a smaller vocabulary (coarser items)")
+    return max_nodes
+
+
 def noisy_histograms(levels: list[PSTLevel], exact: list[np.ndarray], key: Any,
-                     scale: float) -> None:
+                     scale: float, progress: Callable[[str], None] = lambda msg: None) -> None:
     """Set ``hist`` of every level: noisy leaf histograms, inner sums, negatives to 0.
 
     The noise of a count is keyed by ``(depth, position * beta + symbol)``
-    (module doc).
+    (module doc), so drawing it :data:`HIST_BLOCK` counts at a time (whole
+    leaves) gives the same values as one draw.
+
+    Parameters
+    ----------
+    levels : list of PSTLevel
+    exact : list of (F, beta) int64
+        The exact histograms of :func:`grow_partitions`.
+    key : NoiseKey
+    scale : float
+        Discrete Laplace scale of a count.
+    progress : callable
+        Receives ``"noisy histograms: DONE of TOTAL counts"`` after each block
+        of noisy counts when there are more than one block's (a plain
+        message, not a :class:`~dpgpu.progress.Step`: the tree's levels are
+        the run's counted stage).
     """
     beta = exact[0].shape[1]
     sampler = DiscreteLaplace(scale)
     syms = np.arange(beta, dtype=np.int64)
+    rows = max(1, HIST_BLOCK // beta)  # leaves a block
+    total = beta * int(sum(int(lvl.leaf.sum()) for lvl in levels))
+    done = 0
     raw = []
     for depth, (lvl, hist) in enumerate(zip(levels, exact)):
         leaves = np.flatnonzero(lvl.leaf)
         noisy = np.zeros(hist.shape, dtype=np.int64)
-        if leaves.size:
-            ids = (leaves[:, None] * beta + syms[None, :]).ravel()
+        for part in _blocks(leaves.size, rows):
+            at = leaves[part]
+            ids = (at[:, None] * beta + syms[None, :]).ravel()
             noise = sampler.sample(key, ids, tag=depth, backend="numpy").reshape(-1, beta)
-            noisy[leaves] = hist[leaves] + noise
+            noisy[at] = hist[at] + noise
+            done += ids.size
+            if total > HIST_BLOCK:
+                progress(f"noisy histograms: {done:,} of {total:,} counts")
         raw.append(noisy)
     for depth in range(len(levels) - 2, -1, -1):  # inner = sum of children (of leaves below)
         lvl = levels[depth]
@@ -397,7 +488,7 @@ def noisy_histograms(levels: list[PSTLevel], exact: list[np.ndarray], key: Any,
             kids = raw[depth + 1].reshape(-1, beta, beta)
             raw[depth][inner] = kids[lvl.child_start[inner] // beta].sum(axis=1)
     for lvl, noisy in zip(levels, raw):
-        lvl.hist = np.maximum(noisy, 0)
+        lvl.hist = np.maximum(noisy, 0, out=noisy)
 
 
 class PSTRelease(Displayed):
@@ -589,7 +680,7 @@ def _default_synthetic_count(model: sampling.Model, most: int) -> int:
 @engine_run()
 def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = None,
         backend: Any = None, synthetic: bool = True, n_synthetic: int | None = None,
-        max_length: int | None = None, max_nodes: int = MAX_NODES, engine: str = "local",
+        max_length: int | None = None, max_nodes: int | None = None, engine: str = "local",
         client: Any = None, progress: Callable[[str], None] | None = None) -> PSTRelease:
     """Release a private prediction suffix tree and synthetic sequences (PrivTree Section 4).
 
@@ -617,8 +708,12 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
         Cap on synthetic sequence length in items (default ``l_top``: the
         model saw sequences of at most ``l_top`` symbols; at most
         :data:`MAX_SYNTHETIC_LENGTH`); a sequence that reaches it is cut there.
-    max_nodes : int
-        Public cap on the tree size (module doc).
+    max_nodes : int, optional
+        Public cap on the tree size (module doc).  Every node releases a
+        histogram of ``|I| + 1`` counts, and ``max_nodes * (|I| + 1)`` may
+        be at most :data:`MAX_HISTOGRAM_CELLS`; default :data:`MAX_NODES`,
+        lowered to ``MAX_HISTOGRAM_CELLS // (|I| + 1)`` for a large
+        vocabulary (:func:`node_limit`).
     engine : {"local", "dask"}
         Count the level histograms on this machine, or over Dask partitions
         of the sequences (same release for the same key; see
@@ -632,6 +727,17 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
     Returns
     -------
     PSTRelease
+
+    Raises
+    ------
+    InvalidParameter
+        A parameter out of range, named (before any budget is spent or data
+        counted), notably ``max_nodes * (|I| + 1)`` above
+        :data:`MAX_HISTOGRAM_CELLS` (:func:`node_limit`: lower ``max_nodes``
+        or use a smaller vocabulary); ``n_synthetic`` or ``max_length``
+        with ``synthetic=False``; ``n_synthetic`` above
+        :func:`synthetic_limit`; a noise scale or sampling delta the
+        samplers cannot give, naming ``epsilon``, ``l_top`` or ``max_nodes``.
     """
     check_db(db, "db", items=True)
     epsilon = check_positive_real(epsilon, "epsilon")
@@ -644,7 +750,15 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
     l_top, max_length, n_synthetic = check_synthetic(l_top, max_length, n_synthetic)
     if not synthetic:
         max_length = None  # the report records no synthetic data's length
-    max_nodes = check_positive_int(max_nodes, "max_nodes")
+    # public: the vocabulary's size, as in calibrate; before the budget is charged
+    default = max_nodes is None
+    max_nodes = node_limit(db.vocab.size, max_nodes)
+    if default and max_nodes < MAX_NODES:
+        (log.warning if max_nodes < 2 + db.vocab.size else log.info)(
+            "pst: %s items: max_nodes defaults to %s, so that the release holds at most %s "
+            "histogram counts (max_nodes x (|I| + 1))%s", f"{db.vocab.size:,}", f"{max_nodes:,}",
+            f"{MAX_HISTOGRAM_CELLS:,}", "; the root cannot split, the tree is its root only: use a "
+            "smaller vocabulary" if max_nodes < 2 + db.vocab.size else "")
     engine = check_engine(engine, db, client)
     progress = stage_reporter(progress, "pst")
     be = get_backend(backend)
@@ -670,7 +784,7 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
                                     max_depth=l_top + 1, progress=progress)
     timings["tree_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    noisy_histograms(levels, exact, hist_step.key, hist_scale)
+    noisy_histograms(levels, exact, hist_step.key, hist_scale, progress)
     del exact
     timings["histograms_s"] = time.perf_counter() - t
     timings["build_s"] = time.perf_counter() - t0
