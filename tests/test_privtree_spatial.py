@@ -590,3 +590,41 @@ def test_parquet_errors_name_the_row_and_column(tmp_path, capsys):
                  "--columns", "x,y", "--bounds", "0,1,0,1", "--out", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
     assert "column 'x'" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.fixture(scope="module")
+def square_release():
+    pts = np.random.default_rng(0).random((500, 2))
+    return dpgpu.privtree_spatial(pts, 1.0, bounds=[(0, 1), (0, 1)], seed=3)
+
+
+@pytest.mark.parametrize("lo, hi, says", [
+    ([0, 0, 0.5, 0.5], [1, 1, 1, 1], r"^lo: expected query corners, a finite \(2,\) or \(Q, 2\) "
+                                     r"array, got shape \(4,\)"),  # was read as two queries
+    ([np.nan, 0], [1, 1], r"^lo: .* \(NaN and infinity are not coordinates\)"),  # was NaN out
+    ([0, 0], [[1, 1], [0.5, 0.5], [0.2, 0.2]], r"^lo, hi: 1 and 3 query corners"),
+    ("a", "b", r"^lo: .*\(real numbers"),
+    ([0, 0], [1j, 1], r"^hi: .*\(real numbers"),
+    ([0.5, 0.5], [0, 0], r"^lo, hi: query 0 has lo > hi"),  # was a count of 0
+])
+def test_range_count_refuses_queries_it_would_misread(square_release, lo, hi, says):
+    with pytest.raises(InvalidParameter, match=says):
+        square_release.range_count(lo, hi)
+
+
+def test_range_count_takes_one_query_or_many(square_release):
+    whole = square_release.leaves.counts.sum()
+    assert square_release.range_count([0, 0], [1, 1]).tolist() == [whole]
+    both = square_release.range_count([[0, 0], [0, 0]], [[1, 1], [0.5, 0.5]])
+    assert both[0] == whole and 0 < both[1] < whole
+
+
+def test_complex_points_are_refused_and_a_dataframe_names_the_columns():
+    """Regression: complex coordinates lost their imaginary parts silently, and a DataFrame's
+    columns lon/lat were released as x0/x1."""
+    with pytest.raises(InvalidParameter, match=r"^points: .*\(real numbers"):
+        dpgpu.privtree_spatial(np.array([[0.5 + 0.9j, 0.5]]), 1.0, bounds=[(0, 1), (0, 1)])
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(np.random.default_rng(1).random((50, 2)), columns=["lon", "lat"])
+    release = dpgpu.privtree_spatial(frame, 1.0, bounds=[(0, 1), (0, 1)], seed=1)
+    assert release.columns == ["lon", "lat"]

@@ -238,13 +238,36 @@ class SpatialHistogram:
         return int(self.counts.shape[0])
 
     def range_count(self, lo: Any, hi: Any) -> np.ndarray:
-        """Estimated points in each query box ``[lo, hi]`` (``(Q, d)`` corners).
+        """Estimated points in each query box ``[lo, hi]``.
 
         Each box contributes ``count * volume(box & query) / volume(box)``, so
         a query that covers every box returns the sum of their counts.
+
+        Parameters
+        ----------
+        lo, hi : (Q, d) or (d,) array of float
+            The queries' lower and upper corners, finite, ``lo <= hi``
+            coordinate by coordinate.
+
+        Returns
+        -------
+        numpy.ndarray of float64
+            ``Q`` estimates (one for a single ``(d,)`` query).
+
+        Raises
+        ------
+        InvalidParameter
+            ``lo`` or ``hi`` of another shape than the other or than
+            ``(Q, d)``, not finite real numbers, or a query with ``lo > hi``.
         """
-        qlo = np.asarray(lo, dtype=np.float64).reshape(-1, self.lo.shape[1])
-        qhi = np.asarray(hi, dtype=np.float64).reshape(-1, self.lo.shape[1])
+        qlo, qhi = (self._corners(v, name) for v, name in ((lo, "lo"), (hi, "hi")))
+        if qlo.shape != qhi.shape:
+            raise InvalidParameter(f"lo, hi: {qlo.shape[0]} and {qhi.shape[0]} query corners; "
+                                   "give one of each per query")
+        wrong = np.flatnonzero(np.any(qlo > qhi, axis=1))
+        if wrong.size:
+            raise InvalidParameter(f"lo, hi: query {wrong[0]} has lo > hi "
+                                   f"({qlo[wrong[0]].tolist()} > {qhi[wrong[0]].tolist()})")
         width = self.hi - self.lo
         c = self.counts.astype(np.float64)
         out = np.zeros(qlo.shape[0])
@@ -257,6 +280,15 @@ class SpatialHistogram:
                 frac *= np.clip(ov, 0, None) / width[None, :, j]
             out[s:s + step] = frac @ c
         return out
+
+    def _corners(self, values: Any, name: str) -> np.ndarray:
+        """Query corners ``values`` as a ``(Q, d)`` array (see :meth:`range_count`)."""
+        d = self.lo.shape[1]
+        need = f"{name}: expected query corners, a finite ({d},) or (Q, {d}) array"
+        corners = _coordinates(values, need)
+        if corners.ndim not in (1, 2) or corners.shape[-1] != d:
+            raise InvalidParameter(f"{need}, got shape {corners.shape}")
+        return corners.reshape(-1, d)
 
 
 class SpatialRelease(Displayed):
@@ -280,11 +312,41 @@ class SpatialRelease(Displayed):
         return {"leaves": len(self.leaves)}
 
     def range_count(self, lo: Any, hi: Any) -> np.ndarray:
-        """Range-count estimates from the leaves (see :meth:`SpatialHistogram.range_count`)."""
+        """Range-count estimates from the leaves (:meth:`SpatialHistogram.range_count`).
+
+        Parameters
+        ----------
+        lo, hi : (Q, d) or (d,) array of float
+            The queries' corners.
+
+        Returns
+        -------
+        numpy.ndarray of float64
+            One estimate per query.
+        """
         return self.leaves.range_count(lo, hi)
 
     def save(self, out_dir: Any, *, force: bool = False) -> Any:
-        """Write report.json, leaves.csv and tree.json."""
+        """Write the release directory: report.json, leaves.csv and tree.json.
+
+        Parameters
+        ----------
+        out_dir : str or path-like
+            The release directory; its folder must exist.
+        force : bool
+            Replace an existing release directory.
+
+        Returns
+        -------
+        pathlib.Path
+            ``out_dir``.
+
+        Raises
+        ------
+        InputError
+            As :meth:`dpgpu.NGramRelease.save`: an existing ``out_dir``
+            without ``force``, or one that may not be replaced.
+        """
         header = [f"{side}_{c}" for c in self.columns for side in ("lo", "hi")] + ["count"]
         rows = ([*(v for j in range(len(self.columns)) for v in (repr(float(a[j])),
                                                                   repr(float(b[j])))), int(n)]
@@ -521,13 +583,28 @@ def _domain(pts: np.ndarray, bounds: Any) -> tuple[np.ndarray, bool]:
 def _points(points: Any) -> np.ndarray:
     """``points`` as a finite ``(n, d)`` float64 array, or an InvalidParameter naming them."""
     need = "points: expected a finite (n, d) array of coordinates"
-    try:
-        pts = np.asarray(points, dtype=np.float64)
-    except (TypeError, ValueError):  # text, ragged rows
-        raise InvalidParameter(f"{need} (numbers, every row of the same length)") from None
-    if pts.ndim != 2 or pts.shape[1] < 1 or not np.all(np.isfinite(pts)):
+    pts = _coordinates(points, need)
+    if pts.ndim != 2 or pts.shape[1] < 1:
         raise InvalidParameter(need)
     return pts
+
+
+def _coordinates(values: Any, need: str) -> np.ndarray:
+    """``values`` as a finite float64 array; InvalidParameter ``need`` (and why) otherwise.
+
+    Text, ragged rows, complex numbers (their imaginary parts would be
+    dropped) and booleans are refused, as are NaN and infinities.
+    """
+    try:
+        kind = np.asarray(values).dtype.kind
+        array = np.asarray(values, dtype=np.float64) if kind in "iuf" else None
+    except (TypeError, ValueError):  # ragged rows
+        array = None
+    if array is None:
+        raise InvalidParameter(f"{need} (real numbers, every row of the same length)")
+    if not np.all(np.isfinite(array)):
+        raise InvalidParameter(f"{need} (NaN and infinity are not coordinates)")
+    return array
 
 
 @engine_run()
@@ -550,7 +627,8 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
         data's bounding box (not private: the report says ``"private": false``,
         epsilon infinite, delta 1, and a warning is logged).
     columns : sequence of str, optional
-        Names of the dimensions (default ``x0, x1, ...``): ``d`` distinct
+        Names of the dimensions (default: a DataFrame's column names, else
+        ``x0, x1, ...``): ``d`` distinct
         non-empty strings without a comma, a double quote or a line break
         (``leaves.csv`` names its columns after them; a string is refused,
         not split into characters).
@@ -597,6 +675,8 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
     max_nodes = check_positive_int(max_nodes, "max_nodes")
     outside = check_choice(outside, "outside", OUTSIDE)
     engine = check_engine(engine, client=client)
+    if columns is None and hasattr(points, "columns"):  # a DataFrame names its columns
+        columns = [str(c) for c in points.columns]
     names = [f"x{j}" for j in range(d)] if columns is None else check_columns(columns, d)
     dom, from_data = _domain(pts, bounds)
     pts = inside_points(pts, dom, outside, names)  # before anything is charged
