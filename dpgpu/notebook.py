@@ -312,8 +312,14 @@ _FILE_ROWS: dict[str, Callable[[Any], Any]] = {
 
 
 # ------------------------------------------------------------------- plots
-def plot(release: Any, ax: Any = None, *, k: int = 20, min_length: int = 1,
-         dims: Sequence[int] = (0, 1)) -> Any:
+#: The mechanisms whose plot each option of :func:`plot` shapes (given for another, it is
+#: refused, not ignored).
+PLOT_OPTIONS = {"k": ("ngram", "pfs2", "privtree-pst"), "min_length": ("ngram", "pfs2"),
+                "dims": ("privtree-spatial",)}
+
+
+def plot(release: Any, ax: Any = None, *, k: int | None = None, min_length: int | None = None,
+         dims: Sequence[int] | None = None) -> Any:
     """Draw what ``release`` holds on a matplotlib Axes.
 
     ``ngram`` and ``pfs2``: a horizontal bar chart of the ``k`` released
@@ -330,14 +336,16 @@ def plot(release: Any, ax: Any = None, *, k: int = 20, min_length: int = 1,
         A release object or a :class:`~dpgpu.report.LoadedRelease`.
     ax : matplotlib.axes.Axes, optional
         Where to draw; default a new figure's.
-    k : int
-        Bars in the top-k charts.
-    min_length : int
-        Shortest string in the top-k charts of ``ngram`` and ``pfs2``.
-    dims : pair of int
-        Dimensions drawn for a spatial release of 3 or more dimensions:
-        two different integers ``>= 0``, below the release's number of
-        dimensions.
+    k : int, optional
+        Bars in the top-k charts (``ngram``, ``pfs2``, ``privtree-pst``;
+        default 20).
+    min_length : int, optional
+        Shortest string in the top-k charts of ``ngram`` and ``pfs2``
+        (default 1).
+    dims : pair of int, optional
+        Dimensions drawn for a spatial release (default ``(0, 1)``; of 3 or
+        more dimensions, any two): two different integers ``>= 0``, below
+        the release's number of dimensions.
 
     Returns
     -------
@@ -347,13 +355,20 @@ def plot(release: Any, ax: Any = None, *, k: int = 20, min_length: int = 1,
     ------
     InvalidParameter
         When pandas or matplotlib is not installed, for a bad ``k``,
-        ``min_length`` or ``dims``, or when ``ax`` is not a matplotlib Axes.
+        ``min_length`` or ``dims``, one given for a release whose plot it
+        does not shape (:data:`PLOT_OPTIONS`), or when ``ax`` is not a
+        matplotlib Axes.
     """
     from .validation import check_positive_int  # noqa: PLC0415
 
-    k = check_positive_int(k, "k")
-    min_length = check_positive_int(min_length, "min_length")
-    dims = _check_dims(dims)
+    mechanism = release.report.get("mechanism")
+    for name, value in (("k", k), ("min_length", min_length), ("dims", dims)):
+        if value is not None and mechanism not in PLOT_OPTIONS[name]:
+            raise InvalidParameter(f"{name}: shapes the plot of {', '.join(PLOT_OPTIONS[name])} "
+                                   f"releases only, not of a {mechanism} release")
+    k = check_positive_int(20 if k is None else k, "k")
+    min_length = check_positive_int(1 if min_length is None else min_length, "min_length")
+    dims = _check_dims((0, 1) if dims is None else dims)
     plt = require("matplotlib.pyplot")
     if ax is not None and not isinstance(ax, plt.Axes):
         raise InvalidParameter(f"ax: expected a matplotlib Axes (such as plt.subplots()[1]), "
@@ -362,7 +377,6 @@ def plot(release: Any, ax: Any = None, *, k: int = 20, min_length: int = 1,
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 5))
     report = release.report
-    mechanism = report.get("mechanism")
     eps = report.get("epsilon")
     title = f"{mechanism} release (epsilon {eps:g})" if eps is not None else f"{mechanism} release"
     if mechanism == "ngram":

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 from .data.io import input_errors
 from .errors import InputError
-from .release import REPORT, read_report, read_synthetic
+from .release import REPORT, read_report, read_synthetic, release_path
 from .validation import check_bool
 
 
@@ -267,8 +267,8 @@ class Displayed:
 
         return to_pandas(self)
 
-    def plot(self, ax: Any = None, *, k: int = 20, min_length: int = 1,
-             dims: Sequence[int] = (0, 1)) -> Any:
+    def plot(self, ax: Any = None, *, k: int | None = None, min_length: int | None = None,
+             dims: Sequence[int] | None = None) -> Any:
         """Draw the release (needs ``dpgpu[plot]`` and ``dpgpu[pandas]``).
 
         Top-``k`` released strings (N-gram, PFS2), the root's next-symbol
@@ -279,12 +279,14 @@ class Displayed:
         ----------
         ax : matplotlib.axes.Axes, optional
             Where to draw; default a new figure's.
-        k : int
-            Bars in the top-k charts.
-        min_length : int
-            Shortest string in the N-gram and PFS2 charts.
-        dims : pair of int
+        k : int, optional
+            Bars in the top-k charts (default 20).
+        min_length : int, optional
+            Shortest string in the N-gram and PFS2 charts (default 1).
+        dims : pair of int, optional
             Dimensions drawn for a spatial release of 3 or more dimensions.
+            An option given for a release whose plot it does not shape is
+            refused (:data:`dpgpu.notebook.PLOT_OPTIONS`).
 
         Returns
         -------
@@ -376,9 +378,11 @@ def load_release(path: Any) -> LoadedRelease:
     ------
     InputError
         When ``path`` is not a directory, or its ``report.json`` is missing,
-        unreadable or not a JSON object.
+        unreadable, not a JSON object, or names a file outside the directory.
+    InvalidParameter
+        When ``path`` is not a str or path-like.
     """
-    return LoadedRelease(path)
+    return LoadedRelease(release_path(path, "path"))
 
 
 def guarantee(facts: dict) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import numpy as np
@@ -254,3 +255,15 @@ def test_missing_matplotlib_names_the_extra(releases, monkeypatch):
 def test_plot_rejects_a_bad_k(releases):
     with pytest.raises(InvalidParameter, match="k"):
         releases["ngram"].plot(k=0)
+
+
+@pytest.mark.parametrize("name, options, says", [
+    ("ngram", {"dims": (5, 6)}, "dims: shapes the plot of privtree-spatial releases only, not "
+                                "of a ngram release"),
+    ("pst", {"min_length": 3}, "min_length: shapes the plot of ngram, pfs2 releases only"),
+    ("dpne", {"k": 5}, "k: shapes the plot of ngram, pfs2, privtree-pst releases only")])
+def test_plot_refuses_options_that_do_not_shape_it(releases, name, options, says):
+    """Regression: ngram_release.plot(dims=(5, 6)) and pst_release.plot(min_length=3) ran, the
+    options ignored."""
+    with pytest.raises(InvalidParameter, match=re.escape(says)):
+        releases[name].plot(**options)
