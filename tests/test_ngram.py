@@ -186,6 +186,15 @@ def test_no_tree_level_holds_more_than_l_max_items(caplog):
     assert int(rel.synthetic.lengths.max()) <= 2
 
 
+def test_the_default_n_max_is_lowered_without_a_warning(caplog):
+    """Regression: `dpgpu ngram --l-max 3` warned that 'n_max 5 is lowered', an option the
+    user never gave."""
+    db = SequenceDB.from_sequences(TABLE1 * 200, vocab=VOCAB)
+    rel = ngram(db, 10.0, l_max=2, seed=1)
+    assert rel.report["parameters"]["n_max"] == 3 and "lowered" not in caplog.text
+    assert ngram(db, 10.0, l_max=20, seed=1).report["parameters"]["n_max"] == 5
+
+
 def test_synthetic_is_in_the_input_format_without_identifiers(tmp_path):
     log = tmp_path / "log.csv"
     log.write_text("case,activity,time\n" + "".join(

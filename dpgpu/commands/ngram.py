@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..mechanisms.ngram import VARIANTS, NGramRelease, check_parameters, ngram
+from ..mechanisms.ngram import N_MAX, VARIANTS, NGramRelease, check_parameters, ngram
 from .common import (Progress, add_data_arguments, add_engine_arguments, add_mechanism_command,
                      load_from_args, run_mechanism)
 
@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                       "--n-max 5 --seed 7 --out release/")
     add_data_arguments(p)
     p.add_argument("--l-max", type=int, default=20, help="items kept per sequence (default 20)")
-    p.add_argument("--n-max", type=int, default=5, help="longest n-gram (default 5)")
+    p.add_argument("--n-max", type=int, help=f"longest n-gram (default {N_MAX}; at most "
+                   "--l-max + 1, and lowered to it with a warning where given)")
     p.add_argument("--variant", choices=VARIANTS, default="adaptive",
                    help="budget allocation / approximation variant (default adaptive; "
                         "'baseline' is NOT private)")

@@ -94,6 +94,8 @@ log = logging.getLogger("dpgpu")
 VARIANTS = ("adaptive", "uniform", "no-approx", "baseline")
 #: Default public cap on the number of noisy counts one release draws.
 MAX_DRAWS = 10_000_000
+#: Default n_max: the longest n-gram counted (the N-gram paper's).
+N_MAX = 5
 #: Largest n_max accepted (the papers use up to 5; deeper trees only cost time).
 MAX_N = 64
 #: Most items a synthetic database may hold (4 GB of int32 ids).
@@ -271,7 +273,7 @@ class NGramRelease(Displayed):
 
 
 @engine_run()
-def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
+def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int | None = None,
           variant: str = "adaptive", seed: int | None = None, backend: Any = None,
           synthetic: bool = True, max_draws: int = MAX_DRAWS, engine: str = "local",
           client: Any = None, progress: Callable[[str], None] | None = None) -> NGramRelease:
@@ -286,10 +288,11 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
         sequence; see the module docstring).
     l_max : int
         Items kept per sequence (sets the sensitivity).  Default 20.
-    n_max : int
-        Longest n-gram counted.  Default 5.  At most ``l_max + 1`` (``l_max``
-        items and ``&``): a larger value is lowered to it, with a warning,
-        since no longer gram occurs in the truncated database.
+    n_max : int, optional
+        Longest n-gram counted.  Default :data:`N_MAX` (5).  At most
+        ``l_max + 1`` (``l_max`` items and ``&``): a larger value is lowered
+        to it (with a warning where it was given), since no longer gram
+        occurs in the truncated database.
     variant : {"adaptive", "uniform", "no-approx", "baseline"}
         ``adaptive``: the paper's method.  ``uniform``: ``epsilon / n_max``
         per level.  ``no-approx``: missing children get count 0 instead of
@@ -323,7 +326,7 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int = 5,
     variant = check_choice(variant, "variant", VARIANTS)
     max_draws = check_positive_int(max_draws, "max_draws")
     engine = check_engine(engine, db, client)
-    if tree_height < n_max:
+    if n_max is not None and tree_height < n_max:
         log.warning("ngram: n_max %d is lowered to l_max + 1 = %d: a truncated sequence holds "
                     "at most l_max items and '&'", n_max, tree_height)
     n_max = tree_height
@@ -424,14 +427,14 @@ def _conditional(count: Callable[[int, int], float | None], stop: int, longest: 
     return 0.0
 
 
-def check_parameters(epsilon: float, l_max: int, n_max: int) -> tuple[float, int, int]:
+def check_parameters(epsilon: float, l_max: int, n_max: int | None) -> tuple[float, int, int]:
     """Check the budget and the tree's size without data: :func:`ngram` does, and a command
     may before it reads its input.
 
     Parameters
     ----------
     epsilon, l_max, n_max
-        As for :func:`ngram`.
+        As for :func:`ngram` (``n_max`` None: :data:`N_MAX`).
 
     Returns
     -------
@@ -451,7 +454,8 @@ def check_parameters(epsilon: float, l_max: int, n_max: int) -> tuple[float, int
     """
     epsilon = check_positive_real(epsilon, "epsilon")
     l_max = check_positive_int(l_max, "l_max")
-    n_max = min(check_positive_int(n_max, "n_max", maximum=MAX_N), l_max + 1)
+    n_max = min(check_positive_int(N_MAX if n_max is None else n_max, "n_max", maximum=MAX_N),
+                l_max + 1)
     share = epsilon / n_max  # level 1's budget, the smallest of a path (module doc)
     try:  # at l_max = 1: too small an epsilon (or too many levels), named as typed
         laplace_scale(share, name="l_max")
