@@ -72,6 +72,10 @@ def test_stats(tmp_path, capsys):
     status, out, _ = run(capsys, "stats", str(p), "--json")
     s = json.loads(out)
     assert status == 0 and s["sequences"] == 3 and s["events"] == 5 and s["format"] == "seq"
+    assert s["users"] is None
+    status, out, _ = run(capsys, "stats", str(p))  # the table says it in words, not "None"
+    assert status == 0 and "users                none named (each sequence counts as its own " \
+        "user)" in out
 
 
 def test_stats_names_the_most_frequent_items_as_the_file_does(tmp_path, capsys):

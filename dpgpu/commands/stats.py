@@ -52,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
                               for label, count in value)
         elif isinstance(value, float):
             value = f"{value:.3f}"
+        elif key == "users" and value is None:
+            value = "none named (each sequence counts as its own user)"
         print(f"{key.replace('_', ' '):<{width}}  {value}")
     print("(exact statistics of the input: not differentially private)")
     return 0
