@@ -34,6 +34,17 @@ class InputError(DPGPUError):
     exit_status = 2
 
 
+class UnknownLabel(InvalidParameter, KeyError):
+    """A label that is neither an item of the vocabulary nor a marker
+    (:meth:`dpgpu.Vocabulary.id_of`).
+
+    An :class:`InvalidParameter`, and a :class:`KeyError` as a dict lookup
+    would raise, so that code catching either sees it.
+    """
+
+    __str__ = BaseException.__str__  # the message as written, not quoted as KeyError's is
+
+
 class BudgetExceeded(DPGPUError):
     """A step would spend more privacy budget than the run has left."""
 

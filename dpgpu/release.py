@@ -37,7 +37,7 @@ import numpy as np
 from . import __version__
 from .backend import to_numpy
 from .data.io import OutputError, check_output, current_umask, output_error, output_errors
-from .errors import InputError
+from .errors import InputError, InvalidParameter
 from .validation import check_bool
 
 log = logging.getLogger("dpgpu")
@@ -825,6 +825,71 @@ def named_vocabulary(db: Any, report: dict) -> Any:
     return vocab if facts.get("sha256") == vocabulary_fingerprint(vocab) else None
 
 
+def release_path(path: Any, name: str) -> Path:
+    """A release directory's path, refused unless it is given as a path.
+
+    Parameters
+    ----------
+    path : any
+        The value given for the release directory.
+    name : str
+        The parameter, named in the message.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    InvalidParameter
+        When ``path`` is not a str or path-like (an in-memory release, say).
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidParameter(f"{name}: expected the path of a release directory (str or "
+                               f"path-like), got {type(path).__name__}; write an in-memory "
+                               "release with release.save(path) and pass that path")
+    return Path(path)
+
+
+#: The keys of ``report.json`` that name files of the release, and whether each holds a list.
+FILE_KEYS = (("files", True), ("synthetic_file", False))
+
+
+def _is_file_name(value: Any) -> bool:
+    """Whether ``value`` is a plain file name: one path component, not ``.`` or ``..``."""
+    return isinstance(value, str) and value not in ("", ".", "..") \
+        and not any(c in value for c in "/\\\0")
+
+
+def check_file_names(report: dict, path: Any) -> None:
+    """Refuse a report whose file names would lead out of its release directory.
+
+    A release's files lie in its directory, and its report names them
+    (:data:`FILE_KEYS`); a hand-edited report naming ``/etc/passwd``,
+    ``../x`` or ``sub/x`` would have readers open a file elsewhere.
+
+    Parameters
+    ----------
+    report : dict
+        The parsed ``report.json``.
+    path : path-like
+        The ``report.json`` file, for the message.
+
+    Raises
+    ------
+    InputError
+        Naming ``report.json`` and the key, when ``files`` is not a list of
+        plain file names or ``synthetic_file`` is neither one nor null.
+    """
+    for key, many in FILE_KEYS:
+        value = report.get(key)
+        names = value if many else [value]
+        if value is not None and not (isinstance(names, list) and all(map(_is_file_name, names))):
+            what = "a list of file names" if many else "a file name or null"
+            raise InputError(f"{path}: {key}: expected {what} inside the release directory "
+                             f"(no folder, no '..'), got {json.dumps(value)[:200]}")
+
+
 def read_report(release_dir: Any) -> dict:
     """The ``report.json`` of a release directory, with the timings of its ``diagnostics.json``.
 
@@ -838,12 +903,14 @@ def read_report(release_dir: Any) -> dict:
     dict
         The parsed report, with ``timings`` from ``diagnostics.json`` where
         that file exists.  That it is a JSON object is not checked
-        (:func:`dpgpu.report.read_release_report` checks it).
+        (:func:`dpgpu.report.read_release_report` checks it); its file
+        names are (:func:`check_file_names`).
 
     Raises
     ------
     InputError
-        When the directory or its report is missing or not valid JSON.
+        When the directory or its report is missing or not valid JSON, or
+        the report names a file outside the directory.
     """
     p = Path(release_dir) / REPORT
     try:
@@ -853,6 +920,8 @@ def read_report(release_dir: Any) -> dict:
                          "directory?)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"{p}: not valid JSON ({exc})") from None
+    if isinstance(report, dict):
+        check_file_names(report, p)
     diagnostics = Path(release_dir) / DIAGNOSTICS
     if diagnostics.exists() and isinstance(report, dict):
         try:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.load import EXTENSIONS, extension_format
-from ..data.writers import WRITE_FORMATS
+from ..data.writers import WRITE_FORMATS, output_format
 from ..errors import InvalidParameter
 from ..data.io import check_free_space, check_output
 from .common import add_command, add_data_arguments, input_paths, load_from_args, \
@@ -76,57 +76,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def output_format(output: str, to: str | None, input_format: str | None = None) -> str | None:
-    """The format to write ``output`` in: ``to``, else the one its extension names.
-
-    Extensions are those format detection reads as a hint
-    (:func:`dpgpu.data.load.extension_format`), after any ``.gz``.  A name
-    that reads as ``csv`` (``.csv``, ``.tsv``) also suits the CSV tables of
-    :data:`CSV_TABLES`: without ``to``, such an input keeps its format.  A
-    ``.txt`` name reads as ``lines`` and suits every format written as text
-    (:data:`_ALSO_SUITS`), given as ``to``.  ``dpgpu generate`` writes the
-    format this returns, else ``lines``.
-
-    Parameters
-    ----------
-    output : str
-        The output file.
-    to : str or None
-        The ``--to`` option.
-    input_format : str or None
-        The ``--format`` option (the CSV tables are never detected, so an
-        input is one only when it says so).
-
-    Returns
-    -------
-    str or None
-        None where neither names a format, or a ``.csv`` name is given a CSV
-        table (the writer then keeps the input's).
-
-    Raises
-    ------
-    InvalidParameter
-        Naming ``--to``, when the extension names another format (a
-        ``.csv`` name also suits :data:`CSV_TABLES`, a ``.txt`` name the text
-        formats); or naming the output,
-        when its extension names a format dpgpu cannot write.
-    """
-    suffix, named = extension_format(output)
-    if named is None or (named == "csv" and (to or input_format) in CSV_TABLES):
-        return to
-    if to is not None and to in _ALSO_SUITS.get(suffix, ()):
-        return to
-    if to is not None and to != named:
-        raise InvalidParameter(f"--to: {to} does not match the extension {suffix} of "
-                               f"{output}, which reads as {named}; drop --to or change the "
-                               "extension")
-    if named not in WRITE_FORMATS:
-        raise InvalidParameter(f"output: {output}: its extension {suffix} names the {named} "
-                               f"format, which dpgpu cannot write (it writes "
-                               f"{', '.join(WRITE_FORMATS)})")
-    return named
-
-
 def check_wide_size(db: Any, output: str) -> None:
     """Refuse a wide table of ``db`` too large to write as ``output``.
 
@@ -156,11 +105,6 @@ def check_wide_size(db: Any, output: str) -> None:
     check_free_space(Path(output), cells, f"--to wide: {cells:,} cells")
 
 
-#: Formats written as CSV tables besides event logs: a ``.csv`` name suits them too.
-CSV_TABLES = ("wide", "trajectory", "column")
-#: Formats an extension suits, given with ``--to``, besides the one it names: a ``.txt``
-#: name (``lines``) suits every format written as text.
-_ALSO_SUITS = {".txt": tuple(f for f in WRITE_FORMATS if f != "parquet")}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ from ..data.generate import (CHUNK_TOKENS, CONTEXTS, MAX_MEAN_LENGTH, MAX_ORDER,
                              MAX_TOKENS, MAX_ZIPF, check_mean_length, check_n_items, check_zipf,
                              markov_chunks)
 from ..data.io import MAX_GZIP_RATIO, check_free_space, check_output
-from ..data.writers import PART_FORMATS, write_parts
+from ..data.writers import PART_FORMATS, output_format, write_parts
 from ..errors import InvalidParameter
 
 #: What ``generate`` writes: its items are no cells of a grid, so not ``trajectory``.
@@ -19,7 +19,6 @@ GENERATED_FORMATS = tuple(f for f in PART_FORMATS if f != "trajectory")
 from ..progress import Step
 from ..validation import check_positive_int
 from .common import Progress, add_command, nonempty_path, print_json, whole_number
-from .convert import output_format
 
 #: Most worker processes by default: the writer keeps up with a few at most.
 DEFAULT_JOBS = 8

@@ -51,6 +51,7 @@ class SequenceDB:
     source : dict, optional
         Where the data came from: ``path``, ``format`` and whatever the
         writer needs to reproduce the input's format (e.g. the UCI header).
+        Copied.
 
     Attributes
     ----------
@@ -66,8 +67,8 @@ class SequenceDB:
     InvalidParameter
         When ``items``, ``offsets`` or ``users`` are not integers that fit,
         ``offsets`` do not bound ``items``, an item id is outside the
-        vocabulary, or ``vocab`` is neither a Vocabulary nor labels that
-        :class:`Vocabulary` takes.
+        vocabulary, ``vocab`` is neither a Vocabulary nor labels that
+        :class:`Vocabulary` takes, or ``source`` is not a dict (a mapping).
     """
 
     def __init__(self, items: Any, offsets: Any, vocab: Vocabulary | Sequence[str], *,
@@ -90,6 +91,9 @@ class SequenceDB:
             raise InvalidParameter(f"users: one user id per sequence is needed ({len(self)}), "
                                    f"got {self.users.size}; SequenceDB.from_sequences takes "
                                    "user labels of any kind")
+        if source is not None and not isinstance(source, Mapping):
+            raise InvalidParameter(f"source: expected a dict (such as {{'path': ..., 'format': "
+                                   f"...}}) or None, got {type(source).__name__}")
         self.source = dict(source or {})
 
     # ------------------------------------------------------------------ basics
@@ -251,6 +255,11 @@ class SequenceDB:
             return np.flatnonzero(idx)
         if idx.size == 0:  # [] is a float array
             return np.zeros(0, dtype=np.int64)
+        if isinstance(index, (list, tuple)) and any(isinstance(x, (bool, np.bool_))
+                                                     for x in index):
+            raise InvalidParameter(f"{name}: {index!r:.60} mixes booleans with numbers; pass "
+                                   "sequence numbers (integers) or a boolean mask (one boolean "
+                                   "per sequence)")
         if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer):
             raise InvalidParameter(f"{name}: expected sequence numbers (integers) or a boolean "
                                    f"mask, got {index!r}")
@@ -347,7 +356,8 @@ class SequenceDB:
             Only these sequences, in this order (as :meth:`select` takes them).
         items : array, optional
             ``self.items`` already on the backend, so that building several
-            blocks uploads it to a GPU once (default: copied per call).
+            blocks uploads it to a GPU once (default: copied per call).  Its
+            shape and integer dtype are checked, not its values.
 
         Returns
         -------
@@ -360,8 +370,9 @@ class SequenceDB:
         ------
         InvalidParameter
             When ``l_max``, ``end``, ``start`` or ``rows`` is not one of the
-            values above, or the tensor does not fit in memory (the message gives
-            its size).
+            values above, ``items`` is not an integer array of the shape of
+            :attr:`items`, or the tensor does not fit in memory (the message
+            gives its size).
         """
         from ..backend import get_backend
 
@@ -371,6 +382,8 @@ class SequenceDB:
         elif not (isinstance(end, str) and end in END_MODES):
             raise InvalidParameter(f"end: must be False, True, 'uncut' or 'all', got {end!r}")
         start = check_bool(start, "start")
+        if items is not None:
+            self._check_items(items)
         be = get_backend(backend)
         rows = slice(None) if rows is None else self._rows(rows, "rows")
         starts, full = self.offsets[:-1][rows], self.lengths[rows]
@@ -407,6 +420,19 @@ class SequenceDB:
             ends_dev = xp.asarray(ends)
             tokens[ends_dev, xp.asarray(lengths[ends] - 1)] = self.vocab.end_id
         return tokens, be.asarray(lengths)
+
+    def _check_items(self, items: Any) -> None:
+        """Refuse, naming ``items``, an array that cannot be :attr:`items` on a backend.
+
+        Its shape and dtype only: scanning its values would cost a pass over
+        the data (on a GPU, a sync) for every block :meth:`padded` builds.
+        """
+        shape, dtype = getattr(items, "shape", None), getattr(items, "dtype", None)
+        if shape != self.items.shape or not isinstance(dtype, np.dtype) \
+                or dtype.kind not in "iu":
+            raise InvalidParameter(f"items: expected this database's items on the backend (an "
+                                   f"integer array of shape {self.items.shape}), got "
+                                   f"{type(items).__name__} of shape {shape} and dtype {dtype}")
 
     # ---------------------------------------------------------------- counting
     def gram_counts(self, n: int, l_max: int | None = None, *,
@@ -475,8 +501,12 @@ class SequenceDB:
         format : str, optional
             One of :data:`dpgpu.data.writers.WRITE_FORMATS` (``"seq"``,
             ``"spmf"``, ``"lines"``, ``"csv"``, ``"parquet"``, ``"xes"``,
-            ``"wide"``, ``"trajectory"``).  Default: the format the data was
-            read from, else ``"lines"``.
+            ``"wide"``, ``"trajectory"``, ``"column"``).  Default, as
+            ``dpgpu convert`` chooses: the format the extension of ``path``
+            names (after any ``.gz``: ``.csv``, ``.parquet``, ``.xes``,
+            ``.seq``, ``.spmf``, ``.txt``, ...; a ``.csv`` or ``.tsv`` name
+            keeps a wide, trajectory or column database in its format), else
+            the format the data was read from, else ``"lines"``.
         force : bool
             Overwrite an existing file.
 
@@ -485,11 +515,25 @@ class SequenceDB:
         int
             The sequences written: fewer than ``len(self)`` where a format
             with a row per item (csv, parquet, trajectory) cannot hold the
-            empty ones, as a warning then says.
-        """
-        from .writers import write
+            empty ones, as a warning then says.  The users of user-level
+            data are written by csv, parquet and column only (another
+            format leaves them out, with a warning; wide and trajectory
+            refuse such data).
 
-        return write(self, path, format=format, force=force)
+        Raises
+        ------
+        InvalidParameter
+            When ``path`` is not a path, ``format`` is unknown or contradicts
+            the extension (a ``.txt`` name suits every text format), the
+            extension names a format dpgpu cannot write (``.jsonl``), or the
+            format cannot hold the labels or users
+            (:func:`dpgpu.data.writers.check_writable`).
+        InputError
+            When ``path`` may not be written (it exists without ``force``).
+        """
+        from .writers import save_format, write
+
+        return write(self, path, format=save_format(self, path, format), force=force)
 
 
 #: Keys of ``source`` that describe a file's format (no identifiers, no path).

@@ -9,7 +9,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..errors import InvalidParameter
+from ..errors import InvalidParameter, UnknownLabel
 from ..validation import check_bool
 
 END_LABEL = "&"
@@ -94,8 +94,12 @@ class Vocabulary:
         return self.size
 
     def __contains__(self, label: object) -> bool:
-        """Whether ``label`` is one of the items (markers excluded)."""
-        return label in self._index
+        """Whether ``label`` is one of the items (markers excluded).
+
+        Labels are strings: anything else (a number, a list) is not in the
+        vocabulary, even where its text is a label.
+        """
+        return isinstance(label, str) and label in self._index
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Vocabulary) and self.labels == other.labels
@@ -123,19 +127,19 @@ class Vocabulary:
 
         Raises
         ------
-        KeyError
-            When ``label`` is neither an item nor a marker; the message
-            names it (:meth:`encode` raises
-            :class:`~dpgpu.errors.InvalidParameter` instead).
+        dpgpu.errors.UnknownLabel
+            When ``label`` is neither an item nor a marker (a non-string
+            never is one); the message names it.  It is both an
+            :class:`~dpgpu.errors.InvalidParameter` and a :class:`KeyError`.
         """
-        if label in self._index:
+        if label in self:
             return self._index[label]
         if label == END_LABEL:
             return self.end_id
         if label == START_LABEL:
             return self.start_id
-        raise KeyError(f"{label!r} is neither an item of the vocabulary nor the marker "
-                       f"{END_LABEL!r} or {START_LABEL!r}")
+        raise UnknownLabel(f"label: {label!r} is neither an item of the vocabulary nor the "
+                           f"marker {END_LABEL!r} or {START_LABEL!r}")
 
     def label_of(self, ident: int) -> str:
         """Label of id ``ident`` (marker ids give ``&`` and ``$``).

@@ -19,6 +19,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import logging
+import os
 import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator, TextIO
@@ -35,6 +36,11 @@ log = logging.getLogger("dpgpu")
 
 WRITE_FORMATS = ("seq", "spmf", "lines", "csv", "parquet", "xes", "wide", "trajectory",
                  "column")
+#: Formats written as CSV tables besides event logs: a ``.csv`` name suits them too.
+CSV_TABLES = ("wide", "trajectory", "column")
+#: Formats an extension suits, given as the format, besides the one it names: a ``.txt``
+#: name (``lines``) suits every format written as text.
+_ALSO_SUITS = {".txt": tuple(f for f in WRITE_FORMATS if f != "parquet")}
 #: What :func:`write_parts` writes: not ``wide``, whose columns follow the longest sequence.
 PART_FORMATS = tuple(f for f in WRITE_FORMATS if f != "wide")
 #: A token the integer readers parse as a number (ASCII digits, at most 18 of them).
@@ -80,7 +86,8 @@ def write(db: Any, path: Any, format: str | None = None, *, force: bool = False,
     int
         The sequences written: all of them, but for the empty ones in a
         format with a row per item (:data:`ROW_FORMATS`), which are counted
-        in a warning.
+        in a warning.  A warning also says when ``db``'s users are left out
+        (formats other than :data:`USER_FORMATS`).
 
     Raises
     ------
@@ -96,7 +103,104 @@ def write(db: Any, path: Any, format: str | None = None, *, force: bool = False,
         write_all(open_sink(fmt, db, stream, path, delimiter=delimiter), db)
     if fmt == "lines":
         _warn_unless_detected_as_lines(Path(path))
+    if db.users is not None and fmt not in USER_FORMATS:
+        log.warning("%s: the users of this user-level data are not written: the %s format has "
+                    "no user column (%s keep them)", Path(path).name, fmt, ", ".join(USER_FORMATS))
     return written(len(db), int(np.count_nonzero(db.lengths == 0)), fmt, path)
+
+
+def output_format(output: Any, to: str | None, input_format: str | None = None,
+                  names: tuple[str, str] = ("--to", "output")) -> str | None:
+    """The format to write ``output`` in: ``to``, else the one its extension names.
+
+    Extensions are those format detection reads as a hint
+    (:func:`dpgpu.data.load.extension_format`), after any ``.gz``.  A name
+    that reads as ``csv`` (``.csv``, ``.tsv``) also suits the CSV tables of
+    :data:`CSV_TABLES`: without ``to``, such an input keeps its format.  A
+    ``.txt`` name reads as ``lines`` and suits every format written as text
+    (:data:`_ALSO_SUITS`), given as ``to``.  ``dpgpu convert`` and
+    :meth:`SequenceDB.save` write the format this returns, else the data's
+    own; ``dpgpu generate`` writes it, else ``lines``.
+
+    Parameters
+    ----------
+    output : str or path-like
+        The output file.
+    to : str or None
+        The format asked for (``--to``, ``format=``).
+    input_format : str or None
+        The input's format (the CSV tables are never detected, so an input
+        is one only when it says so).
+    names : pair of str
+        How messages name ``to`` and ``output``.
+
+    Returns
+    -------
+    str or None
+        None where neither names a format, or a ``.csv`` name is given a CSV
+        table (the writer then keeps the input's).
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``to``, when the extension names another format (a ``.csv``
+        name also suits :data:`CSV_TABLES`, a ``.txt`` name the text
+        formats); or naming the output, when its extension names a format
+        dpgpu cannot write.
+    """
+    suffix, named = extension_format(output)
+    if named is None or (named == "csv" and (to or input_format) in CSV_TABLES):
+        return to
+    if to is not None and to in _ALSO_SUITS.get(suffix, ()):
+        return to
+    if to is not None and to != named:
+        raise InvalidParameter(f"{names[0]}: {to} does not match the extension {suffix} of "
+                               f"{output}, which reads as {named}; drop {names[0]} or change "
+                               "the extension")
+    if named not in WRITE_FORMATS:
+        raise InvalidParameter(f"{names[1]}: {output}: its extension {suffix} names the {named} "
+                               f"format, which dpgpu cannot write (it writes "
+                               f"{', '.join(WRITE_FORMATS)})")
+    return named
+
+
+def save_format(db: Any, path: Any, format: str | None = None) -> str:
+    """The format :meth:`SequenceDB.save` writes ``db`` to ``path`` in.
+
+    As ``dpgpu convert`` chooses it (:func:`output_format`): ``format``,
+    else the one the extension of ``path`` names (after any ``.gz``; a
+    ``.csv`` or ``.tsv`` name keeps a wide, trajectory or column database in
+    its format), else the format ``db`` was read from, else ``"lines"``.
+
+    Parameters
+    ----------
+    db : SequenceDB
+        The database to write.
+    path : str or path-like
+        The file to write.
+    format : str, optional
+        One of :data:`WRITE_FORMATS`.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``path`` when it is not a path, or its extension names a
+        format dpgpu cannot write (``.jsonl``); naming ``format`` when it is
+        not one of :data:`WRITE_FORMATS`, or the extension names another
+        (a ``.txt`` name suits every format written as text, a ``.csv``
+        name the CSV tables).
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidParameter(f"path: expected a file name (str or path-like), got "
+                               f"{type(path).__name__}")
+    if format is not None:
+        _write_format(format)
+    chosen = output_format(path, format, db.source.get("format"), ("format", "path"))
+    return chosen or db.source.get("format") or "lines"
 
 
 def write_parts(db_parts: Iterable[Any], path: Any, format: str, *,
@@ -161,6 +265,9 @@ def write_parts(db_parts: Iterable[Any], path: Any, format: str, *,
 
 #: Formats with a row per item: a sequence without items has no row there.
 ROW_FORMATS = ("csv", "parquet", "trajectory")
+#: Formats that write each sequence's user; ``wide`` and ``trajectory`` refuse user-level
+#: data (:func:`check_writable`), the others leave the users out, with a warning.
+USER_FORMATS = ("csv", "parquet", "column")
 
 
 def written(n_sequences: int, n_empty: int, fmt: str, path: Any) -> int:

@@ -69,7 +69,7 @@ from ..data.sequencedb import SequenceDB, sort_labels
 from ..data.vocabulary import Vocabulary
 from ..errors import InputError, InvalidParameter
 from ..mechanisms.privtree.spatial import check_bounds
-from ..release import (REPORT, dump_json, read_synthetic, synthetic_reading,
+from ..release import (REPORT, dump_json, read_synthetic, release_path, synthetic_reading,
                        vocabulary_fingerprint)
 from ..report import read_release_report
 from ..backend import to_numpy
@@ -117,31 +117,6 @@ _ABSOLUTE_KEYS = ("min_support",)
 
 
 # ------------------------------------------------------------------ release
-def _release_path(release_dir: Any) -> Path:
-    """A release directory's path, refused unless it is given as a path.
-
-    Parameters
-    ----------
-    release_dir : str or path-like
-        The release directory.
-
-    Returns
-    -------
-    pathlib.Path
-
-    Raises
-    ------
-    InvalidParameter
-        ``release_dir`` is not a str or path-like: an in-memory release
-        object, say, which ``release.save(path)`` writes to a directory first.
-    """
-    if not isinstance(release_dir, (str, os.PathLike)):
-        raise InvalidParameter(f"release_dir: expected the path of a release directory (str or "
-                               f"path-like), got {type(release_dir).__name__}; write an "
-                               "in-memory release with release.save(path) and pass that path")
-    return Path(release_dir)
-
-
 def _option(names: Mapping[str, str] | None, key: str) -> str:
     """How messages name the parameter ``key``: ``names[key]`` (a command-line option), else
     ``key`` itself."""
@@ -245,7 +220,7 @@ def release_files(release_dir: Any) -> dict[str, Path]:
     InvalidParameter
         ``release_dir`` is not a str or path-like.
     """
-    d = _release_path(release_dir)
+    d = release_path(release_dir, "release_dir")
     found: dict[str, Path] = {}
     for name in ("ngrams", "frequent", "kgrams"):
         if (d / f"{name}.tsv").is_file():
@@ -283,7 +258,7 @@ def is_spatial_release(release_dir: Any) -> bool:
     InvalidParameter
         ``release_dir`` is not a str or path-like.
     """
-    return (_release_path(release_dir) / LEAVES).is_file()
+    return (release_path(release_dir, "release_dir") / LEAVES).is_file()
 
 
 def check_release_report(release_dir: Any) -> dict:
@@ -311,7 +286,7 @@ def check_release_report(release_dir: Any) -> dict:
     InvalidParameter
         ``release_dir`` is not a str or path-like.
     """
-    return read_release_report(_release_path(release_dir))
+    return read_release_report(release_path(release_dir, "release_dir"))
 
 
 def _header(path: Path) -> list[str]:
@@ -648,7 +623,7 @@ def sequence_tasks(release_dir: Any, tasks: Iterable[str] | None = None,
     InvalidParameter
         As :func:`choose_tasks` and :func:`check_settings_apply`.
     """
-    rdir = _release_path(release_dir)
+    rdir = release_path(release_dir, "release_dir")
     report = check_release_report(rdir)
     files = release_files(rdir)
     if "leaves" in files:
@@ -754,7 +729,7 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
         frequent-pattern search that needs more than :data:`MAX_CANDIDATES`
         candidates (naming the setting to change).
     """
-    rdir = _release_path(release_dir)
+    rdir = release_path(release_dir, "release_dir")
     if not isinstance(original, (SequenceDB, str, os.PathLike)):
         raise InvalidParameter(f"original: expected a SequenceDB (dpgpu.load(path)) or the path "
                                f"of the dataset, got {type(original).__name__}")
@@ -1427,7 +1402,7 @@ def evaluate_spatial_release(points_path: Any, release_dir: Any, *,
         ``points_path`` or ``release_dir`` that is not a path; bad
         ``columns``, ``format``, ``tasks``, ``seed`` or ``n_queries``.
     """
-    rdir = _release_path(release_dir)
+    rdir = release_path(release_dir, "release_dir")
     if not isinstance(points_path, (str, os.PathLike)):
         raise InvalidParameter(f"points_path: expected the path of the original points file "
                                f"(CSV or Parquet), got {type(points_path).__name__}")
@@ -1682,7 +1657,7 @@ def write_evaluation(release_dir: Any, result: dict, *, inputs: Iterable[Any] = 
     InvalidParameter
         ``release_dir`` is not a str or path-like.
     """
-    path = _release_path(release_dir) / EVALUATION
+    path = release_path(release_dir, "release_dir") / EVALUATION
     with atomic_output(path, force=True, inputs=inputs) as f:
         dump_json(result, f, default=str)
     return path
@@ -1710,7 +1685,7 @@ def read_evaluation(release_dir: Any) -> dict:
     InvalidParameter
         ``release_dir`` is not a str or path-like.
     """
-    path = _release_path(release_dir) / EVALUATION
+    path = release_path(release_dir, "release_dir") / EVALUATION
     if not path.exists():
         raise InputError(f"{path}: no such file (run dpgpu evaluate on {release_dir} first)")
     with input_errors(path):

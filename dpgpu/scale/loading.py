@@ -58,7 +58,7 @@ from ..data.load import (BLANK_LINE_FORMATS, check_format, check_options, detect
 from ..data.public_vocab import public_ids, public_vocabulary
 from ..data.sequencedb import SequenceDB, sort_labels
 from ..data.vocabulary import Vocabulary
-from ..errors import DPGPUError, InputError
+from ..errors import DPGPUError, InputError, InvalidParameter
 from ..validation import check_positive_int
 from .dask import DaskPartitions, check_client, close, connect
 from .partitions import HeldData
@@ -105,6 +105,36 @@ class DistributedDB(HeldData):
     def __len__(self) -> int:
         return int(self.starts[-1])
 
+    def __repr__(self) -> str:
+        where = self.source.get("path", "memory")
+        return (f"DistributedDB({len(self)} sequences, {self.vocab.size} items, in "
+                f"{len(self.states)} partitions on Dask workers, from {where})")
+
+    def __getitem__(self, index: Any) -> Any:
+        """Refused: the sequences are on the workers (see :meth:`collect`).
+
+        Raises
+        ------
+        InvalidParameter
+            Always, saying to :meth:`collect` the data first.
+        """
+        raise InvalidParameter("index: a DistributedDB's sequences are held on the Dask "
+                               "workers, not here; call .collect() for a SequenceDB in this "
+                               "process (if the data fits) and index that")
+
+    def __reduce__(self) -> Any:
+        """Refused: the data is held by a live Dask client (see :meth:`collect`).
+
+        Raises
+        ------
+        InvalidParameter
+            Always, saying to :meth:`collect` the data first.
+        """
+        raise InvalidParameter("a DistributedDB cannot be pickled or copied: its partitions "
+                               "live on the Dask workers of this session's client; call "
+                               ".collect() for a SequenceDB in this process (if the data "
+                               "fits) and pickle that")
+
     def partitions(self, *, by_user: bool = False) -> DaskPartitions:
         """The partitions (sequence ``i`` of the file is row ``i``).
 
@@ -139,7 +169,16 @@ class DistributedDB(HeldData):
         return DaskPartitions(self.client, states, [rows[j] for j in keep])
 
     def collect(self) -> SequenceDB:
-        """All the sequences as one SequenceDB in this process (for data that fits here)."""
+        """All the sequences as one SequenceDB in this process (for data that fits here).
+
+        What indexing, iterating or pickling needs: a DistributedDB refuses
+        them, its sequences being on the workers.
+
+        Returns
+        -------
+        SequenceDB
+            The sequences in file order, with their users and ``source``.
+        """
         parts = self.client.gather(self.states)
         items = np.concatenate([p.items for p in parts])
         lengths = np.concatenate([p.lengths for p in parts])
