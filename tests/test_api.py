@@ -53,7 +53,10 @@ def test_estimate_reads_integer_labels_as_strings(release):
     ("12", "labels: pass a sequence of labels"),       # not split into "1", "2"
     (12, "labels: pass a sequence of labels"),
     (["1", "z"], "labels: 'z' is not in the vocabulary"),
-    ([], "labels: the string is empty"),
+    ([], "labels: the string holds no item"),
+    (["&"], "labels: the string holds no item"),  # N-gram said 0.0, PST about |D|
+    ({"1", "2"}, "labels: expected the string's labels in order .* got a set"),  # hash order
+    ({"1": 0, "2": 0}, "labels: expected the string's labels in order .* got a dict"),
     (["1", "&", "2"], "labels: the end marker '&' may only end the string"),
     (["$"], "labels: '\\$' is not in the vocabulary"),  # PST crashed with an IndexError
 ])

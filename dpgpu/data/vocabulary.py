@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from collections.abc import KeysView
+from collections.abc import KeysView, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any, Iterable, Sequence
 
@@ -258,12 +258,17 @@ class Vocabulary:
         Raises
         ------
         InvalidParameter
-            As :meth:`encode` (``"$"`` is not accepted), or when the string is
-            empty or ``&`` is not its last symbol.
+            As :meth:`encode` (``"$"`` is not accepted), when ``labels`` is a
+            set or a mapping (their order is no string's), or when the
+            string holds no item or ``&`` is not its last symbol.
         """
+        if is_unordered(labels) or isinstance(labels, Mapping):
+            raise InvalidParameter(f"{name}: expected the string's labels in order (a list "
+                                   f"such as ['a', 'b']), got a {type(labels).__name__}")
         ids = self.encode(labels, name=name, markers=(END_LABEL,))
-        if not ids.size:
-            raise InvalidParameter(f"{name}: the string is empty; pass at least one label")
+        if not ids.size or ids[0] == self.end_id:
+            raise InvalidParameter(f"{name}: the string holds no item; pass at least one item "
+                                   f"label (then {END_LABEL!r} if it ends a sequence)")
         if np.any(ids[:-1] == self.end_id):
             raise InvalidParameter(f"{name}: the end marker {END_LABEL!r} may only end the string")
         return ids
