@@ -189,8 +189,9 @@ def test_string_labels_to_spmf_and_lines(tmp_path):
     db = SequenceDB.from_sequences([["Send Fine", "Payment"], ["Payment"]])
     db.save(tmp_path / "a.spmf", format="spmf")
     text = (tmp_path / "a.spmf").read_text()
-    assert "@ITEM=0=Payment" in text and "@ITEM=1=Send Fine" in text
-    assert list(dpgpu.load(tmp_path / "a.spmf")) == [("1", "0"), ("0",)]
+    # SPMF's items are positive integers: numbered from 1 (item 0 broke SPMF's tools)
+    assert "@ITEM=1=Payment" in text and "@ITEM=2=Send Fine" in text and "@ITEM=0" not in text
+    assert list(dpgpu.load(tmp_path / "a.spmf")) == [("2", "1"), ("1",)]
     # white space separates the items of a lines file: refused, not rewritten
     with pytest.raises(InvalidParameter, match=r"a\.txt as lines: item 'Send Fine' contains "
                                                "white space"):

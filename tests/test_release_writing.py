@@ -125,11 +125,10 @@ def test_sequence_writers_match_a_sequence_by_sequence_reference(tmp_path, reque
         request.getfixturevalue("small_chunks")
     words = ["a", "b=c", "café", "名前", "x%y", "&", "$", "-1"]
     db = _db(words)
-    numbers = [str(i + 1) for i in range(len(words))]
-    ids = [str(i) for i in range(len(words))]
+    numbers = [str(i + 1) for i in range(len(words))]  # seq and SPMF number items from 1
     cases = {"lines": _reference_rows(db, words, " ", "\n"),
              "seq": _reference_rows(db, [x + " " for x in numbers], "", "\n"),
-             "spmf": _reference_rows(db, [x + " -1 " for x in ids], "", "-2\n")}
+             "spmf": _reference_rows(db, [x + " -1 " for x in numbers], "", "-2\n")}
     for fmt, body in cases.items():
         stream = io.StringIO()
         getattr(writers, f"write_{fmt}")(db, stream)

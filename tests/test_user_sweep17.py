@@ -265,7 +265,7 @@ def test_vocab_labels_keep_their_white_space(tmp_path):
     assert list(db) == [(" B", "A"), ("  lead space",)]
     out = tmp_path / "o.spmf"
     db.save(out, "spmf")
-    assert "@ITEM=2=  lead space\n" in out.read_text()
+    assert "@ITEM=3=  lead space\n" in out.read_text()
     back = dpgpu.load(out, vocab=vocab)  # dpgpu's own SPMF output reads back on it
     assert list(back) == list(db) and back.items.tolist() == db.items.tolist()
 

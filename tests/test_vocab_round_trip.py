@@ -131,7 +131,7 @@ def test_integers_with_leading_zeros(tmp_path):
     vocab = Vocabulary(["007", "7", "10"])
     db = SequenceDB.from_sequences([["007", "7"], ["10", "007"]], vocab=vocab)
     db.save(tmp_path / "out.spmf", format="spmf")
-    assert "@ITEM=0=007" in (tmp_path / "out.spmf").read_text()
+    assert "@ITEM=1=007" in (tmp_path / "out.spmf").read_text()
     assert_same(dpgpu.load(tmp_path / "out.spmf", vocab=vocab), db)
     db.save(tmp_path / "out.txt", format="lines")
     assert (tmp_path / "out.txt").read_text() == "007 7\n10 007\n"

@@ -364,8 +364,8 @@ def check_writable(db: Any, fmt: str, path: Any) -> None:
     holds a NUL character or a lone surrogate.  What each format cannot hold:
 
     - ``seq``: an empty name, white space, a first name starting with ``%``;
-    - ``spmf``: labels other than non-negative integers are numbered and
-      named in ``@ITEM=id=label`` lines (integer labels are written as they
+    - ``spmf``: labels other than non-negative integers are numbered from 1
+      and named in ``@ITEM=number=label`` lines (integer labels are written as they
       are, and named in such lines where an SPMF input named them); these lines
       cannot hold a line break (a line feed or a carriage return, which the
       reader also takes for a line end) or trailing white space;
@@ -601,7 +601,7 @@ def _spmf_items(db: Any) -> tuple[list[str], dict[str, str]]:
     labels = db.vocab.labels
     if all(_spmf_number(x) for x in labels):
         return list(labels), _named_items(db)
-    numbers = [str(i) for i in range(len(labels))]
+    numbers = [str(i) for i in range(1, len(labels) + 1)]  # positive, as SPMF's items are
     return numbers, dict(zip(numbers, labels))
 
 
@@ -741,8 +741,9 @@ def spmf_sink(db: Any, stream: TextIO) -> TextSink:
     Labels that are all non-negative integers (written as the readers print
     them) are written as they are, and named in ``@ITEM=label=name`` lines
     where an SPMF input named them, so an SPMF file keeps its numbers and
-    names.  Otherwise every label is replaced by its id and
-    named in an ``@ITEM=id=label`` line, as SPMF does for text; the
+    names.  Otherwise every label is replaced by its id plus one (SPMF
+    numbers items from 1) and named in an ``@ITEM=number=label`` line, as
+    SPMF does for text; the
     vocabulary's items that never occur are named too, and
     ``dpgpu.load(..., vocab=...)`` matches items by these names.
 
