@@ -144,6 +144,17 @@ def audit(mechanism: Callable[..., Any], d0: Any, d1: Any, events: Events,
     Returns
     -------
     AuditResult
+        ``passed`` is False when a confident lower bound on epsilon exceeds
+        ``epsilon``.
+
+    Raises
+    ------
+    InvalidParameter
+        When ``mechanism`` is not callable; ``epsilon``, ``delta``,
+        ``trials``, ``alpha`` or ``seed`` is out of range (named); ``events``
+        is neither a callable nor a non-empty sequence of predicates; or,
+        with ``batch=True``, the events of a batch are not ``(trials, m)``
+        booleans.  What ``mechanism`` and ``events`` raise passes through.
     """
     if not callable(mechanism):
         raise InvalidParameter("mechanism: expected a callable")
@@ -187,6 +198,12 @@ def threshold_events(thresholds: Sequence[float], *, index: int | None = None
     -------
     callable
         Works on one output and on a batch (leading trial axis).
+
+    Raises
+    ------
+    InvalidParameter
+        When ``thresholds`` is empty, not one-dimensional, or holds NaN or
+        an infinity.
     """
     t = np.asarray(thresholds, dtype=np.float64)
     if t.ndim != 1 or not t.size or not np.isfinite(t).all():

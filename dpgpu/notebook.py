@@ -159,7 +159,9 @@ def to_pandas(release: Any) -> Any:
     InvalidParameter
         When pandas is not installed, or the release's mechanism has no table.
     InputError
-        When a loaded release's file cannot be read.
+        When a loaded release's file is missing, cannot be read or is
+        malformed (a header without the columns, a value of the wrong
+        type), or a spatial release's report names no columns.
     """
     pd = require("pandas")
     mechanism = release.report.get("mechanism")
@@ -356,8 +358,10 @@ def plot(release: Any, ax: Any = None, *, k: int | None = None, min_length: int 
     InvalidParameter
         When pandas or matplotlib is not installed, for a bad ``k``,
         ``min_length`` or ``dims``, one given for a release whose plot it
-        does not shape (:data:`PLOT_OPTIONS`), or when ``ax`` is not a
-        matplotlib Axes.
+        does not shape (:data:`PLOT_OPTIONS`), when ``ax`` is not a
+        matplotlib Axes, or when the release's mechanism has no table.
+    InputError
+        When a loaded release's file cannot be read (:func:`to_pandas`).
     """
     from .validation import check_positive_int  # noqa: PLC0415
 

@@ -261,7 +261,12 @@ class Displayed:
         Raises
         ------
         InvalidParameter
-            When pandas is not installed (names ``pip install dpgpu[pandas]``).
+            When pandas is not installed (names ``pip install dpgpu[pandas]``),
+            or the release's mechanism has no table (a loaded release of an
+            unknown mechanism).
+        InputError
+            When a loaded release's file is missing, unreadable or malformed
+            (:func:`dpgpu.notebook.to_pandas`).
         """
         from .notebook import to_pandas  # noqa: PLC0415 - pandas is optional
 
@@ -291,6 +296,17 @@ class Displayed:
         Returns
         -------
         matplotlib.axes.Axes
+            ``ax``, or the new figure's.
+
+        Raises
+        ------
+        InvalidParameter
+            When pandas or matplotlib is not installed, for a bad ``k``,
+            ``min_length`` or ``dims``, an option given for a release whose
+            plot it does not shape, an ``ax`` that is not a matplotlib Axes,
+            or a release whose mechanism has no table.
+        InputError
+            When a loaded release's file is missing, unreadable or malformed.
         """
         from .notebook import plot  # noqa: PLC0415 - matplotlib is optional
 
@@ -352,7 +368,11 @@ class LoadedRelease(Displayed):
         Raises
         ------
         InputError
-            When the release has no synthetic dataset, or it cannot be read.
+            When the release has no synthetic dataset, or it cannot be read
+            (with ``vocab=``: also when it holds an item that ``vocab`` lacks).
+        InvalidParameter
+            When an option is not one of :func:`dpgpu.load` for the file's
+            format, or has a bad value.
         """
         name = self.report.get("synthetic_file")
         if not name or not (self.path / name).exists():
@@ -378,7 +398,10 @@ def load_release(path: Any) -> LoadedRelease:
     ------
     InputError
         When ``path`` is not a directory, or its ``report.json`` is missing,
-        unreadable, not a JSON object, or names a file outside the directory.
+        unreadable, not a JSON object, names a file outside the directory,
+        or lacks or has a malformed field of :data:`REPORT_FIELDS`
+        (:func:`read_release_report`); or when its ``diagnostics.json`` is
+        not valid JSON.
     InvalidParameter
         When ``path`` is not a str or path-like.
     """

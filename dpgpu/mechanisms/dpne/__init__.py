@@ -212,11 +212,30 @@ class DPNERelease(Displayed):
         return {"grams": sum(self.counts())}
 
     def counts(self) -> list[int]:
-        """Released k-grams per ``k``."""
+        """Released k-grams per ``k``.
+
+        Returns
+        -------
+        list of int
+            ``counts[k-1]`` is ``|S_k|``, the number of released k-grams,
+            for ``k = 1 .. len(levels)``: DPNE stops at the first level it
+            does not extract (an empty ``S_{k-1}``, no valid candidate, or
+            a cap: ``max_candidates`` or candidate keys past 63 bits, named
+            in the report's ``stopped``), so there may be fewer than
+            ``max_n`` entries; a baseline gives ``max_n`` (0 for the lengths
+            none of its runs covers).
+        """
         return [int(g.shape[0]) for g in self.levels]
 
     def grams(self) -> list[tuple[str, ...]]:
-        """Every released gram as a tuple of labels, shortest first."""
+        """Every released gram as a tuple of labels, shortest first.
+
+        Returns
+        -------
+        list of tuple of str
+            The item labels of every gram of :attr:`levels`, ``S_1`` first,
+            each level in its row order (no counts: DPNE releases sets).
+        """
         return [self.vocab.decode(g) for lvl in self.levels for g in lvl.tolist()]
 
     def save(self, out_dir: Any, *, force: bool = False):

@@ -285,7 +285,20 @@ def gram_rows(values: list[np.ndarray], n_items: int) -> list[np.ndarray]:
 
 
 def runs(method: str, max_n: int) -> list[list[int]]:
-    """The gram lengths of each DPSU run of ``method``."""
+    """The gram lengths of each DPSU run of ``method``.
+
+    Parameters
+    ----------
+    method : {"dpsu-all", "dpsu-even", "dpsu-single"}
+        Any other value is taken as ``"dpsu-single"``.
+    max_n : int
+
+    Returns
+    -------
+    list of list of int
+        ``dpsu-all``: one run of ``1 .. max_n``; ``dpsu-even``: one run per
+        length; ``dpsu-single``: one run of ``max_n``.
+    """
     if method == "dpsu-all":
         return [list(range(1, max_n + 1))]
     if method == "dpsu-even":
@@ -355,6 +368,13 @@ def calibrate(policy: str, noise: Any, delta: float, n_runs: int, cap: int,
     -------
     (sampler, int, int)
         ``noise``, the integer threshold and the cutoff (0 for the weighted policy).
+
+    Raises
+    ------
+    InvalidParameter
+        Policy Laplace only: naming ``alpha``, when ``alpha * lambda`` (the
+        cutoff's part above ``rho``) is not below :data:`MAX_CUTOFF` (2**62
+        grid units).
     """
     if policy == "weighted":
         return noise, dpsu_integer_threshold(noise.sigma, delta / (2 * n_runs), cap), 0

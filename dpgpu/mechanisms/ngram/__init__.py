@@ -130,7 +130,23 @@ class NGramRelease(Displayed):
                 "synthetic": None if self.synthetic is None else len(self.synthetic)}
 
     def ngrams(self) -> list[tuple[tuple[str, ...], int, float]]:
-        """Every tree node as ``(labels, noisy count, consistent count)``."""
+        """Every tree node as ``(labels, noisy count, consistent count)``.
+
+        Returns
+        -------
+        list of (tuple of str, int, float)
+            One entry per node of the exploration tree (not the grams the
+            model's joins add), level by level (length 1 first), in each
+            level's order: the gram's labels, its noisy count (the exact
+            count plus integer noise; it may be negative) and its consistent
+            count (Section 4.3.4).  The labels are the vocabulary's strings,
+            and the end marker is the string ``"&"``, last in a gram that ends
+            a sequence (or its first ``l_max`` items).  With an item labelled
+            ``&`` in the vocabulary the two read the same here;
+            :meth:`to_pandas` tells them apart (the marker is
+            :data:`dpgpu.END` in its ``gram`` column), as does the
+            ``%26``-encoded item in ``ngrams.tsv`` (:meth:`save`).
+        """
         out = []
         for lvl in self.levels:
             for g, a, c in zip(lvl.grams.tolist(), lvl.noisy.tolist(), lvl.count.tolist()):
@@ -161,8 +177,9 @@ class NGramRelease(Displayed):
         Raises
         ------
         InvalidParameter
-            When ``labels`` is a string or empty, holds a label that is not in
-            the vocabulary, or has ``&`` before its end.
+            When ``labels`` is a string, a set or a mapping, holds no item,
+            holds a label that is not in the vocabulary, or has ``&`` before
+            its end (:meth:`dpgpu.Vocabulary.encode_string`).
         """
         ids = self.vocab.encode_string(labels)
         found = self._window_counts(ids)
@@ -282,15 +299,15 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int | None 
     Parameters
     ----------
     db : SequenceDB
-        The sequences (one per individual).
+        The sequences (one per individual); its vocabulary must hold an item.
     epsilon : float
-        Privacy budget (epsilon-DP with respect to adding or removing one
-        sequence; see the module docstring).
+        Privacy budget, finite and ``> 0`` (epsilon-DP with respect to adding
+        or removing one sequence; see the module docstring).
     l_max : int
         Items kept per sequence (sets the sensitivity).  Default 20.
     n_max : int, optional
-        Longest n-gram counted.  Default :data:`N_MAX` (5).  At most
-        ``l_max + 1`` (``l_max`` items and ``&``): a larger value is lowered
+        Longest n-gram counted, ``1 .. MAX_N`` (64).  Default :data:`N_MAX`
+        (5).  At most ``l_max + 1`` (``l_max`` items and ``&``): a larger value is lowered
         to it (with a warning where it was given), since no longer gram
         occurs in the truncated database.
     variant : {"adaptive", "uniform", "no-approx", "baseline"}
@@ -306,8 +323,10 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int | None 
     synthetic : bool
         Also generate the synthetic database.
     max_draws : int
-        Work cap: the most noisy counts the tree draws (see the module
-        docstring; it does not enter the privacy accounting).
+        Work cap: the most noisy counts the tree draws, at least the
+        vocabulary's size (level 1 draws one per item).  Default
+        :data:`MAX_DRAWS`.  See the module docstring; it does not enter the
+        privacy accounting.
     engine : {"local", "dask"}
         Count on this machine, or over Dask partitions (same release for the
         same key; see :mod:`dpgpu.scale.dask`).
@@ -320,6 +339,27 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int | None 
     Returns
     -------
     NGramRelease
+        The tree, the n-gram model, the synthetic database (None with
+        ``synthetic=False``, or when it would pass
+        :data:`MAX_SYNTHETIC_ITEMS` items: the report then says why) and the
+        report.
+
+    Raises
+    ------
+    InvalidParameter
+        A parameter out of range, named (nothing is released): ``db`` not a
+        :class:`~dpgpu.SequenceDB` or with an empty vocabulary; ``epsilon``
+        not finite and ``> 0``; ``l_max``, ``n_max`` or ``max_draws`` not a
+        positive integer, ``n_max`` above :data:`MAX_N`, ``max_draws`` below
+        the vocabulary's size; a ``variant``, ``engine`` or ``backend`` not
+        among the choices (or ``"cupy"`` where it cannot run); a bad
+        ``seed``, ``synthetic`` or ``progress``; a ``client`` without
+        ``engine="dask"``, or ``engine="dask"`` without Dask; a noise scale
+        past the samplers' limit, naming ``l_max``, or ``epsilon`` when even
+        ``l_max = 1`` passes it (:func:`check_parameters`); and, except for
+        ``variant="baseline"``, an ``epsilon`` (with ``l_max`` and
+        ``n_max``) whose samplers' accounted delta passes the run's
+        allowance of ``1e-6``, naming ``epsilon``.
     """
     check_db(db, "db", items=True)
     epsilon, l_max, tree_height = check_parameters(epsilon, l_max, n_max)

@@ -207,7 +207,15 @@ class PFS2Release(Displayed):
         return {"patterns": len(self.patterns)}
 
     def frequent(self) -> list[tuple[tuple[str, ...], int]]:
-        """Every released pattern as ``(labels, noisy support)``."""
+        """Every released pattern as ``(labels, noisy support)``.
+
+        Returns
+        -------
+        list of (tuple of str, int)
+            The item labels of each frequent pattern and its noisy support
+            on the whole database, in the order of :attr:`patterns`: by
+            length, then by noisy support, largest first.
+        """
         return [(self.vocab.decode(p), int(s)) for p, s in zip(self.patterns, self.supports)]
 
     def save(self, out_dir: Any, *, force: bool = False) -> Any:

@@ -540,8 +540,9 @@ class PSTRelease(Displayed):
         Raises
         ------
         InvalidParameter
-            When ``labels`` is a string or empty, holds a label that is not in
-            the vocabulary, or has ``&`` before its end.
+            When ``labels`` is a string, a set or a mapping, holds no item,
+            holds a label that is not in the vocabulary, or has ``&`` before
+            its end (:meth:`dpgpu.Vocabulary.encode_string`).
         """
         ids = self.vocab.encode_string(labels)
         return float(self.model.estimate(ids[None, :])[0])
@@ -576,12 +577,34 @@ class PSTRelease(Displayed):
         return [(self.vocab.decode(g), float(c)) for g, c in zip(grams, est)]
 
     def nodes(self) -> list[dict[str, Any]]:
-        """Every node: context labels, depth, leaf flag, noisy histogram."""
+        """Every node: context labels, depth, leaf flag, noisy histogram.
+
+        Returns
+        -------
+        list of dict
+            The dicts :meth:`iter_nodes` yields, all at once (as Python
+            lists: gigabytes for a large vocabulary, where
+            :meth:`iter_nodes` holds one node's at a time).
+        """
         return list(self.iter_nodes())
 
     def iter_nodes(self) -> Iterator[dict[str, Any]]:
         """The nodes of :meth:`nodes` one at a time (a histogram made a list only when its
-        node comes: a large alphabet's histograms would take gigabytes as Python lists)."""
+        node comes: a large alphabet's histograms would take gigabytes as Python lists).
+
+        Yields
+        ------
+        dict
+            One node, depth by depth (the root first), with the keys
+            ``"context"``: list of str, its predictor string, oldest symbol
+            first (item labels, after :attr:`start_marker` where the context
+            begins at a sequence's start; empty for the root);
+            ``"depth"``: int, the context's length; ``"leaf"``: bool;
+            ``"hist"``: list of int, the noisy counts of the next symbol,
+            the items in id order and then ``&`` (``|I| + 1`` counts: a
+            leaf's noisy counts, an inner node's the sums of its leaves',
+            then negatives set to 0).
+        """
         labels = list(self.vocab.labels) + ["&", self.start_marker]
         for depth, lvl in enumerate(self.levels):
             for ctx, leaf, h in zip(lvl.contexts.tolist(), lvl.leaf.tolist(), lvl.hist):

@@ -323,6 +323,12 @@ class SpatialRelease(Displayed):
         -------
         numpy.ndarray of float64
             One estimate per query.
+
+        Raises
+        ------
+        InvalidParameter
+            ``lo`` or ``hi`` of another shape than the other or than
+            ``(Q, d)``, not finite real numbers, or a query with ``lo > hi``.
         """
         return self.leaves.range_count(lo, hi)
 
@@ -344,8 +350,10 @@ class SpatialRelease(Displayed):
         Raises
         ------
         InputError
-            As :meth:`dpgpu.NGramRelease.save`: an existing ``out_dir``
-            without ``force``, or one that may not be replaced.
+            As :meth:`dpgpu.mechanisms.ngram.NGramRelease.save`: an existing
+            ``out_dir`` without ``force``, or one that may not be replaced
+            (:func:`dpgpu.release.check_release_target`), or a folder of
+            ``out_dir`` that does not exist.
         """
         header = [f"{side}_{c}" for c in self.columns for side in ("lo", "hi")] + ["count"]
         rows = ([*(v for j in range(len(self.columns)) for v in (repr(float(a[j])),
