@@ -700,3 +700,16 @@ def test_noise_identities_of_a_level_are_its_rows_and_a_level_is_drawn_once(monk
 def test_samplers_refusal_names_ngrams_own_options():
     with pytest.raises(InvalidParameter, match="set by l_max and n_max"):
         ngram(toy(), 30.0, seed=1)
+
+
+def test_max_draws_below_the_vocabulary_is_refused_before_any_counting(monkeypatch):
+    """Regression: it was refused inside the tree builder, after the ledger charge and the
+    counting engine's set-up."""
+    def no_engine(*args, **kwargs):
+        raise AssertionError("the counting engine was built")
+
+    monkeypatch.setattr(ngram_module, "GramEngine", no_engine)
+    db = SequenceDB.from_sequences(TABLE1, vocab=VOCAB)
+    with pytest.raises(InvalidParameter, match=f"^max_draws: must be at least .I. = "
+                                               f"{len(VOCAB)}, got 2$"):
+        ngram(db, 1.0, max_draws=2)

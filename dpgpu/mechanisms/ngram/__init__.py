@@ -365,6 +365,9 @@ def ngram(db: SequenceDB, epsilon: float, *, l_max: int = 20, n_max: int | None 
     epsilon, l_max, tree_height = check_parameters(epsilon, l_max, n_max)
     variant = check_choice(variant, "variant", VARIANTS)
     max_draws = check_positive_int(max_draws, "max_draws")
+    if max_draws < db.vocab.size:  # level 1 draws a count per item; before any budget
+        raise InvalidParameter(f"max_draws: must be at least |I| = {db.vocab.size}, got "
+                               f"{max_draws}")
     engine = check_engine(engine, db, client)
     if n_max is not None and tree_height < n_max:
         log.warning("ngram: n_max %d is lowered to l_max + 1 = %d: a truncated sequence holds "
