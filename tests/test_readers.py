@@ -356,3 +356,14 @@ def test_stripped_spmf_metadata_lines_are_not_sequences(tmp_path):
                                               "@ITEM=2=two"), format="spmf")
     assert db.source["stripped"] and db.source["names"] == {"1": "one", "2": "two"}
     assert list(db) == [("1", "2"), (), ("2",)]
+
+
+def test_an_spmf_item_named_twice_differently_is_refused(tmp_path):
+    """Regression: a second @ITEM line for one number silently renamed the item."""
+    path = tmp_path / "d.spmf"
+    path.write_text("@CONVERTED_FROM_TEXT\n@ITEM=1=a\n@ITEM=2=b\n@ITEM=1=c\n1 -1 2 -1 -2\n")
+    with pytest.raises(InputError, match=r"d\.spmf: line 4: item 1 is named again \('c', "
+                                         r"after 'a'\)"):
+        dpgpu.load(path)
+    path.write_text("@CONVERTED_FROM_TEXT\n@ITEM=1=a\n@ITEM=1=a\n1 -1 -2\n")  # the same name
+    assert dpgpu.load(path).source["names"] == {"1": "a"}

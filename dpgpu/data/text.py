@@ -559,11 +559,14 @@ def _spmf_sequences(path: Any, data: bytes, stripped: bool | None
     """The items of an SPMF text and the number in each sequence (one array of each per
     block), the ``@ITEM`` names, and whether the text is the stripped variant."""
     blocks = list(_int_blocks(path, data, "spmf", blank=_SPMF_META))
-    names = {}
+    names: dict[str, str] = {}
     for m in (m for block in blocks for m in block.blanked):
         item = _SPMF_ITEM.match(m.group(0).strip().decode("utf-8", "replace"))
-        if item:
-            names[item.group(1)] = item.group(2)
+        if item and names.setdefault(item.group(1), item.group(2)) != item.group(2):
+            line = data.count(b"\n", 0, m.start()) + 1
+            raise InputError(f"{path}: line {line}: item "
+                             f"{item.group(1)} is named again ({item.group(2)!r}, after "
+                             f"{names[item.group(1)]!r}); an @ITEM line names an item once")
     if stripped is None:
         stripped = not any((block.values == -2).any() for block in blocks)
     if stripped:
