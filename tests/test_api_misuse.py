@@ -18,8 +18,7 @@ import pytest
 import dpgpu
 from dpgpu.data.sequencedb import SequenceDB
 from dpgpu.data.vocabulary import Vocabulary
-from dpgpu.errors import UnknownLabel
-from dpgpu.errors import InputError, InvalidParameter
+from dpgpu.errors import InputError, InvalidParameter, UnknownLabel
 from dpgpu.scale.loading import DistributedDB
 
 
@@ -223,3 +222,18 @@ def test_load_release_reads_the_files_a_report_names_inside(tmp_path):
     assert release.files == ["report.json"]
     with pytest.raises(InputError, match="holds no synthetic dataset"):
         release.synthetic()
+
+
+def test_a_user_column_not_asked_for_is_pointed_out(tmp_path, caplog):
+    """Regression: user-level data saved as CSV (a 'user' column) read back without users,
+    silently: DPNE then bounded each sequence, not each user."""
+    db = SequenceDB.from_sequences([["a", "b"], ["b"], ["c", "a"]], users=["u", "v", "u"])
+    db.save(tmp_path / "y.csv", "csv")
+    with caplog.at_level(logging.WARNING, logger="dpgpu"):
+        assert dpgpu.load(tmp_path / "y.csv").users is None
+    assert "y.csv: column 'user' is not read as the users" in caplog.text
+    assert "pass --user user for user-level data" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="dpgpu"):
+        back = dpgpu.load(tmp_path / "y.csv", user="user")
+    assert back.users.tolist() == [0, 1, 0] and "not read as the users" not in caplog.text

@@ -48,6 +48,7 @@ import csv
 import logging
 import os
 import re
+import shlex
 import warnings
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
@@ -1127,8 +1128,6 @@ def _text_table_hint(header: list[str]) -> str:
     with ``--format text-csv`` (:func:`dpgpu.data.users.read_text_csv`): ``--user`` and
     ``--text`` name its columns where they are not the defaults ``author`` and ``content``
     (``COLUMN`` where the header does not tell); else ``""``."""
-    import shlex  # noqa: PLC0415 - only for this message
-
     texts = [h for h in header if _TEXT_WORDS & set(re.findall(r"[a-z]+", h.lower()))]
     if len(header) != 2 and not texts:
         return ""
@@ -1151,6 +1150,11 @@ def _pick_columns(path: Any, header: list[str], options: dict[str, str | None], 
         raise InputError(f"{path}: line 1: the header has one column; an event log needs "
                          "case and activity columns (wrong --delimiter?)")
     hint = _WIDE_HINT + _text_table_hint(header) if csv_file else ""
+    named = [h for h in header if _normal(h) in _USER_NAMES]
+    if options["user"] is None and named:  # as dpgpu writes user-level data: said, not guessed
+        log.warning("%s: column %r is not read as the users (without --user, each case is its "
+                    "own user); pass --user %s for user-level data (dpne, advise)", path,
+                    named[0], shlex.quote(named[0]))
     return {"case": pick_column(path, header, "case", options["case"], hint=hint),
             "activity": pick_column(path, header, "activity", options["activity"]),
             "timestamp": pick_column(path, header, "timestamp", options["timestamp"],
