@@ -76,6 +76,8 @@ def test_spmf_itemsets_of_several_items_are_counted_in_a_warning(tmp_path, caplo
     caplog.clear()
     dpgpu.load(write(tmp_path, "single.txt", "1 -1 2 -1 -2\n3 -1 -2\n"))
     assert not caplog.records
+    dpgpu.load(write(tmp_path, "one.txt", "1 -1 2 -1 -2\n3 4 -1 -2\n"))
+    assert "one.txt: 1 itemset holds more than one item (the first on line 2)" in caplog.text
 
 
 def test_spmf_stripped_variant(tmp_path):

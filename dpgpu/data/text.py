@@ -600,9 +600,10 @@ def _warn_of_itemsets(path: Any, blocks: list[_IntBlock]) -> None:
             first = block.line(int(starts[0]))
         total += starts.size
     if total:
-        log.warning("%s: %d itemsets hold more than one item (the first on line %d); dpgpu's "
+        log.warning("%s: %d %s more than one item (the first on line %d); dpgpu's "
                     "sequences hold one item per position, so each is read as its items one "
-                    "after another, in the order written", path, total, first)
+                    "after another, in the order written", path, total,
+                    "itemset holds" if total == 1 else "itemsets hold", first)
 
 
 def _lines_of(data: bytes, block: _IntBlock) -> list[int]:
