@@ -202,10 +202,13 @@ def threshold_events(thresholds: Sequence[float], *, index: int | None = None
     Raises
     ------
     InvalidParameter
-        When ``thresholds`` is empty, not one-dimensional, or holds NaN or
-        an infinity.
+        When ``thresholds`` is empty, not one-dimensional, or holds NaN,
+        an infinity or something that is not a number.
     """
-    t = np.asarray(thresholds, dtype=np.float64)
+    try:
+        t = np.asarray(thresholds, dtype=np.float64)
+    except (TypeError, ValueError):  # text, ragged lists
+        t = np.empty(0)
     if t.ndim != 1 or not t.size or not np.isfinite(t).all():
         raise InvalidParameter("thresholds: expected a non-empty list of finite numbers")
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from dpgpu.audit import AuditResult, audit, threshold_events
+from dpgpu.errors import InvalidParameter
 from dpgpu.privacy import Bernoulli, DiscreteGaussian, DiscreteLaplace, NoiseKey, \
     discrete_gaussian_delta, laplace_scale
 
@@ -119,3 +120,11 @@ def test_discrete_gaussian_count_large_audit():
     broken = audit(gaussian_count(sigma * 0.7), 0, 1, events, epsilon, delta,
                    trials=2_000_000, seed=8, batch=True)
     assert not broken.passed, broken.summary()
+
+
+@pytest.mark.parametrize("thresholds", [[], [0.5, float("nan")], [[1, 2]], ["a"], [[1], [2, 3]]])
+def test_threshold_events_refuse_what_is_not_a_list_of_numbers(thresholds):
+    """Regression: ['a'] and ragged lists raised NumPy's ValueError."""
+    with pytest.raises(InvalidParameter, match="^thresholds: expected a non-empty list of "
+                                               "finite numbers"):
+        threshold_events(thresholds)
