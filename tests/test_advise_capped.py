@@ -46,6 +46,12 @@ def test_quantile_flags_a_share_the_histogram_does_not_reach():
     assert quantile(np.array([0, 3, -2]), 1000, 0.5) == (2, True)
 
 
+def test_a_share_reached_before_negative_noise_is_not_capped():
+    """Regression (review): the running total crosses the share at length 1 and falls back
+    below it (a negative noisy count later): reached, not capped."""
+    assert quantile(np.array([0, 90, 5, -10] + [0] * 97), 100, 0.9) == (1, False)
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_200_items_past_l_upper_100_text(capsys, long_seqs, seed):
     assert main(["advise", long_seqs, "--epsilon", "1", "--seed", str(seed)]) == 0

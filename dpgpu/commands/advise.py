@@ -176,15 +176,16 @@ def advise(db, epsilon: float, *, l_upper: int = 100, contribution_share: float 
 def quantile(noisy_hist: np.ndarray, total: int, fraction: float) -> tuple[int, bool]:
     """:func:`~dpgpu.mechanisms.lengths.coverage_length`, and whether it is capped.
 
-    Capped: the whole noisy histogram (bins ``0 .. l_upper``) stays below
-    ``fraction * total``, i.e. the noisy mass above the cap, ``total`` minus
-    the histogram's sum, is more than ``1 - fraction`` of ``total``: no value
-    up to the cap covers the share (the length returned is then the cap, a
-    lower bound).  Post-processing of the noisy values only (values above the
-    cap are in no bin; the noisy total counts them), so it costs no budget.
+    Capped: no running total of the noisy histogram (bins ``0 .. l_upper``)
+    reaches ``fraction * total`` (noisy counts may be negative, so a total
+    that reached it may fall back below it further on: that share is
+    reached): no value up to the cap covers the share, and the length
+    returned is the cap, a lower bound.  Post-processing of the noisy values
+    only (values above the cap are in no bin; the noisy total counts them),
+    so it costs no budget.
     """
     return (coverage_length(noisy_hist, total, fraction),
-            bool(np.sum(noisy_hist) < fraction * total))
+            bool(np.cumsum(noisy_hist).max(initial=0) < fraction * total))
 
 
 def refuse_contribution_options(db: Any, given: Mapping[str, Any],
