@@ -237,3 +237,17 @@ def test_a_user_column_not_asked_for_is_pointed_out(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="dpgpu"):
         back = dpgpu.load(tmp_path / "y.csv", user="user")
     assert back.users.tolist() == [0, 1, 0] and "not read as the users" not in caplog.text
+
+
+def test_save_of_spmf_data_to_a_txt_name_keeps_spmf_and_its_names(tmp_path):
+    """Regression (review): SPMF files are often named .txt; save("out.txt") wrote lines and
+    lost the @ITEM names."""
+    path = tmp_path / "k.txt"
+    path.write_text("@CONVERTED_FROM_TEXT\n@ITEM=1=apple\n@ITEM=2=pear\n1 -1 2 -1 -2\n2 -1 -2\n")
+    db = dpgpu.load(path)
+    db.save(tmp_path / "out.txt")
+    text = (tmp_path / "out.txt").read_text()
+    assert text.startswith("@CONVERTED_FROM_TEXT\n@ITEM=1=apple\n@ITEM=2=pear\n")
+    assert list(dpgpu.load(tmp_path / "out.txt")) == list(db)
+    db.save(tmp_path / "lines.txt", "lines")  # asked for: lines
+    assert (tmp_path / "lines.txt").read_text() == "1 2\n2\n"

@@ -118,7 +118,10 @@ def output_format(output: Any, to: str | None, input_format: str | None = None,
     that reads as ``csv`` (``.csv``, ``.tsv``) also suits the CSV tables of
     :data:`CSV_TABLES`: without ``to``, such an input keeps its format.  A
     ``.txt`` name reads as ``lines`` and suits every format written as text
-    (:data:`_ALSO_SUITS`), given as ``to``.  ``dpgpu convert`` and
+    (:data:`_ALSO_SUITS`), given as ``to``; without ``to`` it keeps a
+    ``seq`` or ``spmf`` input's format (such files are often named
+    ``.txt``; written as lines, SPMF's item names would be lost).
+    ``dpgpu convert`` and
     :meth:`SequenceDB.save` write the format this returns, else the data's
     own; ``dpgpu generate`` writes it, else ``lines``.
 
@@ -153,6 +156,8 @@ def output_format(output: Any, to: str | None, input_format: str | None = None,
         return to
     if to is not None and to in _ALSO_SUITS.get(suffix, ()):
         return to
+    if to is None and suffix == ".txt" and input_format in ("seq", "spmf"):
+        return input_format  # often named .txt; read as lines, SPMF would lose its names
     if to is not None and to != named:
         raise InvalidParameter(f"{names[0]}: {to} does not match the extension {suffix} of "
                                f"{output}, which reads as {named}; drop {names[0]} or change "
