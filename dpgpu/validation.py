@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -191,3 +192,39 @@ def check_bool(value: Any, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise InvalidParameter(f"{name}: expected True or False, got {value!r}")
     return bool(value)
+
+
+def check_real_array(values: Any, name: str) -> np.ndarray:
+    """``values`` as a float64 array of real numbers (NaN and infinities not checked).
+
+    Parameters
+    ----------
+    values : array-like
+        Numbers: NumPy integers or floats, or objects that are real numbers
+        (pandas' nullable and Arrow columns, ``Decimal``).
+    name : str
+        The parameter, named in the message.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+
+    Raises
+    ------
+    InvalidParameter
+        Ragged rows, text (NumPy would read ``"1.5"`` as 1.5), booleans (as 1
+        and 0), complex numbers (their imaginary parts would be dropped),
+        missing values (``None``, ``pd.NA``) or other objects.
+    """
+    try:
+        array = np.asarray(values)
+        if array.dtype.kind == "O" and all(
+                isinstance(v, (numbers.Real, Decimal)) and not isinstance(v, (bool, np.bool_))
+                for v in array.ravel().tolist()):
+            array = array.astype(np.float64)
+    except (TypeError, ValueError):  # ragged rows, pd.NA
+        raise InvalidParameter(f"{name}: expected an array of real numbers (every row of the "
+                               "same length, no missing values)") from None
+    if array.dtype.kind not in "iuf":
+        raise InvalidParameter(f"{name}: expected real numbers, got values of type {array.dtype}")
+    return array.astype(np.float64, copy=False)

@@ -150,7 +150,7 @@ def test_decode_pattern_errors_name_pattern():
     ([0.5], [(0, None)], "boxes", "real numbers"),
     ([0.5], [(0, float("nan"))], "boxes", "NaN"),
     ([float("nan")], [(0, 1)], "points", "NaN"),
-    ([(0.5, 0.5), (1.0,)], [(0, 0, 1, 1)], "points", "array of numbers"),  # ragged rows
+    ([(0.5, 0.5), (1.0,)], [(0, 0, 1, 1)], "points", "array of real numbers"),  # ragged
 ])
 def test_range_counts_refuses_what_is_not_a_number(points, boxes, name, says):
     with pytest.raises(InvalidParameter, match=f"^{name}: .*{says}"):

@@ -628,3 +628,23 @@ def test_complex_points_are_refused_and_a_dataframe_names_the_columns():
     frame = pd.DataFrame(np.random.default_rng(1).random((50, 2)), columns=["lon", "lat"])
     release = dpgpu.privtree_spatial(frame, 1.0, bounds=[(0, 1), (0, 1)], seed=1)
     assert release.columns == ["lon", "lat"]
+
+
+def test_real_numbers_held_as_objects_are_coordinates():
+    """Regression (review): pandas' nullable and Arrow float columns and Decimals (object
+    arrays) were refused as not real numbers; text, booleans and missing values still are."""
+    pd = pytest.importorskip("pandas")
+    from decimal import Decimal  # noqa: PLC0415
+
+    frame = pd.DataFrame(np.random.default_rng(2).random((100, 2)), columns=["lon", "lat"])
+    plain = dpgpu.privtree_spatial(frame, 1.0, bounds=[(0, 1), (0, 1)], seed=4)
+    nullable = dpgpu.privtree_spatial(frame.convert_dtypes(), 1.0, bounds=[(0, 1), (0, 1)],
+                                      seed=4)
+    assert nullable.leaves.counts.tolist() == plain.leaves.counts.tolist()
+    decimals = np.array([[Decimal("0.5"), Decimal("0.25")]] * 10, dtype=object)
+    assert dpgpu.privtree_spatial(decimals, 1.0, bounds=[(0, 1), (0, 1)], seed=1).columns \
+        == ["x0", "x1"]
+    for bad in (np.array([["0.5", "0.2"]], dtype=object), np.array([[True, 0.2]], dtype=object),
+                pd.DataFrame({"a": [0.1, None], "b": [0.2, 0.3]}).convert_dtypes()):
+        with pytest.raises(InvalidParameter, match=r"^points: .*\(real numbers"):
+            dpgpu.privtree_spatial(bad, 1.0, bounds=[(0, 1), (0, 1)])

@@ -46,7 +46,7 @@ from ..data.sequencedb import concat_ranges
 from ..data.vocabulary import END_LABEL, START_LABEL
 from ..errors import InputError, InvalidParameter
 from ..ops.keys import INT63, decode_packed, sorted_unique
-from ..validation import check_positive_int
+from ..validation import check_positive_int, check_real_array
 
 
 log = logging.getLogger("dpgpu")
@@ -1100,13 +1100,7 @@ def range_counts(points: Any, boxes: Any) -> np.ndarray:
 def _coordinates(values: Any, name: str) -> np.ndarray:
     """``values`` as a float64 array of real numbers other than NaN, else an
     InvalidParameter naming ``name``."""
-    try:
-        arr = np.asarray(values)
-    except (TypeError, ValueError) as err:  # ragged rows, say
-        raise InvalidParameter(f"{name}: expected an array of numbers ({err})") from None
-    if arr.dtype.kind not in "iuf":  # NumPy would read "1.5" as 1.5 and True as 1
-        raise InvalidParameter(f"{name}: expected real numbers, got values of type {arr.dtype}")
-    arr = arr.astype(np.float64)
+    arr = check_real_array(values, name)
     if np.isnan(arr).any():
         raise InvalidParameter(f"{name}: expected numbers other than NaN")
     return arr

@@ -79,7 +79,7 @@ from ...release import ReleaseWriter
 from ...report import Displayed
 from ...scale.partitions import LocalPartitions, Partitions, check_engine, engine_run, \
     partition_points
-from ...validation import check_choice, check_positive_int, check_positive_real
+from ...validation import check_choice, check_positive_int, check_positive_real, check_real_array
 from .core import SplitTest, level_ids, split_params
 
 log = logging.getLogger("dpgpu")
@@ -598,18 +598,12 @@ def _points(points: Any) -> np.ndarray:
 
 
 def _coordinates(values: Any, need: str) -> np.ndarray:
-    """``values`` as a finite float64 array; InvalidParameter ``need`` (and why) otherwise.
-
-    Text, ragged rows, complex numbers (their imaginary parts would be
-    dropped) and booleans are refused, as are NaN and infinities.
-    """
+    """``values`` as a finite float64 array (:func:`~dpgpu.validation.check_real_array`);
+    InvalidParameter ``need`` (and why) otherwise."""
     try:
-        kind = np.asarray(values).dtype.kind
-        array = np.asarray(values, dtype=np.float64) if kind in "iuf" else None
-    except (TypeError, ValueError):  # ragged rows
-        array = None
-    if array is None:
-        raise InvalidParameter(f"{need} (real numbers, every row of the same length)")
+        array = check_real_array(values, "values")
+    except InvalidParameter:
+        raise InvalidParameter(f"{need} (real numbers, every row of the same length)") from None
     if not np.all(np.isfinite(array)):
         raise InvalidParameter(f"{need} (NaN and infinity are not coordinates)")
     return array
