@@ -396,3 +396,14 @@ def test_generate_is_quiet_with_q_too(tmp_path, capsys):
     status, out, err = run(capsys, "generate", str(tmp_path / "g.seq"), "--tokens", "1000",
                            "-q")
     assert status == 0 and out == err == "" and (tmp_path / "g.seq").stat().st_size > 1000
+
+
+def test_the_write_probe_is_no_longer_than_the_staging_file(tmp_path, capsys):
+    """Regression (review): the probe's '.probe' suffix, a character longer than the staging
+    file's '.part', refused an output name that the write itself could take (255 bytes)."""
+    data = tmp_path / "d.txt"
+    data.write_text("1 2\n3\n")
+    out = tmp_path / ("x" * 236 + ".txt")  # ".<name>.XXXXXXXX.part" is 255 bytes
+    status, _, err = run(capsys, "convert", str(data), str(out))
+    assert status == 0 and out.read_text() == "1 2\n3\n", err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["d.txt", out.name])

@@ -375,11 +375,13 @@ def _writable_folder(path: Any, target: Path) -> Path:
     A read-only file system or a folder without write permission was found
     only when the output was written, after all the work.
     """
-    with output_errors(path):
-        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".probe",
+    with output_errors(path):  # named as the staging file will be: as long, as cleaned up
+        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part",
                                      dir=target.parent)
-    os.close(fd)
-    os.unlink(probe)
+        try:
+            os.close(fd)
+        finally:
+            os.unlink(probe)
     return target
 
 
