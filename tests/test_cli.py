@@ -152,11 +152,13 @@ def test_demo_runs_on_the_bundled_data(capsys, tmp_path):
 
 def test_demo_with_one_item_per_sequence_has_no_pattern_to_compare(capsys, tmp_path):
     """At l_max 1 the truncated original holds no pattern of length 2: n/a, not a crash."""
-    status, text, err = run(capsys, "demo", "--l-max", "1", "--n-max", "1", "--backend",
-                            "numpy", "--out", str(tmp_path / "demo"))
+    status, text, err = run(capsys, "demo", "--l-max", "1", "--backend", "numpy", "--out",
+                            str(tmp_path / "demo"))
     assert status == 0, err
     line = next(t for t in text.splitlines() if "its first 1 items" in t)
     assert line.count("n/a") == 5  # K = 20 .. 100
+    # the default n_max is lowered to l_max + 1 and said as it is (it said n_max=5)
+    assert "N-gram release (epsilon=1, l_max=1, n_max=2)" in text
 
 
 @pytest.mark.parametrize("argv", [["convert", "{data}", ""], ["generate", "", "--tokens", "10"],

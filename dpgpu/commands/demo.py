@@ -16,7 +16,7 @@ from ..backend import get_backend
 from ..data.load import demo_path, load
 from ..eval.metrics import true_positive_ratio
 from ..eval.truth import top_k_strings
-from ..mechanisms.ngram import MAX_N, check_parameters, ngram
+from ..mechanisms.ngram import MAX_N, N_MAX, check_parameters, ngram
 from ..release import check_release_target
 from .common import add_backend_argument, add_command, nonempty_path
 
@@ -30,8 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_backend_argument(p)
     p.add_argument("--epsilon", type=float, default=1.0, help="privacy budget (default 1)")
     p.add_argument("--l-max", type=int, default=20, help="items kept per sequence (default 20)")
-    p.add_argument("--n-max", type=int, default=5,
-                   help=f"longest n-gram, at most {MAX_N} (default 5)")
+    p.add_argument("--n-max", type=int,
+                   help=f"longest n-gram, at most {MAX_N} (default {N_MAX}, or --l-max + 1 if "
+                        "smaller)")
     p.add_argument("--out", default="demo-release", type=nonempty_path,
                    help="release directory (default ./demo-release)")
     p.add_argument("--force", action="store_true", help="replace an existing release")
@@ -52,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
     release = ngram(db, args.epsilon, l_max=args.l_max, n_max=args.n_max, backend=be)
     r = release.report
     out = release.save(args.out, force=args.force)
-    print(f"N-gram release (epsilon={r['epsilon']:g}, l_max={args.l_max}, n_max={args.n_max}): "
+    print(f"N-gram release (epsilon={r['epsilon']:g}, l_max={args.l_max}, "
+          f"n_max={r['parameters']['n_max']}): "
           f"tree levels {r['tree']['levels']}, {len(release.synthetic):,} synthetic sequences, "
           f"{r['timings']['total_s']:.1f} s -> {out}/")
     names = db.vocab.names or db.vocab.labels
