@@ -251,3 +251,12 @@ def test_save_of_spmf_data_to_a_txt_name_keeps_spmf_and_its_names(tmp_path):
     assert list(dpgpu.load(tmp_path / "out.txt")) == list(db)
     db.save(tmp_path / "lines.txt", "lines")  # asked for: lines
     assert (tmp_path / "lines.txt").read_text() == "1 2\n2\n"
+
+
+def test_a_user_column_read_as_the_cases_is_not_pointed_out(tmp_path, caplog):
+    """Regression (review): with --case user each case already is a user, yet the warning
+    said to pass --user user."""
+    (tmp_path / "u.csv").write_text("user,activity\nu1,a\nu1,b\nu2,a\n")
+    with caplog.at_level(logging.WARNING, logger="dpgpu"):
+        db = dpgpu.load(tmp_path / "u.csv", case="user")
+    assert len(db) == 2 and "not read as the users" not in caplog.text

@@ -194,15 +194,9 @@ def test_xes_traces_partly_without_times_keep_file_order_with_a_warning(tmp_path
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and warnings[0].name == "dpgpu"
     assert warnings[0].getMessage() == (
-        f"{tmp_path / 'p.xes'}: 2 traces keep file order because some of their events have "
-        "no 'time:timestamp' attribute (events are ordered by time only in traces whose "
-        "events all have one)")
-
-
-def test_one_such_trace_is_named_in_the_singular(tmp_path, caplog):
-    with caplog.at_level(logging.WARNING, logger="dpgpu"):
-        read_xes(tmp_path / "p.xes", xes([event("B"), event("A", "2020-01-01")]))
-    assert "p.xes: 1 trace keeps its file order because" in caplog.text
+        f"{tmp_path / 'p.xes'}: traces in which some events have no 'time:timestamp' "
+        "attribute keep file order (events are ordered by time only in traces whose events "
+        "all have one)")  # no count of them: a private release may follow
 
 
 def test_xes_with_every_event_timed_sorts_without_a_warning(tmp_path, caplog):

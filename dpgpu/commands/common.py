@@ -375,7 +375,8 @@ def engine_client(args: argparse.Namespace) -> Iterator[Any]:
     A context manager: the client, and the local cluster it started when no
     address was given, are closed at exit.  That cluster has one worker per
     GPU (``dask-cuda``) when the backend is ``cupy``.  Dask's own INFO
-    messages are shown with ``-v`` only.  ``--scheduler`` without
+    messages, and the errors its event loop's callbacks log through Tornado,
+    are shown with ``-v`` only.  ``--scheduler`` without
     ``--engine dask`` is an :class:`~dpgpu.errors.InvalidParameter`.
     """
     if getattr(args, "engine", "local") != "dask":
@@ -388,6 +389,8 @@ def engine_client(args: argparse.Namespace) -> Iterator[Any]:
 
     gpus = args.scheduler is None and get_backend(getattr(args, "backend", None)).is_gpu
     quiet = not getattr(args, "verbose", 0)
+    if quiet:  # a Ctrl-C that lands in one of Dask's waits logs a traceback through Tornado
+        logging.getLogger("tornado").setLevel(logging.CRITICAL)
     client = connect(args.scheduler, quiet=quiet, gpus=gpus)
     try:
         yield client

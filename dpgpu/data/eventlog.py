@@ -1150,16 +1150,17 @@ def _pick_columns(path: Any, header: list[str], options: dict[str, str | None], 
         raise InputError(f"{path}: line 1: the header has one column; an event log needs "
                          "case and activity columns (wrong --delimiter?)")
     hint = _WIDE_HINT + _text_table_hint(header) if csv_file else ""
-    named = [h for h in header if _normal(h) in _USER_NAMES]
-    if options["user"] is None and named:  # as dpgpu writes user-level data: said, not guessed
+    picked = {"case": pick_column(path, header, "case", options["case"], hint=hint),
+              "activity": pick_column(path, header, "activity", options["activity"]),
+              "timestamp": pick_column(path, header, "timestamp", options["timestamp"],
+                                       required=False),
+              "user": pick_column(path, header, "user", options["user"], required=False)}
+    named = [h for h in header if _normal(h) in _USER_NAMES and h not in picked.values()]
+    if picked["user"] is None and named:  # as dpgpu writes user-level data: said, not guessed
         log.warning("%s: column %r is not read as the users (without --user, each case is its "
                     "own user); pass --user %s for user-level data (dpne, advise)", path,
                     named[0], shlex.quote(named[0]))
-    return {"case": pick_column(path, header, "case", options["case"], hint=hint),
-            "activity": pick_column(path, header, "activity", options["activity"]),
-            "timestamp": pick_column(path, header, "timestamp", options["timestamp"],
-                                     required=False),
-            "user": pick_column(path, header, "user", options["user"], required=False)}
+    return picked
 
 
 def _read_columns(path: Any, where: Callable[[int], str], blocks: Iterator[list[list[str]]],

@@ -3,7 +3,7 @@
 Each ``<trace>`` of the ``<log>`` becomes one sequence: the activities
 (``concept:name``, or another attribute key) of its ``<event>`` elements,
 ordered by ``time:timestamp`` (ties keep file order) when every event of the
-trace has one, else in file order (with a warning that counts such traces).
+trace has one, else in file order (with a warning).
 Trace names (the trace's ``concept:name``) go to ``source["cases"]`` for the
 writer.
 
@@ -194,9 +194,9 @@ def _event_order(path: Any, where: Callable[[int], str], key: str, events: _Coll
     """Where each event goes (an index array) and the timestamp kind.
 
     Events go in time order (ties keep file order) within each trace whose
-    events all have a time, else keep file order; where some events have a
-    time, the traces of two or more events that keep file order are counted
-    in a warning.
+    events all have a time, else keep file order; a warning says when a
+    trace of two or more events keeps file order (not how many: a private
+    release may follow).
 
     Raises
     ------
@@ -217,12 +217,10 @@ def _event_order(path: Any, where: Callable[[int], str], key: str, events: _Coll
     sort_keys[present] = times
     complete = np.bincount(trace[~present], minlength=offsets.size - 1) == 0
     sort_keys[~complete[trace]] = 0
-    unsorted = int(np.count_nonzero(~complete & (np.diff(offsets) > 1)))
-    if unsorted:
-        log.warning("%s: %d %s file order because some of their events have no %r "
-                    "attribute (events are ordered by time only in traces whose events all "
-                    "have one)", path, unsorted, "trace keeps its" if unsorted == 1
-                    else "traces keep", key)
+    if np.any(~complete & (np.diff(offsets) > 1)):  # no count: a release run may follow
+        log.warning("%s: traces in which some events have no %r attribute keep file order "
+                    "(events are ordered by time only in traces whose events all have one)",
+                    path, key)
     return np.lexsort((sort_keys, trace)), kind
 
 

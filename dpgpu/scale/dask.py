@@ -76,10 +76,7 @@ def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = F
     n_workers : int
         Workers of the local CPU cluster started when no address is given.
     quiet : bool
-        Show Dask's messages from WARNING up only (its default is INFO), and
-        none of the errors that its event loop's callbacks log through
-        Tornado (a Ctrl-C that lands in one of Dask's waits logs a traceback
-        there).
+        Show Dask's messages from WARNING up only (its default is INFO).
     gpus : bool
         The workers count on the GPU: the local cluster is a ``dask-cuda``
         ``LocalCUDACluster``, one worker per visible GPU.  Without
@@ -103,7 +100,6 @@ def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = F
     distributed = require_distributed()
     if quiet:  # after the import, which sets the levels from Dask's configuration
         logging.getLogger("distributed").setLevel(logging.WARNING)
-        logging.getLogger("tornado").setLevel(logging.CRITICAL)
     if scheduler is not None:
         if not str(scheduler).strip():
             raise InvalidParameter(f"{name}: an empty scheduler address (leave it out for a "
