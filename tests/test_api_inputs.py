@@ -122,3 +122,12 @@ def test_a_seq_file_without_the_uci_header_is_refused_not_read_as_lines(tmp_path
                                          r"the UCI \.seq header .* such as lines"):
         dpgpu.load(path)
     assert len(dpgpu.load(path, format="lines")) == text.count("\n")
+
+
+def test_encode_reads_labels_as_from_sequences_does():
+    """Regression (review): from_sequences made 1.0 the item '1', but encode (and so
+    estimate) looked for '1.0'; None became 'None'."""
+    db = SequenceDB.from_sequences([[1.0, 2.0], [3]])
+    assert db.vocab.encode([1.0, 2, "3"]).tolist() == [0, 1, 2]
+    with pytest.raises(InvalidParameter, match="^labels: None, which is not an item label"):
+        db.vocab.encode([None])

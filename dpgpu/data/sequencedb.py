@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import InvalidParameter
 from ..ops.keys import sorted_unique
 from ..validation import check_bool, check_positive_int
-from .vocabulary import Vocabulary, is_unordered
+from .vocabulary import NOT_A_LABEL, Vocabulary, is_unordered, item_label
 
 log = logging.getLogger("dpgpu")
 
@@ -613,16 +613,11 @@ def _label_lists(sequences: Any) -> list[list[str]]:
 
 
 def _item_label(value: Any, i: int) -> str:
-    """``value``, a label of sequence ``i``, as the item's text: a string, or a number as it
-    prints (an integral float as the integer, so that ``1.0`` and ``1`` are one item)."""
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, numbers.Real) and not isinstance(value, bool) \
-            and math.isfinite(value):
-        return str(int(value)) if float(value).is_integer() else str(value)
-    raise InvalidParameter(f"sequences: sequence {i} holds {value!r:.60}, which is not an item "
-                           "label: labels are strings or finite numbers (a missing value, NaN, "
-                           "a boolean or bytes would become a made-up item)")
+    """``value``, a label of sequence ``i``, as the item's text (:func:`item_label`)."""
+    label = item_label(value)
+    if label is None:
+        raise InvalidParameter(f"sequences: sequence {i} holds {value!r:.60}, {NOT_A_LABEL}")
+    return label
 
 
 def _unordered_or_scalar(values: Any) -> bool:

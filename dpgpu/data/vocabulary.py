@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import KeysView, Mapping
 from collections.abc import Set as AbstractSet
@@ -14,6 +15,35 @@ from ..validation import check_bool
 
 END_LABEL = "&"
 START_LABEL = "$"
+
+
+#: Why a value is refused as an item label (after the value, in messages).
+NOT_A_LABEL = ("which is not an item label: labels are strings or finite numbers (a missing "
+               "value, NaN, a boolean or bytes would become a made-up item)")
+
+
+def item_label(value: Any) -> str | None:
+    """``value`` as an item's text, or None where it is not a label.
+
+    A string as it is; a finite real number as it prints, an integral one
+    as the integer (so that ``1.0`` and ``1`` are one item, as ``1`` and
+    ``"1"`` are); None for anything else (None, NaN, infinities, booleans,
+    bytes, other objects).
+
+    Parameters
+    ----------
+    value : any
+
+    Returns
+    -------
+    str or None
+    """
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) \
+            and math.isfinite(value):
+        return str(int(value)) if float(value).is_integer() else str(value)
+    return None
 
 
 class Vocabulary:
@@ -200,9 +230,9 @@ class Vocabulary:
                markers: Sequence[str] = (END_LABEL, START_LABEL)) -> np.ndarray:
         """Ids (int32) of a sequence of labels, every one checked.
 
-        Entries are turned into strings first, as
+        Entries are turned into strings first (:func:`item_label`), as
         :meth:`SequenceDB.from_sequences <dpgpu.data.sequencedb.SequenceDB.from_sequences>`
-        does, so ``[1, 2]`` reads as ``["1", "2"]``.  An item label wins over
+        does, so ``[1, 2.0]`` reads as ``["1", "2"]``.  An item label wins over
         a marker (:meth:`id_of`).
 
         Parameters
@@ -222,14 +252,18 @@ class Vocabulary:
         Raises
         ------
         InvalidParameter
-            When ``labels`` is a string or not iterable, or holds a label that
-            is neither an item nor one of ``markers`` (the message names it).
+            When ``labels`` is a string or not iterable, or holds a value that
+            is not a label (None, NaN, a boolean, bytes) or a label that is
+            neither an item nor one of ``markers`` (the message names it).
         """
         if isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
             raise InvalidParameter(f"{name}: pass a sequence of labels (a list such as "
                                    f"['a', 'b']), got {labels!r}")
         ids = []
-        for label in map(str, labels):
+        for value in labels:
+            label = item_label(value)
+            if label is None:
+                raise InvalidParameter(f"{name}: {value!r:.60}, {NOT_A_LABEL}")
             if label not in self._index and label not in markers:
                 raise InvalidParameter(f"{name}: {label!r} is not in the vocabulary")
             ids.append(self.id_of(label))
