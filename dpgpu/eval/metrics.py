@@ -37,7 +37,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from ..errors import InvalidParameter
-from ..validation import check_positive_int, check_positive_real
+from ..validation import check_positive_int, check_positive_real, check_real_array
 
 #: Sanity bound / smoothing factor as a fraction of the dataset size.
 SANITY_FRACTION = 0.001
@@ -59,8 +59,8 @@ def _numbers(values: Any, name: str, *, allow_inf: bool = False) -> np.ndarray:
     Parameters
     ----------
     values : array_like
-        Numbers of any shape; bools, strings and other objects are refused
-        (NumPy would read ``"1"`` as 1 and ``True`` as 1).
+        Numbers of any shape (:func:`~dpgpu.validation.check_real_array`:
+        bools, strings and other objects are refused).
     name : str
         The parameter's name, for the error message.
     allow_inf : bool
@@ -75,10 +75,7 @@ def _numbers(values: Any, name: str, *, allow_inf: bool = False) -> np.ndarray:
     InvalidParameter
         A value that is not a real number, NaN, or infinite without ``allow_inf``.
     """
-    arr = np.asarray(values)
-    if arr.dtype.kind not in "iuf":
-        raise InvalidParameter(f"{name}: expected real numbers, got values of type {arr.dtype}")
-    arr = arr.astype(np.float64)
+    arr = check_real_array(values, name)
     bad = np.isnan(arr) if allow_inf else ~np.isfinite(arr)
     if bad.any():
         need = "numbers other than NaN" if allow_inf else "finite numbers"
