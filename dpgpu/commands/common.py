@@ -389,9 +389,11 @@ def engine_client(args: argparse.Namespace) -> Iterator[Any]:
 
     gpus = args.scheduler is None and get_backend(getattr(args, "backend", None)).is_gpu
     quiet = not getattr(args, "verbose", 0)
-    if quiet:  # a Ctrl-C that lands in one of Dask's waits logs a traceback through Tornado
-        logging.getLogger("tornado").setLevel(logging.CRITICAL)
     client = connect(args.scheduler, quiet=quiet, gpus=gpus)
+    if quiet:  # a Ctrl-C that lands in one of Dask's waits logs a traceback through Tornado;
+        # after the import of Dask, whose configuration gives tornado.application its level
+        for name in ("tornado", "tornado.application"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
     try:
         yield client
     except BaseException:
