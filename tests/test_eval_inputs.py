@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import dpgpu
+from dpgpu.cli import main
 from dpgpu.errors import InvalidParameter
 from dpgpu.eval import evaluate as E
 from dpgpu.eval import metrics as M
@@ -185,3 +186,17 @@ def test_evaluate_release_refuses_a_single_task_name(files):
     with pytest.raises(InvalidParameter, match=r"^tasks: expected a list of task names"):
         E.evaluate_release(db, d / "rel", tasks="top-k")
     assert list(E.evaluate_release(db, d / "rel", tasks=["lengths"])["tasks"]) == ["lengths"]
+
+
+def test_a_release_missing_a_file_its_report_lists_is_refused(tmp_path, capsys):
+    """Regression: with ngrams.tsv deleted, evaluate silently dropped the n-gram section."""
+    data = tmp_path / "d.txt"
+    data.write_text("a b\nb c\n" * 30)
+    rel = tmp_path / "rel"
+    assert main(["ngram", str(data), "--epsilon", "1", "-q", "--out", str(rel)]) == 0
+    (rel / "ngrams.tsv").unlink()
+    capsys.readouterr()
+    assert main(["evaluate", "--original", str(data), "--release", str(rel)]) == 2
+    err = capsys.readouterr().err
+    assert f"{rel}: report.json lists ngrams.tsv, missing from the release directory" in err
+    assert not (rel / "evaluation.json").exists()

@@ -281,12 +281,20 @@ def check_release_report(release_dir: Any) -> dict:
     ------
     InputError
         When the directory is not a release (:func:`~dpgpu.report.read_release_report`),
-        or as ``<dir>/report.json: <field>: expected ...`` at the first field
-        that is missing or malformed.
+        as ``<dir>/report.json: <field>: expected ...`` at the first field
+        that is missing or malformed, or when a file the report lists
+        (``files``) is missing: an evaluation of part of a release would
+        leave out what it cannot see.
     InvalidParameter
         ``release_dir`` is not a str or path-like.
     """
-    return read_release_report(release_path(release_dir, "release_dir"))
+    d = release_path(release_dir, "release_dir")
+    report = read_release_report(d)
+    missing = [name for name in report.get("files") or () if not (d / name).is_file()]
+    if missing:
+        raise InputError(f"{d}: {REPORT} lists {', '.join(missing)}, missing from the release "
+                         "directory (copy a release whole)")
+    return report
 
 
 def _header(path: Path) -> list[str]:
