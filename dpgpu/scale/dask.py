@@ -111,6 +111,7 @@ def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = F
         except (OSError, ValueError, asyncio.TimeoutError) as exc:
             raise InvalidParameter(f"{name}: cannot connect to {scheduler!r} ({exc})") from None
     n_workers = check_positive_int(n_workers, "n_workers")
+    cluster, size = distributed.LocalCluster, {"n_workers": n_workers}
     if gpus:
         try:
             from dask_cuda import LocalCUDACluster  # noqa: PLC0415 - optional, GPU machines
@@ -118,12 +119,9 @@ def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = F
             log.warning("dask-cuda is not installed: the %d workers of the local cluster share "
                         "one GPU (pip install dpgpu[dist-gpu] for one worker per GPU)", n_workers)
         else:
-            with _interrupts_to_this_process():
-                return distributed.Client(LocalCUDACluster(threads_per_worker=1, **_NO_DASHBOARD))
+            cluster, size = LocalCUDACluster, {}  # one worker per visible GPU
     with _interrupts_to_this_process():
-        return distributed.Client(distributed.LocalCluster(
-            n_workers=n_workers, threads_per_worker=1, **_NO_DASHBOARD))
-
+        return distributed.Client(cluster(threads_per_worker=1, **size, **_NO_DASHBOARD))
 
 
 @contextlib.contextmanager

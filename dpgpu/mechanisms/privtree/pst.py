@@ -777,11 +777,14 @@ def pst(db: SequenceDB, epsilon: float, *, l_top: int = 20, seed: int | None = N
     default = max_nodes is None
     max_nodes = node_limit(db.vocab.size, max_nodes)
     if default and max_nodes < MAX_NODES:
-        (log.warning if max_nodes < 2 + db.vocab.size else log.info)(
-            "pst: %s items: max_nodes defaults to %s, so that the release holds at most %s "
-            "histogram counts (max_nodes x (|I| + 1))%s", f"{db.vocab.size:,}", f"{max_nodes:,}",
-            f"{MAX_HISTOGRAM_CELLS:,}", "; the root cannot split, the tree is its root only: use a "
-            "smaller vocabulary" if max_nodes < 2 + db.vocab.size else "")
+        lowered = (f"pst: {db.vocab.size:,} items: max_nodes defaults to {max_nodes:,}, so that "
+                   f"the release holds at most {MAX_HISTOGRAM_CELLS:,} histogram counts "
+                   "(max_nodes x (|I| + 1))")
+        if max_nodes < db.vocab.size + 2:  # a split of the root adds |I| + 1 nodes
+            log.warning("%s; the root cannot split, the tree is its root only: use a smaller "
+                        "vocabulary", lowered)
+        else:
+            log.info("%s", lowered)
     engine = check_engine(engine, db, client)
     progress = stage_reporter(progress, "pst")
     be = get_backend(backend)
