@@ -13,8 +13,7 @@ context that begins at a sequence's start), so an item labelled ``&`` or
 ``$`` is told from them: ``frame["gram"].map(lambda g: g[-1] is dpgpu.END)``
 selects the grams that end a sequence, ``frame["symbol"] != dpgpu.END`` the
 rows of items.  A release read back with :func:`dpgpu.load_release` gives
-the same frame as the object that was saved (the saved consistent counts of
-N-gram are rounded to three decimals).
+the same frame as the object that was saved, value for value.
 
 =====================  =====================================================
 mechanism              one row per

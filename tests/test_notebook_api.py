@@ -106,9 +106,8 @@ def test_dpne_frame_is_the_released_sets_without_counts(releases):
 def test_a_loaded_release_gives_the_same_frame(releases, tmp_path, name):
     rel = releases[name]
     loaded = dpgpu.load_release(rel.save(tmp_path / name))
-    # ngrams.tsv keeps the consistent counts to three decimals
-    pd.testing.assert_frame_equal(loaded.to_pandas(), rel.to_pandas(), check_exact=False,
-                                  atol=5e-4, rtol=0)
+    # ngrams.tsv keeps the consistent counts exactly (shortest round-trip decimals)
+    pd.testing.assert_frame_equal(loaded.to_pandas(), rel.to_pandas(), check_exact=True)
     assert loaded.summary().startswith(f"release {tmp_path / name}: ")  # not "not saved yet"
     assert rel.summary().startswith("release (not saved yet): ")
 

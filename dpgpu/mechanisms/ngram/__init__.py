@@ -282,7 +282,7 @@ class NGramRelease(Displayed):
             rel.write_columns("ngrams.tsv", ["gram", "noisy_count", "count"], [
                 np.concatenate(grams) if grams else [],
                 np.concatenate([to_numpy(lvl.noisy) for lvl in self.levels]) if grams else [],
-                [f"{c:.3f}" for lvl in self.levels for c in lvl.count.tolist()]])
+                [repr(c) for lvl in self.levels for c in lvl.count.tolist()]])
             report = dict(self.report)
             if self.synthetic is not None:
                 report.update(rel.synthetic_entries(self.synthetic))
