@@ -824,3 +824,14 @@ def test_cli_tiny_delta_and_eta_are_one_line_errors(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.startswith(f"dpgpu: error: {name}: ") and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("delta, warned", [(0.01, True), (0.0099, False), (0.5, True)])
+def test_a_delta_not_below_one_over_the_sequences_is_warned(caplog, delta, warned):
+    db = SequenceDB.from_sequences([["a", "b"]] * 100)  # 1 / |D| = 0.01
+    with caplog.at_level("WARNING", logger="dpgpu"):
+        dpne(db, 1.0, delta, max_n=2, contribution=2, seed=1)
+    messages = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any(m.startswith(f"dpne: delta={delta:g} is at least 1 / (number of sequences)")
+               for m in messages) == warned
+    assert not any("100" in m for m in messages)  # the count itself is not logged

@@ -442,6 +442,7 @@ def dpne(db: SequenceDB, epsilon: float, delta: float, *, max_n: int = 9,
     decay = 1.0 if decay is None else check_positive_real(decay, "decay")
     alpha = 5.0 if alpha is None else check_positive_real(alpha, "alpha")
     engine = check_engine(engine, db, client)
+    _warn_weak_delta(delta, len(db))
     be = get_backend(backend)
     t0 = time.perf_counter()
     if method != "dpne":
@@ -569,6 +570,18 @@ def _refuse_unused(method: str, policy: str, **given: Any) -> None:
             raise InvalidParameter(f"{name}: applies to method 'dpne' only, not {method!r}")
         elif name == "decay" and given["schedule"] != "geometric":
             raise InvalidParameter("decay: applies to schedule 'geometric' only")
+
+
+def _warn_weak_delta(delta: float, n_sequences: int) -> None:
+    """Warn when ``delta`` is not below ``1 / n_sequences``.
+
+    At such a delta an ``(epsilon, delta)``-DP mechanism may publish some
+    user's data outright; the count itself is not logged.
+    """
+    if delta * n_sequences >= 1:
+        log.warning("dpne: delta=%g is at least 1 / (number of sequences): at such a delta a "
+                    "release may publish some user's data outright; choose delta well below "
+                    "1 / (number of users), e.g. 1e-7 for a million users", delta)
 
 
 def _contributions(contribution: Any, max_n: int) -> list[int]:
