@@ -177,6 +177,26 @@ def test_empty_paths_are_refused_by_the_option_name(capsys, tmp_path, argv):
     assert set(tmp_path.iterdir()) == {data, release}  # nothing written
 
 
+def test_a_dash_reads_the_data_from_standard_input(tmp_path):
+    """``-`` named a file called ``-`` ("no such file"); it is standard input, as in most tools."""
+    done = subprocess.run([sys.executable, "-m", "dpgpu", "stats", "-"], input="a b\nb c b\n",
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^sequences +2$", done.stdout, re.M), done.stdout
+    assert re.search(r"^most frequent +b \(3\), a \(1\), c \(1\)$", done.stdout, re.M)
+
+
+@pytest.mark.parametrize("command", ["convert {data} -", "generate - --tokens 10"])
+def test_a_dash_output_is_refused_not_written_as_a_file_named_dash(capsys, tmp_path, monkeypatch,
+                                                                   command):
+    monkeypatch.chdir(tmp_path)
+    data = tmp_path / "d.txt"
+    data.write_text("a b\n")
+    status, _, err = run(capsys, *command.format(data=data).split())
+    assert status == 2 and "not to standard output" in err, err
+    assert list(tmp_path.iterdir()) == [data]
+
+
 def test_python_m_dpgpu_and_lazy_imports():
     code = ("import sys, dpgpu; assert 'cupy' not in sys.modules and 'numba' not in sys.modules; "
             "print('ok')")

@@ -56,6 +56,29 @@ def test_engine_dask_cli_writes_the_local_release(tmp_path):
         assert reports[0]["ledger"] == reports[1]["ledger"]
 
 
+def test_standard_input_from_a_file_is_that_file_for_the_workers(tmp_path):
+    """Workers read the input by path: ``/dev/stdin`` there is each worker's own input."""
+    data = tmp_path / "d.txt"
+    data.write_text("a b c\nb c\n" * 50)
+    base = [sys.executable, "-m", "dpgpu", "ngram", "--epsilon", "2", "--n-max", "3", "--seed",
+            "1", "-q", "--engine", "dask", "--no-synthetic", "--out"]
+    with data.open() as stdin:
+        piped = subprocess.run(base + [str(tmp_path / "stdin"), "-"], stdin=stdin,
+                               capture_output=True, text=True)
+    assert piped.returncode == 0, piped.stderr
+    assert main([*base[3:], str(tmp_path / "path"), str(data)]) == 0
+    assert (tmp_path / "stdin" / "ngrams.tsv").read_bytes() == \
+        (tmp_path / "path" / "ngrams.tsv").read_bytes()
+
+
+def test_a_pipe_is_refused_by_the_dask_engine(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(dpgpu.InputError, match="fifo: with the Dask engine, the input is read "
+                                               "by path and this is not a regular file"):
+        dpgpu.load_distributed(fifo, client=object())
+
+
 @pytest.mark.parametrize("address", ["notanaddress", "tcp://127.0.0.1:1"])
 def test_an_unreachable_scheduler_is_one_line_naming_it(tmp_path, capsys, address):
     import dask

@@ -3,6 +3,7 @@
 import codecs
 import gzip
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -455,3 +456,19 @@ def test_a_parameter_error_on_a_worker_is_raised_here_without_a_worker_traceback
         load_distributed(path, client, partitions=2, **options)
     assert str(remote.value) == str(local.value)
     assert compute_failures(client) == before
+
+
+def test_a_warning_of_the_worker_reading_an_event_log_is_logged_here_once(client, tmp_path,
+                                                                         caplog):
+    """Regression: the warning that a column named like a user column is not read as the
+    users was logged on the worker that read the log, where the user never saw it."""
+    path = tmp_path / "u.csv"
+    path.write_text("case,activity,author\nc1,a,ann\nc2,b,bo\nc1,b,ann\n")
+    with caplog.at_level(logging.WARNING, logger="dpgpu"):
+        db = load_distributed(path, client, partitions=2)
+    assert db.collect().items.tolist() == [0, 1, 1]  # c1: a b; c2: b
+    said = [(r.name, r.levelno, r.getMessage()) for r in caplog.records]
+    assert said == [("dpgpu", logging.WARNING,
+                     f"{path}: column 'author' is not read as the users (without --user, each "
+                     "case is its own user); pass --user author for user-level data (dpne, "
+                     "advise)")]

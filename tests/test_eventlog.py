@@ -78,7 +78,7 @@ XES = """\
     <event>
       <string key="concept:name" value="c"/>
       <string key="task" value="t2"/>
-      <date key="time:timestamp" value="2020-05-02T00:00:00"/>
+      <date key="time:timestamp" value="2020-05-02T00:00:00+00:00"/>
     </event>
     <event>
       <string key="concept:name" value="a"/>
@@ -146,7 +146,7 @@ def test_csv_utc_offsets_order_by_instant(tmp_path, latest):
             "k,late,2020-01-01T09:00:00Z\n"
             "k,early,2020-01-01T10:00:00+02:00\n"  # 08:00 UTC
             f"k,latest,{latest}\n"                  # 10:00 UTC
-            "k,first,2020-01-01\n")               # midnight UTC (naive counts as UTC)
+            "k,first,2020-01-01+01:00\n")         # 23:00 UTC the day before
     assert list(csv_log(tmp_path, text)) == [("first", "early", "late", "latest")]
 
 
@@ -156,9 +156,16 @@ def test_iso_parsing_numpy_path_agrees_with_datetime():
     values = np.array(["2011-10-11 13:45:40.276000+02:00", "2011-10-11T13:45:40Z",
                        "2011-10-11", " 2011-10-11T13:45 ", "2011-10-11T13:45:40-05:30",
                        "1969-12-31T23:59:59.5+00:00", "2024-02-29T23:59:59.999999+14:00"])
-    assert _iso_vectorized(values).tolist() == [_iso_micros(v) for v in values.tolist()]
-    assert _iso_micros("1970-01-01T01:00:00+01:00") == 0
-    assert _iso_vectorized(np.array(["1970-01-02T00:00:00.000001Z"])).tolist() == [86400000001]
+    keys, zoned = _iso_vectorized(values)
+    assert list(zip(keys.tolist(), zoned.tolist())) == [_iso_micros(v) for v in values.tolist()]
+    assert zoned.tolist() == [True, True, False, False, True, True, True]
+    assert _iso_micros("1970-01-01T01:00:00+01:00") == (0, True)
+    assert _iso_micros("1970-01-01") == (0, False)
+    keys, zoned = _iso_vectorized(np.array(["1970-01-02T00:00:00.000001Z", "1970-01-02Z"]))
+    assert keys.tolist() == [86400000001, 86400000000] and zoned.tolist() == [True, True]
+    # a date with an offset but no time is midnight there (datetime reads "+" as a separator)
+    assert _iso_micros("1970-01-02Z") == (86400000000, True)
+    assert _iso_micros("1970-01-02+02:00") == (86400000000 - 7200000000, True)
     for odd in ["2011-10-11T10:00:00+0200", "2011-10-11T10:00+ab:cd", "", "2011-10-11T24:30"]:
         assert _iso_vectorized(np.array(["2011-10-11", odd])) is None
 
@@ -760,11 +767,11 @@ def test_csv_timestamps_numpy_cannot_read_in_a_later_block(tmp_path, monkeypatch
     from dpgpu.data import eventlog
 
     monkeypatch.setattr(eventlog, "_BLOCK_ROWS", 2)
-    rows = ["k,b,2020-01-01T10:00:00Z", "k,a,2020-01-01T09:00:00Z", "j,c,2020-01-01",
+    rows = ["k,b,2020-01-01T10:00:00Z", "k,a,2020-01-01T09:00:00Z", "j,c,2020-01-01Z",
             "k,c,2020-01-01T08:00:00Z", "j,a,2020-01-01T12:00:00+0200"]
     text = "case,activity,timestamp\n" + "\n".join(rows) + "\n"
     assert list(csv_log(tmp_path, text)) == [("c", "a", "b"), ("c", "a")]
-    path, data = put(tmp_path, "bad.csv", text.replace("j,c,2020-01-01", "j,c,2020-01"))
+    path, data = put(tmp_path, "bad.csv", text.replace("j,c,2020-01-01Z", "j,c,2020-01"))
     raises_input_error([str(path), "line 4:", "'2020-01'"], read_csv_log, path, data)
     path, data = put(tmp_path, "good.csv", text.replace("+0200", "+02:00"))
     assert list(read_csv_log(path, data)) == [("c", "a", "b"), ("c", "a")]

@@ -172,6 +172,152 @@ def test_parquet_and_xes_mixed_timestamps_name_both_places(tmp_path):
         read_xes(tmp_path / "m.xes", xes.encode())
 
 
+# ------------------------------------------- dates with and without a UTC offset in one column
+# Regression: a date without an offset among dates with one was read as UTC, silently.
+ZONES = ("its timestamps must be of one kind, all dates with a UTC offset or all dates without "
+         "a UTC offset")
+
+
+def zones_error(where: str, first: str, other: str) -> str:
+    """The message for ``other`` at ``where`` in a column whose first date is at ``first``
+    (``"line 2"``), the first with a UTC offset and the other without it."""
+    return (f"{where}: column 'timestamp' mixes dates with a UTC offset ({first}) and dates "
+            f"without a UTC offset ({where}: {other!r}); {ZONES}")
+
+
+@pytest.mark.parametrize("zoned, naive", [
+    ("2024-01-01T10:00:00+02:00", "2024-01-01T09:00:00"),
+    ("2024-01-01T10:00:00Z", "2024-01-01"),                  # a date without a time: naive
+    ("2024-01-01T10:00:00z", "2024-01-01 09:00:00.5"),
+    ("2024-01-01Z", "2024-01-01T09:00"),                     # a date with Z: zoned
+    ("2024-01-01T10:00:00+0200", "2024-01-01T09:00:00"),     # not NumPy-readable
+    ("2024-01-01T10:00:00.000000001-05:00", "2024-01-01"),   # not NumPy-readable
+])
+def test_csv_dates_with_and_without_a_utc_offset_are_refused_naming_both_lines(
+        tmp_path, zoned, naive):
+    got = csv_error(tmp_path, [zoned, zoned, naive, zoned])
+    assert got == zones_error("line 4", "line 2", naive)
+    got = csv_error(tmp_path, [naive, naive, zoned, naive])
+    assert got == (f"line 4: column 'timestamp' mixes dates without a UTC offset (line 2) and "
+                   f"dates with a UTC offset (line 4: {zoned!r}); {ZONES}")
+
+
+def test_csv_an_earlier_bad_date_is_still_reported_first(tmp_path):
+    assert csv_error(tmp_path, ["2024-01-01Z", "2024-13-01Z", "2024-01-01"]) == (
+        "line 3: column 'timestamp': cannot parse timestamp '2024-13-01Z' as an ISO-8601 date")
+    assert csv_error(tmp_path, ["2024-01-01Z", "2024-01-01", "2024-13-01Z"]) == zones_error(
+        "line 3", "line 2", "2024-01-01")
+
+
+def test_csv_dates_all_with_or_all_without_an_offset_read_as_before(tmp_path):
+    path = tmp_path / "naive.csv"
+    path.write_text("case,activity,timestamp\n"
+                    "k,b,2024-01-01T10:00:00\n"
+                    "k,a,2024-01-01\n"              # midnight
+                    "k,c,2024-01-01 10:00:00.5\n")
+    assert list(read_csv_log(path, path.read_bytes())) == [("a", "b", "c")]
+    path = tmp_path / "zoned.csv"
+    path.write_text("case,activity,timestamp\n"
+                    "k,b,2024-01-01T23:30:00+02:00\n"  # 21:30 UTC
+                    "k,a,2024-01-01T22:00:00+0200\n"   # 20:00 UTC
+                    "k,c,2024-01-01T21:45:00Z\n")
+    assert list(read_csv_log(path, path.read_bytes())) == [("a", "b", "c")]
+
+
+def test_csv_a_date_with_an_offset_and_no_time_is_midnight_there(tmp_path):
+    """Regression: datetime read the offset's sign as the separator of a time
+    (``2024-01-02+01:00`` as 01:00 on 2 January, without an offset)."""
+    path = tmp_path / "zoned.csv"
+    path.write_text("case,activity,timestamp\n"
+                    "k,b,2024-01-01T23:30:00Z\n"
+                    "k,a,2024-01-02+01:00\n"        # midnight at +01:00: 23:00 UTC
+                    "k,c,2024-01-02Z\n"
+                    "k,d,2024-01-02T00:30:00+0000\n")
+    assert list(read_csv_log(path, path.read_bytes())) == [("a", "b", "c", "d")]
+
+
+def big_log(naive_at: int, n: int = 40) -> bytes:
+    """A log of ``n`` events with dates with an offset but the one at event ``naive_at``."""
+    stamps = [f"2024-01-01T{i // 60:02d}:{i % 60:02d}:00+01:00" for i in range(n)]
+    stamps[naive_at] = "2024-01-01T05:00:00"
+    return ("case,activity,timestamp\n"
+            + "".join(f"c{i % 3},a{i % 4},{s}\n" for i, s in enumerate(stamps))).encode()
+
+
+@pytest.mark.parametrize("knobs", [
+    {"_BLOCK_ROWS": 4},                                        # csv module, blocks of 4 rows
+    {"_BLOCK_ROWS": 4, "_ARROW_MIN_BYTES": 0, "_ARROW_BLOCK_BYTES": 128},  # Arrow, in blocks
+], ids=["csv-module", "arrow"])
+@pytest.mark.parametrize("unreadable", [False, True], ids=["numpy", "datetime"])
+def test_csv_mixed_offsets_found_in_a_later_block(tmp_path, monkeypatch, knobs, unreadable):
+    """The first rows are read (by NumPy) before the naive date comes; where a later row is
+    not NumPy-readable, every row is read again by datetime: the same error either way."""
+    from dpgpu.data import eventlog
+
+    for name, value in knobs.items():
+        monkeypatch.setattr(eventlog, name, value)
+    data = big_log(naive_at=30)
+    if unreadable:
+        data = data.replace(b"T00:35:00+01:00", b"T00:35:00+0100")
+    path = tmp_path / "big.csv"
+    with pytest.raises(InputError) as info:
+        read_csv_log(path, data)
+    assert str(info.value) == f"{path}: " + zones_error("line 32", "line 2",
+                                                        "2024-01-01T05:00:00")
+    good = data.replace(b"T05:00:00\n", b"T05:00:00+01:00\n")
+    # case c0: events 0, 3, ..., 39 a minute apart, but event 30 (a2) at 05:00
+    assert list(read_csv_log(path, good))[0] == ("a0", "a3", "a2", "a1", "a0", "a3", "a2", "a1",
+                                                 "a0", "a3", "a1", "a0", "a3", "a2")
+
+
+def test_cli_refuses_mixed_offsets_in_one_line_with_status_2(tmp_path, capsys):
+    path = tmp_path / "m.csv"
+    path.write_text("case,activity,timestamp\nc,A,2024-01-01T10:00:00+02:00\n"
+                    "c,B,2024-01-01T09:00:00\n")
+    one_line_error(capsys, ["stats", str(path)],
+                   f"dpgpu: error: {path}: " + zones_error("line 3", "line 2",
+                                                           "2024-01-01T09:00:00"))
+
+
+@pytest.mark.parametrize("dictionary", [False, True])
+def test_parquet_string_dates_with_and_without_an_offset_name_both_rows(tmp_path, capsys,
+                                                                         dictionary):
+    stamps = ["2024-01-01T10:00:00Z", "2024-01-01T11:00:00+02:00", "2024-01-01T10:00:00Z",
+              "2024-01-01T12:00:00Z", "2024-01-01", "2024-01-01"]
+    column = pa.array(stamps).dictionary_encode() if dictionary else pa.array(stamps)
+    path = tmp_path / "m.parquet"
+    pq.write_table(pa.table({"case": ["c"] * 6, "activity": list("ABCDEF"),
+                             "timestamp": column}), path, row_group_size=2)
+    with pytest.raises(InputError) as info:
+        read_parquet_log(path)
+    assert str(info.value) == f"{path}: " + zones_error("row 5", "row 1", "2024-01-01")
+    one_line_error(capsys, ["stats", str(path)], zones_error("row 5", "row 1", "2024-01-01"))
+
+
+def test_parquet_typed_timestamps_and_one_kind_of_strings_still_read(tmp_path):
+    from datetime import datetime, timezone
+
+    typed = pa.array([datetime(2024, 1, 1, 10, tzinfo=timezone.utc),
+                      datetime(2024, 1, 1, 9, tzinfo=timezone.utc)], pa.timestamp("us", "UTC"))
+    path = parquet(tmp_path, "t.parquet", case=["c", "c"], activity=["A", "B"], timestamp=typed)
+    assert list(read_parquet_log(path)) == [("B", "A")]
+    path = parquet(tmp_path, "s.parquet", case=["c", "c", "c"], activity=["A", "B", "C"],
+                   timestamp=["2024-01-01T10:00:00", "2024-01-01", "2024-01-01T09:00"])
+    assert list(read_parquet_log(path)) == [("B", "C", "A")]
+
+
+def test_xes_dates_with_and_without_an_offset_name_both_lines(tmp_path):
+    data = "\n".join(["<log><trace>", event("A", "2020-01-01T10:00:00+01:00"),
+                      event("B", "2020-01-01T09:00:00Z"), "</trace><trace>",
+                      event("C", "2020-01-01T08:00:00"), "</trace></log>"]).encode()
+    with pytest.raises(InputError) as info:
+        read_xes(tmp_path / "z.xes", data)
+    assert str(info.value) == (
+        f"{tmp_path / 'z.xes'}: line 5: attribute 'time:timestamp' mixes dates with a UTC "
+        "offset (line 2) and dates without a UTC offset (line 5: '2020-01-01T08:00:00'); "
+        f"{ZONES}")
+
+
 # ------------------------------------------------------- XES traces partly without times
 def event(name: str, stamp: str | None = None) -> str:
     time = "" if stamp is None else f'<date key="time:timestamp" value="{stamp}"/>'

@@ -36,11 +36,12 @@ def attr(tag: str, key: str | None, value: str | None) -> str:
     return f"<{tag}{key_part}{value_part}/>"
 
 
-def iso(rng: random.Random) -> str:
-    """A random ISO-8601 time, with or without a fraction and a UTC offset."""
+def iso(rng: random.Random, zoned: bool = True) -> str:
+    """A random ISO-8601 time, with or without a fraction, with a UTC offset if ``zoned``
+    (a log's dates all have one or none has)."""
     return (f"2021-03-{rng.randrange(1, 4):02d}T{rng.randrange(24):02d}:"
             f"{rng.randrange(60):02d}:00{rng.choice(['', '.250', '.5'])}"
-            f"{rng.choice(['', 'Z', '+02:00', '-05:30'])}")
+            f"{rng.choice(['Z', '+02:00', '-05:30'] if zoned else [''])}")
 
 
 def random_log(rng: random.Random, activity: str = "concept:name",
@@ -49,6 +50,7 @@ def random_log(rng: random.Random, activity: str = "concept:name",
     may be missing, nested attributes, globals, prefixed element names."""
     prefix = rng.choice(["", "xes:"])
     numeric = rng.random() < 0.3
+    zoned = rng.random() < 0.7
     p_missing = rng.choice([0, 0, 0.1])
     out = ['<?xml version="1.0" encoding="UTF-8"?>\n',
            f'<{prefix}log xmlns{":xes" if prefix else ""}="http://www.xes-standard.org/">\n',
@@ -61,7 +63,7 @@ def random_log(rng: random.Random, activity: str = "concept:name",
         for _ in range(rng.randrange(7)):
             parts = [attr("string", activity, rng.choice(LABELS))]
             if rng.random() >= p_missing:
-                stamp = str(rng.randrange(-3, 9)) if numeric else iso(rng)
+                stamp = str(rng.randrange(-3, 9)) if numeric else iso(rng, zoned)
                 parts.append(attr("date", timestamp, stamp))
             if rng.random() < 0.3:
                 parts.append(attr("string", "org:resource", "r1"))

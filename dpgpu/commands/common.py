@@ -234,6 +234,10 @@ def check_outside_release(path: Any, release: Any, why: str) -> None:
 _NEGATIVE_NUMBER = re.compile(r"-(\.?\d|inf|nan)", re.IGNORECASE)
 
 
+#: What ``-`` names as an input file.
+STDIN = "/dev/stdin"
+
+
 def nonempty_path(text: str) -> str:
     """argparse ``type`` of a path: ``text`` unless it is empty.
 
@@ -305,10 +309,46 @@ def add_mechanism_command(sub: argparse._SubParsersAction, name: str, *, help: s
     return p
 
 
+def data_path(text: str) -> str:
+    """argparse ``type`` of an input file: a path, or ``-`` for standard input.
+
+    ``-`` is read as ``/dev/stdin``, so messages name that file.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        When ``text`` is empty, or is ``-`` on a system without ``/dev/stdin``.
+    """
+    if nonempty_path(text) != "-":
+        return text
+    if not os.path.exists(STDIN):
+        raise argparse.ArgumentTypeError(f"'-' is read as {STDIN}, which this system lacks; "
+                                         "give a file")
+    return STDIN
+
+
+def output_path(text: str) -> str:
+    """argparse ``type`` of an output file: a path, not ``-``.
+
+    Outputs are written to a temporary file and renamed into place, so
+    standard output cannot be one.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        When ``text`` is empty or ``-``.
+    """
+    if nonempty_path(text) == "-":
+        raise argparse.ArgumentTypeError("'-': outputs are written to a file (atomically), not "
+                                         "to standard output; give a file name")
+    return text
+
+
 def add_data_arguments(parser: argparse.ArgumentParser, name: str = "data") -> None:
     """Add the dataset path and the reader options to ``parser``."""
-    parser.add_argument(name, type=nonempty_path,
-                        help="dataset file (gzip allowed); format detected from content")
+    parser.add_argument(name, type=data_path,
+                        help="dataset file (gzip allowed; - for standard input); format "
+                             "detected from content")
     group = parser.add_argument_group("input format")
     group.add_argument("--format", choices=FORMATS, help="input format (default: detect)")
     group.add_argument("--tokens", choices=LINE_TOKENS,

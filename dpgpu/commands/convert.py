@@ -12,7 +12,7 @@ from ..data.writers import WRITE_FORMATS, output_format
 from ..errors import InvalidParameter
 from ..data.io import check_free_space, check_output
 from .common import add_command, add_data_arguments, input_paths, load_from_args, \
-    nonempty_path
+    output_path
 
 _EXTENSIONS = textwrap.fill(", ".join(f"{suffix} ({fmt})" for suffix, fmt in EXTENSIONS.items()
                                       if fmt in WRITE_FORMATS),
@@ -67,7 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "convert", help="convert a dataset between formats",
                     description=DESCRIPTION, example="dpgpu convert log.xes.gz log.csv")
     add_data_arguments(p, "data")
-    p.add_argument("output", type=nonempty_path, help="output file (.gz to compress)")
+    p.add_argument("output", type=output_path, help="output file (.gz to compress)")
     p.add_argument("--to", choices=WRITE_FORMATS,
                    help="output format (default: the one the output's extension names, "
                         "else the input's format; a .csv or .tsv name keeps a wide, "

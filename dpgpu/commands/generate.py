@@ -18,7 +18,7 @@ from ..errors import InvalidParameter
 GENERATED_FORMATS = tuple(f for f in PART_FORMATS if f != "trajectory")
 from ..progress import Step
 from ..validation import check_positive_int
-from .common import Progress, add_command, nonempty_path, print_json, whole_number
+from .common import Progress, add_command, output_path, print_json, whole_number
 
 #: Most worker processes by default: the writer keeps up with a few at most.
 DEFAULT_JOBS = 8
@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "generate", help="write a synthetic dataset of any size",
                     description=DESCRIPTION,
                     example="dpgpu generate big.seq.gz --tokens 1e9 --seed 1")
-    p.add_argument("output", type=nonempty_path, help="output file (.gz to compress)")
+    p.add_argument("output", type=output_path, help="output file (.gz to compress)")
     p.add_argument("--tokens", required=True,
                    help="items wanted in all, an integer such as 100000000 or 1e8")
     p.add_argument("--seed", default="0", help="seed of the whole dataset (default 0)")

@@ -24,7 +24,7 @@ from ..errors import InputError, InvalidParameter
 from ..mechanisms.privtree import SpatialRelease, privtree_spatial
 from ..mechanisms.privtree.spatial import MAX_SPLIT_DIMS, OUTSIDE, PointsOutside, \
     check_fanout, number
-from .common import Progress, add_engine_arguments, add_mechanism_command, nonempty_path, \
+from .common import Progress, add_engine_arguments, add_mechanism_command, data_path, \
     run_mechanism
 
 
@@ -36,7 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                               example="dpgpu privtree-spatial checkins.csv --epsilon 1 "
                                       "--columns lon,lat --bounds -180,180,-90,90 --seed 7 "
                                       "--out tree/")
-    p.add_argument("points", type=nonempty_path, help="CSV or Parquet file, one point per row")
+    p.add_argument("points", type=data_path,
+                   help="CSV or Parquet file, one point per row (- for standard input)")
     p.add_argument("--columns", required=True, help="coordinate columns, e.g. x,y")
     p.add_argument("--bounds", help="public domain: lo,hi for each column, in order, with "
                                     "hi - lo finite; a point on its edge is inside, one "

@@ -7,16 +7,20 @@ first appears.  The activities become the vocabulary (sorted with
 :func:`~dpgpu.data.sequencedb.sort_labels`).
 
 Timestamps that look like dates (``YYYY-MM-DD...``) are read as ISO-8601,
-with or without a UTC offset (a time without an offset counts as UTC), and
-ordered to the microsecond (further digits of a fraction of a second are
+all with a UTC offset (``Z`` is one) or all without one (then read as if
+UTC: the column's order is that of local times), and ordered to the
+microsecond (further digits of a fraction of a second are
 cut off, by either parser); other timestamps must be numbers (as Python's
 ``float`` reads them, finite), ordered by their exact decimal values: two
 events tie only where their numbers are equal (``1``, ``1.0`` and ``1e0``
 are; ``0.1`` and ``0.10000000000000001`` are not, though one float64), so
 that the order of two events never depends on the other values of the
 file (a privacy requirement: one added record must not reorder the events
-of other cases).  A column's timestamps are all dates or all numbers, as its
-first one is: a column that mixes them is an error naming both lines.  A log without a timestamp column keeps file order.
+of other cases).  A column's timestamps are all dates or all numbers, and
+its dates all have a UTC offset or none has, as its first timestamp: a
+column that mixes them is an error naming both lines (a date without an
+offset is no instant: its order among dates with one would be a guess).
+A log without a timestamp column keeps file order.
 
 Writers reproduce the input's format so that synthetic data is a drop-in
 replacement.  Synthetic sequences have no real times, so the writers give the
@@ -86,6 +90,8 @@ _DELIMITERS = (",", "\t", ";", "|")
 _LOOKS_LIKE_DATE = re.compile(r"\s*[+-]?\d{4}-\d{2}-\d{2}")
 _FRACTION = re.compile(r"(\d{2}:\d{2}:\d{2})[.,](\d+)")
 _OFFSET = re.compile(r"(?:[Zz]|([+-]\d{2}):?(\d{2}))$")
+#: A date without a time but with a UTC offset (XML Schema's ``xs:date``: ``2020-01-01Z``).
+_DATE_OFFSET = re.compile(r"(\d{4}-\d{2}-\d{2})([Zz]|[+-]\d{2}(?::?\d{2})?)")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
@@ -93,8 +99,10 @@ class BadValue(Exception):
     """Internal: the value at ``index`` cannot be read (message says why).
 
     ``mixed`` is set for a timestamp of the other kind than the column's
-    first one: the two kinds, ``(first's, this one's)``, as a message names
-    them; the message is then the value itself (:func:`timestamp_error`).
+    first one (a number or a date; a date with or without a UTC offset): the
+    two kinds, ``(first's, this one's)``, as a message names them (from
+    :data:`_KINDS` or :data:`_ZONES`); the message is then the value itself
+    (:func:`timestamp_error`).
     """
 
     def __init__(self, index: int, message: str, mixed: tuple[str, str] | None = None):
@@ -105,6 +113,8 @@ class BadValue(Exception):
 
 #: How messages name the two kinds of timestamps.
 _KINDS = ("numbers", "ISO-8601 dates")
+#: How messages name dates with and without a UTC offset (``Z`` is one).
+_ZONES = ("dates with a UTC offset", "dates without a UTC offset")
 
 
 def _other_kind(index: int, text: str, number: bool) -> BadValue:
@@ -118,7 +128,8 @@ def timestamp_error(path: Any, where: Callable[[int], str], field: str,
     """The InputError for the bad timestamp ``bad`` (with its index).
 
     Where ``bad`` is of the other kind than the field's first timestamp
-    (index 0, which chose the kind), the message names both places.
+    (index 0, which chose the kind: number or date, date with or without a
+    UTC offset), the message names both places.
 
     Parameters
     ----------
@@ -139,9 +150,10 @@ def timestamp_error(path: Any, where: Callable[[int], str], field: str,
     if bad.mixed is None:
         return InputError(f"{path}: {here}: {field}: {bad}")
     was, now = bad.mixed
+    kinds = _KINDS if was in _KINDS else _ZONES
     return InputError(f"{path}: {here}: {field} mixes {was} ({where(0)}) and {now} "
-                      f"({here}: {bad}); its timestamps must be of one kind, all numbers or "
-                      "all ISO-8601 dates")
+                      f"({here}: {bad}); its timestamps must be of one kind, all {kinds[0]} "
+                      f"or all {kinds[1]}")
 
 
 # ------------------------------------------------------------------- options
@@ -295,7 +307,8 @@ def parse_times(values: np.ndarray) -> tuple[np.ndarray, str]:
     Returns
     -------
     keys : array of int64
-        Microseconds since 1970-01-01 UTC for ISO-8601 dates; for numbers,
+        Microseconds since 1970-01-01 UTC for ISO-8601 dates (dates without
+        a UTC offset as if UTC); for numbers,
         the numbers where all are integers in int64's range, else keys in
         the exact order of the numbers (:func:`_numeric_keys`).
     kind : {"iso", "numeric"}
@@ -304,38 +317,72 @@ def parse_times(values: np.ndarray) -> tuple[np.ndarray, str]:
     Raises
     ------
     BadValue
-        With the index of the first value that is not a timestamp.
+        With the index of the first value that is not a timestamp, or not
+        of the first value's kind (a number or a date, a date with or
+        without a UTC offset).
     """
     if values.size and _LOOKS_LIKE_DATE.match(str(values[0])):
-        keys = _iso_vectorized(values)
-        return (_iso_keys(values) if keys is None else keys), "iso"
+        return _iso_keys(values, parsed=_iso_vectorized(values))[0], "iso"
     return _numeric_keys(values), "numeric"
 
 
-def _iso_keys(values: np.ndarray) -> np.ndarray:
-    """Microseconds since the epoch of ISO-8601 strings, each distinct one parsed by datetime.
+def _iso_keys(values: np.ndarray, zoned: bool | None = None,
+              parsed: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, bool]:
+    """Microseconds since the epoch of ISO-8601 strings, all with a UTC offset or all without.
 
     Every value must look like a date (``YYYY-MM-DD...``), as the first
     one does: ``2020`` or ``20200101`` is not read as a date, and a number
-    is reported as such (:func:`timestamp_error`).
+    is reported as such (:func:`timestamp_error`).  Every value must have a
+    UTC offset (``Z`` is one) if the column's first does, else none may.
+
+    Parameters
+    ----------
+    values : array of str
+    zoned : bool, optional
+        Whether the column's dates have a UTC offset; by default, as ``values[0]``.
+    parsed : tuple of arrays, optional
+        The keys and offsets NumPy read (:func:`_iso_vectorized`); without
+        them, each distinct value is parsed by datetime (:func:`_iso_micros`).
+
+    Returns
+    -------
+    keys : array of int64
+    zoned : bool
+
+    Raises
+    ------
+    BadValue
+        At the first value that is not a date, or that has a UTC offset
+        where the column's dates have none or the other way round.
     """
-    uniq, inverse = np.unique(values, return_inverse=True)
-    keys = np.empty(uniq.size, dtype=np.int64)
-    bad = np.zeros(uniq.size, dtype=bool)
-    for k, text in enumerate(uniq.tolist()):
-        try:
-            if not _LOOKS_LIKE_DATE.match(text):
-                raise ValueError(text)
-            keys[k] = _iso_micros(text)
-        except ValueError:
-            bad[k] = True
-    if bad.any():
-        i = int(np.flatnonzero(bad[inverse])[0])
+    if parsed is None:
+        uniq, inverse = np.unique(values, return_inverse=True)
+        keys = np.empty(uniq.size, dtype=np.int64)
+        offset = np.zeros(uniq.size, dtype=bool)
+        bad = np.zeros(uniq.size, dtype=bool)
+        for k, text in enumerate(uniq.tolist()):
+            try:
+                if not _LOOKS_LIKE_DATE.match(text):
+                    raise ValueError(text)
+                keys[k], offset[k] = _iso_micros(text)
+            except ValueError:
+                bad[k] = True
+        inverse = inverse.reshape(-1)
+        keys, offset, bad = keys[inverse], offset[inverse], bad[inverse]
+    else:
+        (keys, offset), bad = parsed, np.zeros(values.size, dtype=bool)
+    if zoned is None:
+        zoned = bool(offset[0]) if offset.size else False
+    wrong = bad | (offset != zoned)
+    if wrong.any():
+        i = int(np.argmax(wrong))
         text = str(values[i])
+        if not bad[i]:
+            raise BadValue(i, repr(text), mixed=_ZONES if zoned else _ZONES[::-1])
         if _is_finite_number(text):
             raise _other_kind(i, text, number=True)
         raise BadValue(i, f"cannot parse timestamp {text!r} as an ISO-8601 date")
-    return keys[inverse.reshape(-1)]
+    return keys, zoned
 
 
 def _numeric_keys(values: np.ndarray) -> np.ndarray:
@@ -698,6 +745,7 @@ class _ChunkedTimes:
         self.numpy_iso = numpy_iso
         self.redo = False
         self.kind: str | None = None
+        self.zoned: bool | None = None  # whether the dates have a UTC offset
         self.parts: list[Any] = []  # ISO: keys; numbers: (distinct values, inverse)
         self.count = 0
         self.error: BadValue | None = None
@@ -742,13 +790,13 @@ class _ChunkedTimes:
                 self.parts.append((_number_parts(values), inverse.astype(small)))
                 self.count += inverse.size
                 return
-            keys = _iso_vectorized(values) if self.numpy_iso else None
-            if keys is None and self.numpy_iso and self.parts:
+            parsed = _iso_vectorized(values) if self.numpy_iso else None
+            if parsed is None and self.numpy_iso and self.parts:
                 self.redo = True
                 return
-            if keys is None:
+            if parsed is None:
                 self.numpy_iso = False
-                keys = _iso_keys(values)
+            keys, self.zoned = _iso_keys(values, self.zoned, parsed)
         except BadValue as bad:  # bad.index is a distinct string's, which first occurs...
             first = int(np.argmax(inverse == bad.index))  # ...where the first bad one does
             self.error = BadValue(self.count + first, str(bad), bad.mixed)
@@ -778,14 +826,20 @@ class _ChunkedTimes:
         return self.parts[0], self.kind
 
 
-def _iso_vectorized(values: np.ndarray) -> np.ndarray | None:
+def _iso_vectorized(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """Microseconds since the epoch, parsed by NumPy; None unless every value parses.
 
     Every value must start as a date (``YYYY-MM-DD``, after white space and
     an optional sign), as :func:`_iso_keys` requires: NumPy alone would read
     ``5`` as the year 5.  A trailing ``Z`` or ``+HH:MM``/``-HH:MM`` offset
     is cut off (NumPy reads no offsets) and subtracted; what remains must
-    be a date-time NumPy reads.
+    be a date-time NumPy reads (without offset: as if UTC).
+
+    Returns
+    -------
+    keys : array of int64
+    offset : array of bool
+        Whether each value has a UTC offset.
     """
     text = np.char.strip(values)
     n, width = text.size, text.dtype.itemsize // 4
@@ -817,7 +871,7 @@ def _iso_vectorized(values: np.ndarray) -> np.ndarray | None:
         return None
     if np.isnat(stamps).any():
         return None
-    return stamps.astype(np.int64) - shift.astype(np.int64) * 60_000_000
+    return stamps.astype(np.int64) - shift.astype(np.int64) * 60_000_000, offset | zulu
 
 
 def _starts_as_dates(text: np.ndarray) -> np.ndarray:
@@ -844,19 +898,28 @@ def _is_finite_number(text: str) -> bool:
         return False
 
 
-def _iso_micros(text: str) -> int:
-    """Microseconds since the epoch of an ISO-8601 date-time (naive = UTC)."""
+def _iso_micros(text: str) -> tuple[int, bool]:
+    """Microseconds since the epoch of an ISO-8601 date-time (naive: as if UTC), and
+    whether it has a UTC offset.
+
+    A date with an offset but no time is at midnight there (``2020-01-01+02:00`` is
+    ``2019-12-31T22:00Z``; datetime would take the ``+`` for the separator of a time).
+    """
     text = text.strip()
+    date = _DATE_OFFSET.fullmatch(text)
+    if date:
+        text = f"{date[1]}T00:00{date[2]}"
     try:
         stamp = datetime.fromisoformat(text)
     except ValueError:  # forms older Pythons reject: Z, +HHMM, 1..9 fraction digits
         text = _FRACTION.sub(lambda m: f"{m[1]}.{(m[2] + '000000')[:6]}", text)
         text = _OFFSET.sub(lambda m: f"{m[1]}:{m[2]}" if m[1] else "+00:00", text)
         stamp = datetime.fromisoformat(text)
-    if stamp.tzinfo is None:
+    zoned = stamp.tzinfo is not None
+    if not zoned:
         stamp = stamp.replace(tzinfo=timezone.utc)
     delta = stamp - _EPOCH
-    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds, zoned
 
 
 # ------------------------------------------------------------------ grouping

@@ -305,12 +305,30 @@ def extension_format(path: Any) -> tuple[str, str | None]:
     return suffix, EXTENSIONS.get(suffix)
 
 
-def _regular_file(p: Path) -> Path:
-    """``p``, which must be a regular file (not a pipe or device) to be read by its path."""
+def regular_file(p: Path, what: str) -> Path:
+    """``p``, which must be a regular file (not a pipe or device) to be read by its path.
+
+    Parameters
+    ----------
+    p : pathlib.Path
+        The input file.
+    what : str
+        Who reads it by path, for the message (``"text-parquet"``).
+
+    Returns
+    -------
+    pathlib.Path
+        ``p``.
+
+    Raises
+    ------
+    InputError
+        When ``p`` cannot be found or is not a regular file.
+    """
     with input_errors(p):
         mode = os.stat(p).st_mode
     if not stat.S_ISREG(mode):
-        raise InputError(f"{p}: text-parquet is read by path and this is not a regular file; "
+        raise InputError(f"{p}: {what} is read by path and this is not a regular file; "
                          "save the data to a file first")
     return p
 
@@ -357,7 +375,7 @@ def read(fmt: str, p: Path, data: bytes, options: dict) -> SequenceDB:
     if fmt == "text-csv":
         return users.read_text_csv(p, data, **options)
     if fmt == "text-parquet":
-        return users.read_text_parquet(_regular_file(p), **options)
+        return users.read_text_parquet(regular_file(p, "text-parquet"), **options)
     if fmt == "wide":
         from .wide import read_wide  # noqa: PLC0415
 

@@ -36,25 +36,31 @@ sequences meet in one partition.
   without sequences are dropped.
 * A UTF-8 byte-order mark at the start of the file is skipped, as by a
   local load.
-* Relative paths are made absolute on the client, so messages name the
-  absolute path.
+* Paths are resolved on the client (made absolute, links followed: the
+  workers may not share the client's working directory, nor its standard
+  input), so messages name the resolved path.
+* What the reader of a file read whole logs on its worker (such as the
+  warning that a column named like ``user`` is not read as the users) is
+  logged on the client instead, once, as a local load logs it.
 """
 
 from __future__ import annotations
 
 import codecs
+import contextlib
 import gzip
 import logging
+import threading
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
 from ..data import text
 from ..data.io import GZIP_MAGIC, count_line_ends, gzip_errors, input_errors
 from ..data.load import (BLANK_LINE_FORMATS, check_format, check_options, detect_format,
-                         is_parquet, load, read)
+                         is_parquet, load, read, regular_file)
 from ..data.public_vocab import public_ids, public_vocabulary
 from ..data.sequencedb import SequenceDB, sort_labels
 from ..data.vocabulary import Vocabulary
@@ -225,6 +231,7 @@ def load_distributed(path: Any, client: Any = None, *, format: str | None = None
         scheduler answers at the address ``client``.
     """
     check_format(format)
+    regular_file(Path(path), "with the Dask engine, the input")  # before a cluster starts
     if vocab is not None:
         vocab = public_vocabulary(vocab)
     if client is not None and not isinstance(check_client(client), str):
@@ -245,7 +252,7 @@ def _load_distributed(path: Any, client: Any, format: str | None, partitions: in
     n_workers = len(client.scheduler_info()["workers"])
     n_parts = check_positive_int(2 * max(1, n_workers) if partitions is None else partitions,
                                  "partitions")
-    p = Path(path).absolute()  # the workers may not share the client's working directory
+    p = Path(path).resolve()  # /dev/stdin redirected from a file: that file (module doc)
     head, start, size, gz = _head(p)
     parquet = is_parquet(format, head)
     if not parquet and (not head or (format not in BLANK_LINE_FORMATS and not head.strip()
@@ -292,9 +299,14 @@ def _all_blank(p: Path, gz: bool, start: int) -> bool:
 
 
 def _read_whole(client: Any, p: Path, fmt: str, options: dict, n_parts: int) -> DistributedDB:
-    """One worker reads the whole file; its partitions are cut there."""
-    whole = client.submit(_load_file, str(p), fmt, options, pure=False)
-    described = client.submit(_describe, whole, pure=False).result()
+    """One worker reads the whole file; its partitions are cut there.  What the
+    reader logged there is logged here (before its error, as by a local load)."""
+    loaded = client.submit(_load_file, str(p), fmt, options, pure=False)
+    whole = client.submit(_first, loaded, pure=False)
+    described, said = client.gather([client.submit(_describe, whole, pure=False),
+                                     client.submit(_second, loaded, pure=False)])
+    for level, message in said:
+        log.log(level, "%s", message)
     if isinstance(described, DPGPUError):
         raise described
     n, vocab, source, has_users = described
@@ -445,11 +457,49 @@ def _merged_source(meta: list[dict], fmt: str) -> dict:
 
 
 # ----------------------------------------------------------------- workers
-def _load_file(path: str, fmt: str, options: dict) -> SequenceDB | DPGPUError:
-    try:
-        return load(path, format=fmt, **options)
-    except DPGPUError as exc:  # a value, so that the worker does not log it as a failure
-        return exc
+class _Kept(logging.Filter):
+    """Keeps, instead of logging them, the records that dpgpu logs in a thread
+    within :meth:`keeping` (a filter of the ``dpgpu`` logger)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.here = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        kept = getattr(self.here, "kept", None)
+        if kept is None:
+            return True
+        kept.append((record.levelno, record.getMessage()))
+        return False
+
+    @contextlib.contextmanager
+    def keeping(self) -> Iterator[list[tuple[int, str]]]:
+        """Within the block, what this thread logs is kept in the list given, as
+        ``(level, message)``, and not logged (the worker's own levels apply)."""
+        log.addFilter(self)  # once: a filter that is there is not added again
+        self.here.kept = kept = []
+        try:
+            yield kept
+        finally:
+            self.here.kept = None
+
+
+_KEPT = _Kept()
+
+
+def _load_file(path: str, fmt: str, options: dict
+               ) -> tuple[SequenceDB | DPGPUError, list[tuple[int, str]]]:
+    """The file loaded on this worker, and what the reader logged, for the client to log.
+
+    An error of dpgpu is returned as a value, so that the worker does not log
+    it as a failure.
+    """
+    with _KEPT.keeping() as said:
+        try:
+            db = load(path, format=fmt, **options)
+        except DPGPUError as exc:
+            db = exc
+    return db, said
 
 
 def _describe(db: SequenceDB | DPGPUError) -> tuple[int, Vocabulary, dict, bool] | DPGPUError:
