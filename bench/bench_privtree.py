@@ -5,9 +5,14 @@ Sequence data (Section 6.2), MSNBC with ``l_top = 20``, for each epsilon:
 * top-k frequent strings (k = 20, 40, ..., 100; items only, any length):
   precision against the exact top-k of the full data, PrivTree (Eq. 12
   estimates of the private PST) vs the N-gram mechanism (``n_max = 5``,
-  ``l_max = 20``, its model's estimates);
+  ``l_max = 20``, its model's estimates) vs EM (``em_top_k``: k noisy-max
+  selections at epsilon / k each, on the data cut to ``l_top`` items; one
+  release per k, as the paper's EM spends its budget over k) vs Truncate
+  (the exact top-k of the data cut to ``l_top`` items: not private, the
+  same for every epsilon), as in Fig. 6;
 * total variation distance between the length distribution of the
-  synthetic data and that of the full data, PrivTree vs N-gram;
+  synthetic data and that of the full data, PrivTree vs N-gram (and
+  Truncate's cut lengths; EM releases no synthetic data), as in Fig. 7;
 * the PST build time (tree + leaf histograms, data loaded) for the epsilons
   of the paper's Table 4, which reports 1.73-3.05 s for its C++ code, and
   against a naive Python baseline in the same run: counting the histograms of
@@ -25,8 +30,9 @@ results do not depend on ``--jobs`` (the timings inside them do: they then
 share the CPU).  The build-time table is measured serially.
 
 Usage: ``python bench/bench_privtree.py [--reps R] [--backend numpy|cupy] [--queries Q]
-[--jobs N] [--out DIR] [--report-only]``; ``--reps 1 --queries 200`` for a quick CPU
-check.  Results go to ``<out>/privtree-<backend>.json`` and its Markdown summary
+[--jobs N] [--out DIR] [--sections S ...] [--report-only]``; ``--reps 1 --queries 200`` for a
+quick CPU check, ``--sections sequences`` for the MSNBC top-k and length section only.
+Results go to ``<out>/privtree-<backend>.json`` and its Markdown summary
 ``<out>/privtree-<backend>.md``; ``--report-only`` rewrites the Markdown from an
 existing JSON without running anything.
 """
@@ -48,6 +54,7 @@ from dpgpu.eval import metrics as M
 from dpgpu.eval import truth as T
 from dpgpu.mechanisms.ngram import ngram
 from dpgpu.mechanisms.privtree import privtree_spatial, pst, uniform_grid
+from dpgpu.mechanisms.privtree.em import em_top_k
 from naive import db_rows, naive_pst_histograms
 from parallel import add_jobs_argument, default_jobs, run_repetitions, use_jobs
 from paths import DATASETS, add_out_argument, require, results_dir
@@ -59,15 +66,21 @@ TABLE4_EPSILONS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
 K_VALUES = (20, 40, 60, 80, 100)
 L_TOP = 20  # PST: synthetic sequences and top-k strings use items up to this length
 NGRAM_N_MAX, NGRAM_L_MAX = 5, 20
+SECTIONS = ("build", "sequences", "spatial")
 # spatial result keys, their Markdown titles and the names of their axes
 SPATIAL_SETS = (("airports", "Airports", ("lon", "lat")),
                 ("skewed_synthetic", "Skewed synthetic", ("x", "y")))
 
 
 def sequences(db, reps: int, backend: str, jobs: int = 1) -> dict:
-    """Top-k precision and length TV distance, PrivTree vs N-gram."""
+    """Top-k precision and length TV distance, PrivTree vs N-gram vs EM vs Truncate."""
     true_top, _ = T.top_k_strings(db, max(K_VALUES), backend=backend)
     true_len = T.length_distribution(db)
+    cut_top, _ = T.top_k_strings(db, max(K_VALUES), l_max=L_TOP, backend=backend)
+    truncate = {"precision": [M.true_positive_ratio(true_top[:k], cut_top[:k], k)
+                              for k in K_VALUES],
+                "tv": M.total_variation_distance(true_len,
+                                                 T.length_distribution(db, l_max=L_TOP))}
 
     def one(task: tuple[float, int]) -> dict:
         eps, r = task
@@ -90,22 +103,32 @@ def sequences(db, reps: int, backend: str, jobs: int = 1) -> dict:
                         "tv": M.total_variation_distance(
                             true_len, T.length_distribution(ng.synthetic)),
                         "release_s": release_s}
+        precision, t = [], time.perf_counter()
+        for i, k in enumerate(K_VALUES):  # one release per k: epsilon / k per selection
+            em = em_top_k(db, eps, k, l_top=L_TOP, seed=6000 + 10 * r + i, backend=backend)
+            top = [tuple(db.vocab.id_of(x) for x in g) for g in em.strings()]
+            precision.append(M.true_positive_ratio(true_top[:k], top, k))
+        out["em"] = {"precision": precision,
+                     "release_s": round(time.perf_counter() - t, 3)}  # all k together
         print(f"eps={eps} rep={r}: privtree P@100={out['privtree']['precision'][-1]:.2f}"
               f" tv={out['privtree']['tv']:.3f} | ngram "
-              f"P@100={out['ngram']['precision'][-1]:.2f} tv={out['ngram']['tv']:.3f}",
-              flush=True)
+              f"P@100={out['ngram']['precision'][-1]:.2f} tv={out['ngram']['tv']:.3f} | em "
+              f"P@100={out['em']['precision'][-1]:.2f}", flush=True)
         return out
 
     tasks = [(eps, r) for eps in EPSILONS for r in range(reps)]
     runs = dict(zip(tasks, run_repetitions(one, tasks, jobs)))
-    out = {}
+    out = {"truncate": {"precision_mean": np.round(truncate["precision"], 3).tolist(),
+                        "tv_mean": round(float(truncate["tv"]), 4),
+                        "note": "not private: exact top-k of the data cut to l_top items"}}
     for eps in EPSILONS:
         row: dict = {}
-        for name in ("privtree", "ngram"):
+        for name in ("privtree", "ngram", "em"):
             m = {key: [runs[eps, r][name][key] for r in range(reps)]
                  for key in runs[eps, 0][name]}
             m["precision_mean"] = np.round(np.mean(m["precision"], axis=0), 3).tolist()
-            m["tv_mean"] = round(float(np.mean(m["tv"])), 4)
+            if "tv" in m:
+                m["tv_mean"] = round(float(np.mean(m["tv"])), 4)
             row[name] = m
         out[f"epsilon={eps}"] = row
     return out
@@ -219,13 +242,25 @@ def write_report(path: Path, result: dict) -> None:
     lines.append("")
     if "msnbc" in result:
         ks = "/".join(str(k) for k in result["k_values"])
+        msnbc = result["msnbc"]
         lines += [f"## MSNBC (l_top = {L_TOP}): PrivTree PST vs N-gram "
-                  f"(n_max = {NGRAM_N_MAX}, l_max = {NGRAM_L_MAX})", "",
-                  f"| epsilon | method | precision k={ks} | length TV |", "|---|---|---|---|"]
-        for eps, row in _epsilons(result["msnbc"]):
-            for name, label in (("privtree", "PrivTree"), ("ngram", "N-gram")):
-                precision = " / ".join(f"{p:.3f}" for p in row[name]["precision_mean"])
-                lines.append(f"| {eps} | {label} | {precision} | {row[name]['tv_mean']:.4f} |")
+                  f"(n_max = {NGRAM_N_MAX}, l_max = {NGRAM_L_MAX})"
+                  + (" vs EM vs Truncate" if "truncate" in msnbc else ""), ""]
+        if "truncate" in msnbc:
+            lines += ["EM: k noisy-max selections at epsilon / k each on the data cut to "
+                      "l_top items, one release per k (it releases no synthetic data). "
+                      "Truncate: the exact top-k of the cut data and its length "
+                      "distribution, not private (the same for every epsilon).", ""]
+        lines += [f"| epsilon | method | precision k={ks} | length TV |", "|---|---|---|---|"]
+        for eps, row in _epsilons(msnbc):
+            for name, label in (("privtree", "PrivTree"), ("ngram", "N-gram"), ("em", "EM"),
+                                ("truncate", "Truncate (not private)")):
+                entry = msnbc.get("truncate") if name == "truncate" else row.get(name)
+                if entry is None:
+                    continue
+                precision = " / ".join(f"{p:.3f}" for p in entry["precision_mean"])
+                tv = f"{entry['tv_mean']:.4f}" if "tv_mean" in entry else "-"
+                lines.append(f"| {eps} | {label} | {precision} | {tv} |")
         lines.append("")
     if "pst_build_time" in result:
         build = result["pst_build_time"]
@@ -254,6 +289,9 @@ def main() -> None:
     ap.add_argument("--backend", default="numpy")
     ap.add_argument("--queries", type=int, default=2000)
     add_out_argument(ap)
+    ap.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS),
+                    help="what to run (default: all): the PST build times, the MSNBC "
+                         "sequence comparison, the spatial comparison")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite privtree-<backend>.md from the existing .json, run nothing")
     add_jobs_argument(ap)
@@ -270,7 +308,8 @@ def main() -> None:
     require(MSNBC, AIRPORTS)
     db = dpgpu.load(MSNBC)
     result = {
-        "benchmark": "PrivTree (SIGMOD'16): MSNBC PST vs N-gram; spatial PrivTree vs UG",
+        "benchmark": "PrivTree (SIGMOD'16): MSNBC PST vs N-gram vs EM vs Truncate; "
+                     "spatial PrivTree vs UG",
         "machine": platform.machine(), "python": platform.python_version(),
         "backend": args.backend, "dpgpu": dpgpu.__version__,
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -278,18 +317,24 @@ def main() -> None:
         "notes": ("top-k: items-only strings of any length, exact top-k of the full MSNBC; "
                   "TV: synthetic vs full-data length distributions; PrivTree synthetic "
                   "sequences are capped at l_top = 20 items; UG takes n as public"),
-        "pst_build_time": {"paper_table4_s": "1.73-3.05 (C++, epsilon 0.05-1.6)",
-                           **build_times(db, args.reps, args.backend)},
-        "msnbc": sequences(db, args.reps, args.backend, jobs),
     }
-    air = read_points(AIRPORTS, "longitude,latitude")
-    result["airports"] = {"n": len(air), "bounds": [[-180, -60], [10, 75]],
-                          **spatial(air, [[-180, -60], [10, 75]], args.reps, args.backend,
-                                    args.queries, jobs)}
-    sk = skewed_points(200_000)
-    result["skewed_synthetic"] = {"n": len(sk), "generator": "skewed_points(200000, seed=7)",
-                                  **spatial(sk, [[0, 1], [0, 1]], args.reps, args.backend,
-                                            args.queries, jobs)}
+    if set(args.sections) != set(SECTIONS):
+        result["sections"] = [s for s in SECTIONS if s in args.sections]
+    if "build" in args.sections:
+        result["pst_build_time"] = {"paper_table4_s": "1.73-3.05 (C++, epsilon 0.05-1.6)",
+                                    **build_times(db, args.reps, args.backend)}
+    if "sequences" in args.sections:
+        result["msnbc"] = sequences(db, args.reps, args.backend, jobs)
+    if "spatial" in args.sections:
+        air = read_points(AIRPORTS, "longitude,latitude")
+        result["airports"] = {"n": len(air), "bounds": [[-180, -60], [10, 75]],
+                              **spatial(air, [[-180, -60], [10, 75]], args.reps,
+                                        args.backend, args.queries, jobs)}
+        sk = skewed_points(200_000)
+        result["skewed_synthetic"] = {"n": len(sk),
+                                      "generator": "skewed_points(200000, seed=7)",
+                                      **spatial(sk, [[0, 1], [0, 1]], args.reps, args.backend,
+                                                args.queries, jobs)}
     result["total_s"] = round(time.perf_counter() - t0, 1)
     path = results_dir(args) / path.name
     path.write_text(json.dumps(result, indent=2) + "\n")
