@@ -3,8 +3,9 @@
 =========  ===========================================================  ==========================
 PAPER      what it regenerates (on ../shared/datasets)                  script
 =========  ===========================================================  ==========================
-ngram      N-gram (CCS'12) Table 5 and Fig. 2 on MSNBC, release time     reproduce_ngram.py
-privtree   PrivTree (SIGMOD'16) Fig. 6/7 on MSNBC vs N-gram; spatial     bench_privtree.py
+ngram      N-gram (CCS'12) Table 5, Figs. 2, 4, 8-10 on MSNBC, release   reproduce_ngram.py
+privtree   PrivTree (SIGMOD'16) Fig. 6/7 on MSNBC vs N-gram, EM,         bench_privtree.py
+           Truncate; spatial
 dpne       DPNE (NeurIPS'21) Table 5 on MSNBC, with the DPSU baselines   bench_dpne.py
 pfs2       PFS² (ICDE'16) Fig. 2 on MSNBC and BMS1, vs N-gram + miner    bench_pfs2.py
 =========  ===========================================================  ==========================
