@@ -19,7 +19,8 @@ Sequence data (Section 6.2), MSNBC with ``l_top = 20``, for each epsilon:
   the same tree's nodes symbol by symbol with ``Counter`` (:mod:`naive`).
 
 Spatial data (Section 6.1): average relative error of range-count queries
-(small / medium / large query sets, Delta = 0.1 % of n), PrivTree vs UG, on
+(small / medium / large query sets, Delta = 0.1 % of n), PrivTree vs UG vs AG
+(the adaptive grid of Qardaji et al., two-dimensional data only), on
 the airports file (longitude, latitude; public domain [-180, -60] x [10, 75])
 and on a seeded skewed synthetic point set in the unit square.
 
@@ -53,7 +54,7 @@ from dpgpu.data.points import read_points
 from dpgpu.eval import metrics as M
 from dpgpu.eval import truth as T
 from dpgpu.mechanisms.ngram import ngram
-from dpgpu.mechanisms.privtree import privtree_spatial, pst, uniform_grid
+from dpgpu.mechanisms.privtree import adaptive_grid, privtree_spatial, pst, uniform_grid
 from dpgpu.mechanisms.privtree.em import em_top_k
 from naive import db_rows, naive_pst_histograms
 from parallel import add_jobs_argument, default_jobs, run_repetitions, use_jobs
@@ -172,7 +173,7 @@ def skewed_points(n: int, seed: int = 7) -> np.ndarray:
 
 def spatial(points: np.ndarray, bounds: list, reps: int, backend: str, n_queries: int,
             jobs: int = 1) -> dict:
-    """Average relative error per query set, PrivTree vs UG (any dimension)."""
+    """Average relative error per query set, PrivTree vs UG (any dimension) vs AG (2-D only)."""
     b = np.asarray(bounds, dtype=np.float64)
     d = b.shape[0]
     pts = np.clip(points, b[:, 0], b[:, 1])
@@ -184,22 +185,27 @@ def spatial(points: np.ndarray, bounds: list, reps: int, backend: str, n_queries
         eps, r = task
         rel = privtree_spatial(pts, eps, bounds=bounds, seed=4000 + r, backend=backend)
         ug = uniform_grid(pts, eps, n=len(pts), bounds=bounds, seed=5000 + r, backend=backend)
+        ag = adaptive_grid(pts, eps, n=len(pts), bounds=bounds, seed=6000 + r,
+                           backend=backend) if d == 2 else None
+        hists = [("privtree", rel.leaves), ("ug", ug)] + ([("ag", ag)] if ag is not None else [])
         out = {name: {s: float(M.range_relative_errors(hist.range_count(q[:, :d], q[:, d:]),
                                                        truth[s], len(pts)).mean())
                       for s, q in queries.items()}
-               for name, hist in (("privtree", rel.leaves), ("ug", ug))}
-        return {**out, "privtree_leaves": len(rel.leaves)}
+               for name, hist in hists}
+        return {**out, "privtree_leaves": len(rel.leaves)} | \
+            ({"ag_leaves": len(ag)} if ag is not None else {})
 
     tasks = [(eps, r) for eps in EPSILONS for r in range(reps)]
     runs = dict(zip(tasks, run_repetitions(one, tasks, jobs)))
     out = {}
+    names = ("privtree", "ug", "ag") if d == 2 else ("privtree", "ug")
     for eps in EPSILONS:
         rows = [runs[eps, r] for r in range(reps)]
         out[f"epsilon={eps}"] = {
             name: {s: round(float(np.mean([row[name][s] for row in rows])), 4) for s in queries}
-            for name in ("privtree", "ug")} | {"privtree_leaves_mean":
-                                               float(np.mean([row["privtree_leaves"]
-                                                              for row in rows]))}
+            for name in names} | {f"{name}_leaves_mean": float(np.mean([row[f"{name}_leaves"]
+                                                                       for row in rows]))
+                                  for name in ("privtree", "ag") if name in names}
         print(f"spatial eps={eps}: {out[f'epsilon={eps}']}", flush=True)
     return out
 
@@ -211,20 +217,28 @@ def _epsilons(section: dict) -> list[tuple[str, dict]]:
 
 
 def _spatial_table(title: str, axes: tuple[str, str], entry: dict) -> list[str]:
-    """Markdown lines: average relative errors of one spatial data set."""
+    """Markdown lines: average relative errors of one spatial data set (AG's columns when the
+    results have them: results from before AG keep their table)."""
     about = [f"n = {entry['n']}"]
     if "bounds" in entry:
         about.append("domain " + " x ".join(f"{ax} [{lo}, {hi}]"
                                             for ax, (lo, hi) in zip(axes, entry["bounds"])))
     if "generator" in entry:
         about.append(entry["generator"])
+    rows = _epsilons(entry)
+    ag = any("ag" in row for _, row in rows)
+    names = ("privtree", "ug", "ag") if ag else ("privtree", "ug")
     lines = [f"## Range counts, average relative error: {title} ({', '.join(about)})", "",
              "| epsilon | PrivTree small / medium / large | UG small / medium / large "
-             "| PrivTree leaves |", "|---|---|---|---|"]
-    for eps, row in _epsilons(entry):
+             + ("| AG small / medium / large " if ag else "")
+             + "| PrivTree leaves |" + (" AG leaves |" if ag else ""),
+             "|---|---|---|---|" + ("---|---|" if ag else "")]
+    for eps, row in rows:
         errors = [" / ".join(f"{row[name][s]:g}" for s in ("small", "medium", "large"))
-                  for name in ("privtree", "ug")]
-        lines.append(f"| {eps} | {errors[0]} | {errors[1]} | {row['privtree_leaves_mean']:g} |")
+                  if name in row else "-" for name in names]
+        leaves = [f"{row['privtree_leaves_mean']:g}"] + \
+            ([f"{row['ag_leaves_mean']:g}" if "ag_leaves_mean" in row else "-"] if ag else [])
+        lines.append(f"| {eps} | {' | '.join(errors)} | {' | '.join(leaves)} |")
     return lines + [""]
 
 
@@ -309,14 +323,14 @@ def main() -> None:
     db = dpgpu.load(MSNBC)
     result = {
         "benchmark": "PrivTree (SIGMOD'16): MSNBC PST vs N-gram vs EM vs Truncate; "
-                     "spatial PrivTree vs UG",
+                     "spatial PrivTree vs UG vs AG",
         "machine": platform.machine(), "python": platform.python_version(),
         "backend": args.backend, "dpgpu": dpgpu.__version__,
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "reps": args.reps, "jobs": jobs, "cpus": default_jobs(), "k_values": list(K_VALUES),
         "notes": ("top-k: items-only strings of any length, exact top-k of the full MSNBC; "
                   "TV: synthetic vs full-data length distributions; PrivTree synthetic "
-                  "sequences are capped at l_top = 20 items; UG takes n as public"),
+                  "sequences are capped at l_top = 20 items; UG and AG take n as public"),
     }
     if set(args.sections) != set(SECTIONS):
         result["sections"] = [s for s in SECTIONS if s in args.sections]
