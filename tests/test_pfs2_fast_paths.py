@@ -6,7 +6,8 @@
   with duplicates, empty sequences and weights;
 * the maximal-support search (:mod:`dpgpu.mechanisms.pfs2.premining_numba`):
   the index built by counting sorts, the children a node lists while it reads
-  its windows, alphabets whose ranks need more than 8 bits;
+  its windows, the tail bound's weights, alphabets whose ranks need more
+  than 8 bits;
 * sequence reconstruction with ``Contain_k`` listed in the same kernel:
   a batch equals its sequences one at a time, for any number of runs.
 """
@@ -24,8 +25,8 @@ from dpgpu.eval.subseq_numba import gather_rows, group_rows, sequence_hashes
 from dpgpu.eval.truth import _dedupe
 from dpgpu.mechanisms.pfs2 import premining
 from dpgpu.mechanisms.pfs2.premining import maximal_support
-from dpgpu.mechanisms.pfs2.premining_numba import first_occurrences, weights_with_room, \
-    window_children
+from dpgpu.mechanisms.pfs2.premining_numba import first_occurrences, tail_weights, \
+    weights_with_room, window_children
 from dpgpu.mechanisms.pfs2.shrink import candidate_tables, reconstruct, reconstruct_flat
 
 
@@ -138,6 +139,22 @@ def test_window_children_equal_brute_force(seed, n_chunks):
         assert bounds[r] == sum(w[s] for s, _ in want)
         got = list(zip(child_seq[at[r]:at[r + 1]].tolist(), child_end[at[r]:at[r + 1]].tolist()))
         assert got == (want if bounds[r] > best else [])
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("n_chunks", [1, 4])
+def test_tail_weights_equal_brute_force(seed, n_chunks):
+    """Per tail, the weight of the node's sequences where it starts after the given position."""
+    rng = np.random.default_rng(seed)
+    n_seq, n_tails = 40, 5
+    tails = rng.integers(-1, 12, (n_seq, n_tails)).astype(np.int32)
+    w = rng.integers(0, 5, n_seq).astype(np.int64)
+    seqs = rng.choice(n_seq, 25, replace=False).astype(np.int32)
+    after = rng.integers(-2, 12, seqs.size).astype(np.int32)
+    want = [sum(int(w[s]) for s, a in zip(seqs.tolist(), after.tolist()) if tails[s, q] > a)
+            for q in range(n_tails)]
+    assert tail_weights(tails, seqs, after, w, n_chunks).tolist() == want
+    assert tail_weights(tails, seqs[:0], after[:0], w, n_chunks).tolist() == [0] * n_tails
 
 
 def test_weights_with_room():

@@ -64,9 +64,10 @@ bound).  Supports are anti-monotone, so:
   one read of the items after ``e`` when these windows are short, a Numba
   loop of :mod:`.premining_numba`, else binary searches in a sorted array
   of ``(item, position)`` keys; the root's from the first occurrences);
-  the child's match ends are the next occurrence of its item (the same
-  read of the short windows lists them for every child whose bound beats
-  ``best``, so no child reads its parent's windows again; else the table,
+  the child's match ends are the next occurrence of its item (a second
+  read of the short windows, only where some child's bound beats ``best``,
+  lists them for all those children, so no child reads its parent's windows
+  again; else the table,
   else a Numba loop that reads the first :data:`_SCAN` items after ``e``
   and searches the keys beyond).  Children are visited best first (by
   the tail bound below when there is a tail table, else by this bound), so
@@ -678,7 +679,7 @@ class _Index:
 
 
 def _chunks(n: int) -> int:
-    """Runs of ``n`` sequences for :func:`.premining_numba.window_item_weights` (1: serial)."""
+    """Runs of ``n`` sequences for the parallel kernels of :mod:`.premining_numba` (1: serial)."""
     import numba  # noqa: PLC0415 - imported on first use
 
     return 1 if n < _PARALLEL_ROWS else _RUNS_PER_THREAD * numba.get_num_threads()
@@ -733,9 +734,9 @@ class _LengthSearch:
         ix = self.ix
         if ix.next_table is None:
             from .premining_numba import (  # noqa: PLC0415 - imports numba
-                window_children, window_item_weights, window_sizes)
+                window_children, window_item_weights, window_size)
 
-            size = window_sizes(ix.end, idx, e, room, np.array([0, idx.size]))[0]
+            size = window_size(ix.end, idx, e, room)
             if size <= _WINDOW_RATIO * ix.n_items * idx.size:  # short: read them
                 if best is None:
                     return window_item_weights(ix.rank_at, e, ix.end[idx] - room, ix.w[idx],
@@ -808,8 +809,10 @@ class _LengthSearch:
             idx_t, e_t = idx[~full], e[~full]
         if not (rq and left >= rq):
             return best, int(ix.w[idx].sum()) if weight is None else weight
-        fits = self.tails[idx_t] > (e_t + (left - rq)).astype(ix.dtype)[:, None]
-        upper = sure + int(round((ix.wf[idx_t] @ fits).max())) if idx_t.size else sure
+        from .premining_numba import tail_weights  # noqa: PLC0415 - imports numba
+
+        upper = sure + int(tail_weights(self.tails, idx_t, e_t + (left - rq), ix.w,
+                                        _chunks(idx_t.size)).max())
         if left == rq:  # the exact best completion
             best = max(best, upper)
         return best, upper

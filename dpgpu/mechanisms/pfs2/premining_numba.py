@@ -6,10 +6,12 @@ match of its prefix and a ``limit``: an item at position ``p`` may extend
 the prefix when ``e < p < limit``.  Positions index the flat item array;
 ``rank_at[p]`` is the rank of the item there in the search alphabet, or -1.
 
-:func:`window_children` reads a node's windows once for both what the
-search needs of its children: their bounds (the weights) and, for those
+:func:`window_children` gives what the search needs of a node's children:
+their bounds (the weights, from one read of the windows) and, for those
 worth visiting, their sequences and match ends (the first occurrence of
 the child's item in each window), so no child reads the windows again.
+Most nodes list no child (none beats the running best); only the others
+read their windows a second time, each up to the last kept child's item.
 
 The window kernels give exact integers whatever the number of threads:
 the weights are summed as integers per run of sequences and the runs are
@@ -48,34 +50,52 @@ def window_item_weights(rank_at, e, limit, w, n_items, n_chunks):
     numpy.ndarray of int64
         Shape ``(n_items,)``.
     """
-    partial = np.zeros((n_chunks, n_items), dtype=np.int64)
-    if n_chunks == 1:
-        _weights_run(rank_at, e, limit, w, 0, e.size, partial[0])
+    cuts = _cuts(e.size, n_chunks)
+    weight, _ = _window_counts(rank_at, limit, w, np.arange(e.size), e, 0, n_items, cuts)
+    return weight.sum(axis=0)
+
+
+def _cuts(n, n_chunks):
+    """Bounds of ``n_chunks`` runs of ``n`` sequences: run ``c`` is ``cuts[c]:cuts[c + 1]``."""
+    return np.arange(n_chunks + 1, dtype=np.int64) * n // n_chunks
+
+
+def _window_counts(rank_at, end, w, seqs, e, room, n_items, cuts):
+    """Per run of ``cuts`` and rank: weight and number of the sequences whose window holds it.
+
+    The window of the node's ``j``-th sequence ``s = seqs[j]`` is
+    ``e[j] < p < end[s] - room``; its weight is ``w[s]``.  Returns two int64
+    arrays of shape ``(runs, n_items)``.
+    """
+    weight = np.zeros((cuts.size - 1, n_items), dtype=np.int64)
+    count = np.zeros((cuts.size - 1, n_items), dtype=np.int64)
+    if cuts.size == 2:
+        _counts_run(rank_at, end, w, seqs, e, room, cuts, weight, count, 0)
     else:
-        _weights_runs(rank_at, e, limit, w, partial)
-    return partial.sum(axis=0)
+        _counts_runs(rank_at, end, w, seqs, e, room, cuts, weight, count)
+    return weight, count
 
 
 @numba.njit(nogil=True, cache=True)
-def _weights_run(rank_at, e, limit, w, lo, hi, row):
-    """:func:`window_item_weights` of the sequences ``lo .. hi - 1``, added to ``row``."""
-    seen = np.full(row.size, -1, dtype=np.int64)  # last sequence counted for each rank
-    for j in range(lo, hi):
-        for p in range(e[j] + 1, limit[j]):
+def _counts_run(rank_at, end, w, seqs, e, room, cuts, weight, count, c):
+    """Run ``c`` of :func:`_window_counts`: its weights and counts, into row ``c``."""
+    seen = np.full(weight.shape[1], -1, dtype=np.int64)  # last sequence that held each rank
+    for j in range(cuts[c], cuts[c + 1]):
+        s = seqs[j]
+        for p in range(e[j] + 1, end[s] - room):
             r = rank_at[p]
             if r >= 0 and seen[r] != j:
                 seen[r] = j
-                row[r] += w[j]
+                weight[c, r] += w[s]
+                count[c, r] += 1
 
 
 @one_caller_when_unsafe
 @numba.njit(parallel=True, nogil=True, cache=True)
-def _weights_runs(rank_at, e, limit, w, partial):
-    """:func:`_weights_run` of ``partial.shape[0]`` runs of sequences, in parallel."""
-    n, n_chunks = e.size, partial.shape[0]
-    for c in numba.prange(n_chunks):
-        _weights_run(rank_at, e, limit, w, n * c // n_chunks, n * (c + 1) // n_chunks,
-                     partial[c])
+def _counts_runs(rank_at, end, w, seqs, e, room, cuts, weight, count):
+    """:func:`_counts_run` of every run, in parallel."""
+    for c in numba.prange(cuts.size - 1):
+        _counts_run(rank_at, end, w, seqs, e, room, cuts, weight, count, c)
 
 
 def next_in_window(rank_at, keys, m, r, e, limit, max_scan, parallel):
@@ -256,21 +276,8 @@ def window_children(rank_at, end, w, seqs, e, room, n_items, best, n_chunks):
     child_seq, child_end : numpy.ndarray
         Of the types of ``seqs`` and ``e``.
     """
-    n = e.size
-    cuts = np.arange(n_chunks + 1, dtype=np.int64) * n // n_chunks
-    start = np.zeros(n_chunks + 1, dtype=np.int64)  # each run's share of the pair buffers
-    np.cumsum(window_sizes(end, seqs, e, room, cuts), out=start[1:])
-    weight = np.zeros((n_chunks, n_items), dtype=np.int64)
-    count = np.zeros((n_chunks, n_items), dtype=np.int64)
-    # (rank, position) of each window's first occurrences, in types as narrow as they allow
-    pair_rank = np.empty(start[-1], dtype=rank_at.dtype)
-    pair_pos = np.empty(start[-1], dtype=np.int32 if rank_at.size < 2 ** 31 else np.int64)
-    held = np.empty(n, dtype=np.int32)
-    args = (rank_at, end, w, seqs, e, room, cuts, start, weight, count, pair_rank, pair_pos, held)
-    if n_chunks == 1:
-        _pairs_run(*args, 0)
-    else:
-        _pairs_runs(*args)
+    cuts = _cuts(e.size, n_chunks)
+    weight, count = _window_counts(rank_at, end, w, seqs, e, room, n_items, cuts)
     bounds = weight.sum(axis=0)
     keep = bounds > best
     count[:, ~keep] = 0
@@ -280,21 +287,22 @@ def window_children(rank_at, end, w, seqs, e, room, n_items, best, n_chunks):
     fill = at[:-1] + np.cumsum(count, axis=0) - count
     child_seq = np.empty(at[-1], dtype=seqs.dtype)
     child_end = np.empty(at[-1], dtype=e.dtype)
-    args = (seqs, cuts, start, held, pair_rank, pair_pos, keep, fill, child_seq, child_end)
-    if n_chunks == 1:
-        _fill_run(*args, 0)
-    else:
-        _fill_runs(*args)
+    if at[-1]:  # most nodes list no child: their windows are read once
+        args = (rank_at, end, seqs, e, room, cuts, keep, int(keep.sum()), fill, child_seq,
+                child_end)
+        if n_chunks == 1:
+            _fill_run(*args, 0)
+        else:
+            _fill_runs(*args)
     return bounds, at, child_seq, child_end
 
 
 @numba.njit(nogil=True, cache=True)
-def window_sizes(end, seqs, e, room, cuts):
-    """Positions in the windows ``e[j] < p < end[seqs[j]] - room`` of each run of ``cuts``."""
-    out = np.zeros(cuts.size - 1, dtype=np.int64)
-    for c in range(cuts.size - 1):
-        for j in range(cuts[c], cuts[c + 1]):
-            out[c] += max(end[seqs[j]] - room - e[j] - 1, 0)
+def window_size(end, seqs, e, room):
+    """Positions in all the windows ``e[j] < p < end[seqs[j]] - room``."""
+    out = 0
+    for j in range(seqs.size):
+        out += max(end[seqs[j]] - room - e[j] - 1, 0)
     return out
 
 
@@ -313,59 +321,82 @@ def weights_with_room(at, seq, room_of, w, room):
 
 
 @numba.njit(nogil=True, cache=True)
-def _pairs_run(rank_at, end, w, seqs, e, room, cuts, start, weight, count, pair_rank, pair_pos,
-               held, c):
-    """Run ``c`` of :func:`window_children`: each window's ranks at their first positions.
+def _fill_run(rank_at, end, seqs, e, room, cuts, keep, n_keep, fill, child_seq, child_end, c):
+    """Run ``c`` of :func:`window_children`: the first occurrences of the kept ranks, listed.
 
-    Writes the pairs (rank, position) of the node's ``j``-th sequence after
-    those of the run's earlier sequences, from ``start[c]``, and their
-    number to ``held[j]``; adds the weights and counts of run ``c``.
+    Each window is read again, up to the first occurrence of its last kept rank.
     """
-    seen = np.full(weight.shape[1], -1, dtype=np.int64)  # last sequence that held each rank
-    o = start[c]
+    seen = np.full(keep.size, -1, dtype=np.int64)  # last sequence that held each rank
     for j in range(cuts[c], cuts[c + 1]):
         s = seqs[j]
-        o0 = o
+        found = 0
         for p in range(e[j] + 1, end[s] - room):
             r = rank_at[p]
-            if r >= 0 and seen[r] != j:
+            if r >= 0 and keep[r] and seen[r] != j:
                 seen[r] = j
-                weight[c, r] += w[s]
-                count[c, r] += 1
-                pair_rank[o] = r
-                pair_pos[o] = p
-                o += 1
-        held[j] = o - o0
+                child_seq[fill[c, r]] = s
+                child_end[fill[c, r]] = p
+                fill[c, r] += 1
+                found += 1
+                if found == n_keep:
+                    break
 
 
 @one_caller_when_unsafe
 @numba.njit(parallel=True, nogil=True, cache=True)
-def _pairs_runs(rank_at, end, w, seqs, e, room, cuts, start, weight, count, pair_rank, pair_pos,
-                held):
-    """:func:`_pairs_run` of every run, in parallel."""
+def _fill_runs(rank_at, end, seqs, e, room, cuts, keep, n_keep, fill, child_seq, child_end):
+    """:func:`_fill_run` of every run, in parallel."""
     for c in numba.prange(cuts.size - 1):
-        _pairs_run(rank_at, end, w, seqs, e, room, cuts, start, weight, count, pair_rank,
-                   pair_pos, held, c)
+        _fill_run(rank_at, end, seqs, e, room, cuts, keep, n_keep, fill, child_seq, child_end,
+                  c)
+
+
+def tail_weights(tails, seqs, after, w, n_chunks):
+    """Per tail, the weight of the node's sequences whose tail match starts after ``after``.
+
+    Parameters
+    ----------
+    tails : numpy.ndarray of signed int, shape (sequences, tails)
+        Per sequence of the database and tail, the start of the tail's
+        rightmost match (-1 where it does not occur).
+    seqs : numpy.ndarray of int
+        The node's sequences.
+    after : numpy.ndarray of int
+        Per node sequence: the tail must start beyond this position.
+    w : numpy.ndarray of int64
+        Per sequence of the database: its weight.
+    n_chunks : int
+        Runs of sequences read in parallel (1: in this thread alone).
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        Shape ``(tails,)``.
+    """
+    cuts = _cuts(seqs.size, n_chunks)
+    partial = np.zeros((n_chunks, tails.shape[1]), dtype=np.int64)
+    if n_chunks == 1:
+        _tails_run(tails, seqs, after, w, cuts, partial, 0)
+    else:
+        _tails_runs(tails, seqs, after, w, cuts, partial)
+    return partial.sum(axis=0)
 
 
 @numba.njit(nogil=True, cache=True)
-def _fill_run(seqs, cuts, start, held, pair_rank, pair_pos, keep, fill, child_seq, child_end, c):
-    """Run ``c`` of :func:`window_children`: its pairs of the kept ranks, to their children."""
-    o = start[c]
+def _tails_run(tails, seqs, after, w, cuts, partial, c):
+    """Run ``c`` of :func:`tail_weights`, into ``partial[c]``."""
+    row = partial[c]
     for j in range(cuts[c], cuts[c + 1]):
-        for t in range(o, o + held[j]):
-            r = pair_rank[t]
-            if keep[r]:
-                child_seq[fill[c, r]] = seqs[j]
-                child_end[fill[c, r]] = pair_pos[t]
-                fill[c, r] += 1
-        o += held[j]
+        s = seqs[j]
+        t = tails[s]
+        for q in range(t.size):
+            if t[q] > after[j]:
+                row[q] += w[s]
 
 
 @one_caller_when_unsafe
 @numba.njit(parallel=True, nogil=True, cache=True)
-def _fill_runs(seqs, cuts, start, held, pair_rank, pair_pos, keep, fill, child_seq, child_end):
-    """:func:`_fill_run` of every run, in parallel."""
+def _tails_runs(tails, seqs, after, w, cuts, partial):
+    """:func:`_tails_run` of every run, in parallel."""
     for c in numba.prange(cuts.size - 1):
-        _fill_run(seqs, cuts, start, held, pair_rank, pair_pos, keep, fill, child_seq,
-                  child_end, c)
+        _tails_run(tails, seqs, after, w, cuts, partial, c)
