@@ -170,8 +170,13 @@ def test_the_local_cluster_of_load_distributed_lives_as_long_as_its_data(tmp_pat
     gc.collect()
     assert closed == [client] and client.status == "closed"
     assert cluster.status.name == "closed"
-    with pytest.raises(InputError, match="no such file"):  # a failed read closes it at once
+    with pytest.raises(InputError, match="no such file"):  # refused before any cluster starts
         dpgpu.load_distributed(tmp_path / "missing.txt")
+    assert len(closed) == 1
+    bad = tmp_path / "bad.spmf"
+    bad.write_text("1 -1 2 -1 -2\n3 x -1 -2\n")
+    with pytest.raises(InputError, match="line 2: non-numeric"):  # a failed read closes it at once
+        dpgpu.load_distributed(bad)
     assert len(closed) == 2 and closed[1].status == "closed"
     assert " - INFO - " not in capfd.readouterr().err  # quiet, as the CLI's cluster
 
