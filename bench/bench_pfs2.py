@@ -18,6 +18,10 @@ Usage::
 
     python bench/bench_pfs2.py [--runs 5] [--datasets msnbc bms1] [--jobs N] [--out bench/results]
 
+``--variants pfs2 rr sr pl --no-ngram`` runs the paper's ablation baselines
+(RR, SR of Fig. 4; PL of Fig. 7; :mod:`dpgpu.mechanisms.pfs2.variants`) beside
+PFS^2, run ``r`` of each with seed ``r``, into ``pfs2-variants-numpy.*``.
+
 Results go to ``<out>/pfs2-numpy.json`` (merged per dataset with an
 existing file, rewritten after every threshold so a partial run survives)
 and ``<out>/pfs2-numpy.md``.  ``--report-only`` rewrites the Markdown from
@@ -27,6 +31,7 @@ the JSON.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -42,6 +47,7 @@ from dpgpu.eval.truth import _dedupe, frequent_subsequences, subsequence_support
     support_threshold
 from dpgpu.mechanisms.pfs2.shrink import is_subsequence
 from dpgpu.mechanisms.pfs2.support import supports
+from dpgpu.mechanisms.pfs2.variants import VARIANTS
 from parallel import add_jobs_argument, run_repetitions, use_jobs
 from paths import DATASETS as SHARED, add_out_argument, require, results_dir
 
@@ -114,8 +120,8 @@ PAPER = {
 }
 
 
-def write_report(out: Path, results: dict) -> None:
-    """The Markdown summary of ``results``."""
+def write_report(path: Path, results: dict) -> None:
+    """Write the Markdown summary of ``results`` to ``path``."""
     m = results.get("machine", {})
     lines = ["# PFS^2 vs N-gram + exact miner (PFS^2 ICDE'16, Fig. 2)", "",
              f"epsilon = {results['epsilon']}, mean over runs (runs per dataset below; "
@@ -140,11 +146,25 @@ def write_report(out: Path, results: dict) -> None:
                   "PFS^2 s/run | N-gram F | N-gram RE | N-gram released |",
                   "|---|---|---|---|---|---|---|---|---|"]
         for theta, row in entry["thresholds"].items():
-            p, g = row.get("pfs2_mean", {}), row.get("ngram_mean", {})
+            p, g = row.get("pfs2_mean", {}), row.get("ngram_mean")
+            ngram = (f"{g['f']:.3f} | {g['re']:.4f} | {g['released']:.1f}" if g else
+                     "- | - | -")  # --no-ngram
             lines.append(f"| {theta} | {row['true_frequent']} | {p.get('f', float('nan')):.3f} | "
                          f"{p.get('re', float('nan')):.4f} | {p.get('released', 0):.1f} | "
-                         f"{p.get('seconds', float('nan')):.1f} | {g.get('f', float('nan')):.3f} | "
-                         f"{g.get('re', float('nan')):.4f} | {g.get('released', 0):.1f} |")
+                         f"{p.get('seconds', float('nan')):.1f} | {ngram} |")
+        variants = [v for v in VARIANTS[1:] if any(f"{v}_mean" in row
+                                                   for row in entry["thresholds"].values())]
+        if variants:
+            lines += ["", "Ablations (Figs. 4, 7): RR random deletion and SR shrinking on the "
+                      "samples, threshold not relaxed; PL no sampling, the whole database "
+                      "shrunk to l_max.", "",
+                      "| theta | variant | F | RE | released |", "|---|---|---|---|---|"]
+            for theta, row in entry["thresholds"].items():
+                for v in ("pfs2", *variants):
+                    m = row.get(f"{v}_mean", {})
+                    lines.append(f"| {theta} | {v} | {m.get('f', float('nan')):.3f} | "
+                                 f"{m.get('re', float('nan')):.4f} | "
+                                 f"{m.get('released', 0):.1f} |")
         sp = entry.get("support_speed")
         if sp:
             lines += ["", f"Support counting, same {sp['candidates']} candidates (the exact "
@@ -155,7 +175,7 @@ def write_report(out: Path, results: dict) -> None:
                       "(issue 7 requires >= 20x).",
                       ""]
         lines.append("")
-    (out / "pfs2-numpy.md").write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(lines) + "\n")
 
 
 def main() -> None:
@@ -165,15 +185,19 @@ def main() -> None:
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
     ap.add_argument("--thresholds", nargs="+", type=float, help="override the thresholds")
     ap.add_argument("--no-ngram", action="store_true", help="skip the N-gram baseline")
+    ap.add_argument("--variants", nargs="+", choices=VARIANTS, default=["pfs2"],
+                    help="PFS^2 and its ablations to run (default pfs2; others write "
+                         "pfs2-variants-numpy.*)")
     ap.add_argument("--report-only", action="store_true", help="rewrite the .md from the .json")
     add_out_argument(ap)
     add_jobs_argument(ap)
     args = ap.parse_args()
     out = results_dir(args)
-    path_json = out / "pfs2-numpy.json"
+    path_json = out / ("pfs2-numpy.json" if args.variants == ["pfs2"] else
+                       "pfs2-variants-numpy.json")
     results = json.loads(path_json.read_text()) if path_json.exists() else {}
     if args.report_only:
-        write_report(out, results)
+        write_report(path_json.with_suffix(".md"), results)
         return
     be = get_backend("numpy")
     jobs = use_jobs(args.jobs, get_backend(None).name)  # the N-gram baseline's backend
@@ -184,7 +208,7 @@ def main() -> None:
 
     def save():
         path_json.write_text(json.dumps(results, indent=2) + "\n")
-        write_report(out, results)
+        write_report(path_json.with_suffix(".md"), results)
 
     require(*(DATASETS[name][0] for name in args.datasets))
     for name in args.datasets:
@@ -217,22 +241,24 @@ def main() -> None:
         for theta in thresholds:
             true_p, true_s = truth[theta]
 
-            def pfs2_run(r: int) -> dict:
+            def pfs2_run(r: int, variant: str) -> dict:
                 t = time.perf_counter()
-                rel = dpgpu.pfs2(db, args.epsilon, theta, seed=r, backend=be)
+                rel = dpgpu.pfs2(db, args.epsilon, theta, seed=r, backend=be, variant=variant)
                 secs = time.perf_counter() - t
                 f, re = score(db, true_p, true_s, rel.patterns, rel.supports.tolist())
-                print(f"  {name} theta={theta} pfs2 run {r}: {secs:.1f}s f={f:.3f}", flush=True)
+                print(f"  {name} theta={theta} {variant} run {r}: {secs:.1f}s f={f:.3f}",
+                      flush=True)
                 return {"f": f, "re": re, "released": len(rel.patterns),
                         "L_f": rel.report["pre_mining"]["L_f"],
                         "l_max": rel.report["pre_mining"]["l_max"], "seconds": secs}
 
-            row = {"true_frequent": len(true_p),
-                   "pfs2": run_repetitions(pfs2_run, range(args.runs), jobs),
-                   "ngram": [run[theta] for run in ngram_runs]}
-            for mech in ("pfs2", "ngram"):
+            row = {"true_frequent": len(true_p), "ngram": [run[theta] for run in ngram_runs]}
+            for v in args.variants:
+                row[v] = run_repetitions(functools.partial(pfs2_run, variant=v),
+                                         range(args.runs), jobs)
+            for mech in (*args.variants, "ngram"):
                 if row[mech]:
-                    keys = ("f", "re", "released") + (("seconds",) if mech == "pfs2" else ())
+                    keys = ("f", "re", "released") + (("seconds",) if mech != "ngram" else ())
                     row[f"{mech}_mean"] = {k: _mean(row[mech], k) for k in keys}
             entry["thresholds"][str(theta)] = row
             print(f"{name} theta={theta}: "

@@ -3,7 +3,10 @@
 Writes a release directory: ``report.json``, ``frequent.tsv`` (pattern,
 noisy support) and ``diagnostics.json`` (timings; not private, not part of
 the release).  ``--threshold`` is relative (0.01: contained in 1% of the
-sequences).
+sequences).  ``--variant`` runs one of the paper's baselines instead of
+PFS^2: ``rr`` and ``sr`` (random deletion / sequence shrinking on the
+samples, threshold not relaxed) and ``pl`` (no sampling: supports on the
+whole database shrunk to l_max).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import argparse
 from typing import Any
 
 from ..mechanisms.pfs2 import MAX_CANDIDATES, MAX_CANDIDATES_LIMIT, PFS2Release, pfs2
+from ..mechanisms.pfs2.variants import VARIANTS
 from .common import (Progress, add_data_arguments, add_engine_arguments, add_mechanism_command,
                      load_from_args, run_mechanism, whole_count)
 
@@ -34,6 +38,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"items and at most {MAX_CANDIDATES_LIMIT:_} (about 1 KB of memory "
                         f"each; default {MAX_CANDIDATES:_}); lower it to run at a larger "
                         "--epsilon (it sets the samplers' accounted delta)")
+    p.add_argument("--variant", choices=VARIANTS, default="pfs2",
+                   help="pfs2 (default), or a baseline of the paper: rr (random deletion on "
+                        "the samples, threshold not relaxed), sr (sequence shrinking on the "
+                        "samples, threshold not relaxed), pl (no sampling: noisy supports on "
+                        "the whole database shrunk to l_max); all are epsilon-DP")
     add_engine_arguments(p)
     p.set_defaults(func=run)
 
@@ -46,8 +55,8 @@ def run(args: argparse.Namespace) -> int:
 def _release(args: argparse.Namespace, db: Any, progress: Progress) -> PFS2Release:
     """The frequent subsequences of ``db``."""
     return pfs2(db, args.epsilon, args.threshold, l_upper=args.l_upper, eta=args.eta,
-                zeta=args.zeta, max_candidates=args.max_candidates, seed=args.seed,
-                backend=args.backend, engine=args.engine, client=args.client,
+                zeta=args.zeta, max_candidates=args.max_candidates, variant=args.variant,
+                seed=args.seed, backend=args.backend, engine=args.engine, client=args.client,
                 progress=progress)
 
 

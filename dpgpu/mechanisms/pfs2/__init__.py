@@ -85,6 +85,9 @@ items above its floor, deduplicated (:meth:`.premining.MaximalSupports.of`).
 
 The release holds noisy supports, the noisy ``|D|~``, ``l_max``, ``L_f`` and
 per-level candidate counts (all DP outputs) -- never exact counts.
+
+The paper's ablation baselines RR, SR (Fig. 4) and PL (Fig. 7) run through
+``variant=``; their budgets and privacy arguments are in :mod:`.variants`.
 """
 
 from __future__ import annotations
@@ -110,14 +113,15 @@ from ...progress import Step, stage_reporter
 from ...release import ReleaseWriter, add_vocabulary, encode_id_grams, note_users
 from ...report import Displayed
 from ...scale.partitions import Partitions, check_engine, engine_run, partition
-from ...validation import check_positive_int, check_positive_real, check_positive_reals, \
-    check_probability
+from ...validation import check_choice, check_positive_int, check_positive_real, \
+    check_positive_reals, check_probability
 from .candidates import capped_candidates
 from .premining import (PreMining, length_constraint, max_frequent_length, noisy_size,
                         search_queries, tv_delta)
 from .relax import relaxed_threshold
 from .shrink import shrink
 from .support import supports
+from .variants import UNRELAXED, VARIANTS, pl_epsilons, pl_share, random_deletion
 
 log = logging.getLogger("dpgpu")
 
@@ -151,16 +155,18 @@ class Level:
     sensitivity : int
         ``Delta_k``.
     relaxed_threshold : float
-        ``theta'`` on the sample.
+        ``theta'`` on the sample (RR, SR: ``theta |D|~ / L_f``; PL: ``theta |D|~``
+        on the shrunk ``D``).
     survivors : int
-        ``|C'_k|``.
+        ``|C'_k|`` (PL: the candidates released).
     support_noise_scale : float or None
         Scale of the Laplace noise on the survivors' supports
         (``|C'_k| / eps_k``); None when none survived.
     frequent : list of (tuple of int, int)
         The released patterns with their noisy supports.
     local_noisy : dict
-        Noisy local support of every candidate (a DP output; used by audits).
+        Noisy local support of every candidate (a DP output; used by audits;
+        PL: its noisy support on the shrunk ``D``).
     capped : bool
         Whether ``max_candidates`` cut ``C_k``.
     """
@@ -252,8 +258,8 @@ class PFS2Release(Displayed):
 @engine_run()
 def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
          eta: float = 0.85, zeta: float = 0.3, budget_split: Sequence[float] = BUDGET_SPLIT,
-         max_candidates: int = MAX_CANDIDATES, seed: int | None = None, backend: Any = None,
-         engine: str = "local", client: Any = None,
+         max_candidates: int = MAX_CANDIDATES, variant: str = "pfs2", seed: int | None = None,
+         backend: Any = None, engine: str = "local", client: Any = None,
          progress: Callable[[str], None] | None = None) -> PFS2Release:
     """Mine frequent subsequences under epsilon-DP (PFS^2, ICDE'16).
 
@@ -280,6 +286,11 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
         :data:`MAX_CANDIDATES_LIMIT`.  With ``epsilon`` it
         sets the samplers' accounted delta (module doc): lower it to run at
         a larger ``epsilon``.
+    variant : {"pfs2", "rr", "sr", "pl"}
+        PFS^2 (default) or one of the paper's baselines (:mod:`.variants`):
+        ``"rr"`` random deletion and ``"sr"`` shrinking on the samples, both
+        without threshold relaxation (Fig. 4); ``"pl"`` no sampling, the
+        supports counted on the whole database shrunk to ``l_max`` (Fig. 7).
     seed : int, optional
         Reproducible release (recorded as ``"seeded": true``).
     backend : str or Backend, optional
@@ -315,12 +326,14 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
     if len(weights) != 5:
         raise InvalidParameter("budget_split: expected 5 weights (eps_1 .. eps_5)")
     check_max_candidates(max_candidates, db.vocab.size)
+    variant = check_choice(variant, "variant", VARIANTS)
     engine = check_engine(engine, db, client)
     eps = split_budget(epsilon, weights)
+    steps = pl_epsilons(eps) if variant == "pl" else eps
     ledger = PrivacyLedger(epsilon, max_sampling_delta=MAX_SAMPLING_DELTA, seed=seed)
-    ledger.check_sampling("pfs2: all steps (public bound)", max(eps),
-                          sampling_bound(eps, l_upper, max_candidates), hint=DRAWS_HINT)
-    check_noise_scales(eps, l_upper, max_candidates)
+    ledger.check_sampling("pfs2: all steps (public bound)", max(steps),
+                          sampling_bound(steps, l_upper, max_candidates), hint=DRAWS_HINT)
+    check_noise_scales(steps, l_upper, max_candidates)
     progress = stage_reporter(progress, "pfs2")
     be = get_backend(backend)
     data = partition(db, engine, client)
@@ -337,7 +350,7 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
     t = time.perf_counter()
     levels = mine(db, ledger, pre, threshold=threshold, eps_prune=eps[3], eps_support=eps[4],
                   zeta=zeta, max_candidates=max_candidates, backend=be,
-                  data=data, progress=progress)
+                  data=data, progress=progress, variant=variant)
     timings["mining_s"] = time.perf_counter() - t
     timings["total_s"] = time.perf_counter() - t0
     report = {
@@ -347,7 +360,7 @@ def pfs2(db: SequenceDB, epsilon: float, threshold: float, *, l_upper: int = 20,
         "private": True,
         "parameters": {"epsilon": epsilon, "threshold": threshold, "l_upper": l_upper,
                        "eta": eta, "zeta": zeta, "budget_split": list(weights),
-                       "max_candidates": max_candidates},
+                       "max_candidates": max_candidates, "variant": variant},
         "epsilon": ledger.spent_epsilon,
         "delta": ledger.spent_delta,
         "ledger": ledger.to_dict(),
@@ -368,8 +381,10 @@ def sampling_bound(epsilons: Sequence[float], l_upper: int, max_candidates: int)
 
     Parameters
     ----------
-    epsilons : sequence of 5 floats
-        ``eps_1 .. eps_5``.
+    epsilons : sequence of 5 (or 4) floats
+        ``eps_1 .. eps_5``; for PL (:func:`.variants.pl_epsilons`) ``eps_1 ..
+        eps_3`` and the share of its levels, which draw at most
+        ``max_candidates`` values in all.
     l_upper : int
         ``l_1``: ``l_1 + 1`` length counts drawn (lengths ``0 .. l_1``), and
         ``l_max <= l_1`` bounds the maximal-support queries by ``ceil(log2 l_1)``.
@@ -384,10 +399,10 @@ def sampling_bound(epsilons: Sequence[float], l_upper: int, max_candidates: int)
         At least the sum of the steps' sampling deltas, whatever the data;
         infinite where a step's is (an epsilon whose ``e^epsilon`` overflows).
     """
-    e1, e2, e3, e4, e5 = epsilons
+    e1, e2, e3, *mining = epsilons
     queries = search_queries(l_upper)
     parts = (tv_delta(1, e1), tv_delta(l_upper + 1, e2), tv_delta(queries, e3),
-             tv_delta(max_candidates, e4), tv_delta(max_candidates, e5))
+             *(tv_delta(max_candidates, e) for e in mining))
     if not all(map(math.isfinite, parts)):
         return math.inf
     return float_at_least(sum(map(Fraction, parts), Fraction(0)))
@@ -404,10 +419,14 @@ def check_noise_scales(epsilons: Sequence[float], l_upper: int, max_candidates: 
     ``L_f <= l_upper``).  Checking them before any data is read keeps a run from
     failing mid-way, its budget spent, on what the data gives (module doc).
 
+    PL (:mod:`.variants`) has no pruning step, and its levels' supports have
+    ``Delta_k <= max_candidates`` at an ``l_upper``-th of ``eps_4 + eps_5``.
+
     Parameters
     ----------
-    epsilons : sequence of 5 floats
-        ``eps_1 .. eps_5``.
+    epsilons : sequence of 5 (or 4) floats
+        ``eps_1 .. eps_5``, or PL's ``eps_1 .. eps_3`` and ``eps_4 + eps_5``
+        (:func:`.variants.pl_epsilons`).
     l_upper : int
         ``l_1``.
     max_candidates : int
@@ -419,14 +438,17 @@ def check_noise_scales(epsilons: Sequence[float], l_upper: int, max_candidates: 
         Naming ``epsilon``, the step, and what else lowers its scale.
     """
     queries = search_queries(l_upper)
+    pruning = [("pruning (eps_4)", epsilons[3], max_candidates, "max_candidates")
+               ] if len(epsilons) == 5 else []
+    share = "eps_5" if pruning else "eps_4 + eps_5"
     steps = (("noisy |D| (eps_1)", epsilons[0], 1, None),
              ("length histogram (eps_2)", epsilons[1], 1, None),
              ("maximal-support queries (eps_3)", epsilons[2], queries, "l_upper"),
-             ("pruning (eps_4)", epsilons[3], max_candidates, "max_candidates"),
-             # the least of split_budget(eps_5, [1] * L_f) for any L_f <= l_upper (0 where a
-             # tiny epsilon left eps_5 nothing, which split_budget would refuse as its total)
-             ("level supports (eps_5 over l_upper levels)",
-              float_at_most(Fraction(epsilons[4]) / l_upper), max_candidates,
+             *pruning,
+             # the least of split_budget(share, [1] * L_f) for any L_f <= l_upper (0 where a
+             # tiny epsilon left the share nothing, which split_budget would refuse as its total)
+             (f"level supports ({share} over l_upper levels)",
+              float_at_most(Fraction(epsilons[-1]) / l_upper), max_candidates,
               "max_candidates or l_upper"))
     for step, eps, sensitivity, lower in steps:
         try:
@@ -488,7 +510,8 @@ def support_sensitivity(l_max: int, k: int, n_candidates: int) -> int:
 def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: float,
          eps_prune: float, eps_support: float, zeta: float, max_candidates: int,
          backend: Backend, data: Partitions | None = None,
-         progress: Callable[[str], None] = lambda msg: None) -> list[Level]:
+         progress: Callable[[str], None] = lambda msg: None,
+         variant: str = "pfs2") -> list[Level]:
     """The mining phase (Algorithm 3, lines 11-23): partition, prune, count.
 
     The exact supports are sums over sequences, so they are counted per
@@ -499,12 +522,19 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
     transformation), so shrinking each partition's part of a sample gives
     the same supports as shrinking the whole sample.
 
+    The baselines of :mod:`.variants` change the levels: ``"sr"`` and
+    ``"rr"`` compare the local supports with the unrelaxed ``theta |D|~ /
+    L_f``, ``"rr"`` cutting the samples by :func:`.variants.random_deletion`
+    instead of shrinking them; ``"pl"`` draws no samples and releases the
+    noisy supports of all of ``C_k`` on the whole database shrunk to
+    ``l_max``, level ``k`` at an ``L_f``-th of ``eps_prune + eps_support``.
+
     Parameters
     ----------
     db : SequenceDB
     ledger : PrivacyLedger
         Charged ``eps_prune`` (parallel over the samples) and ``eps_support``
-        (``L_f`` sequential shares).
+        (``L_f`` sequential shares); PL: ``L_f`` sequential shares of their sum.
     pre : PreMining
     threshold : float
         Relative threshold.
@@ -519,6 +549,8 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
         The partitions of ``db`` (:func:`dpgpu.scale.partitions.partition`);
         default: ``db`` itself, in this process.
     progress : callable
+    variant : {"pfs2", "rr", "sr", "pl"}
+        Checked by :func:`pfs2`.
 
     Returns
     -------
@@ -537,13 +569,23 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
     L_f, l_max = pre.L_f, pre.l_max
     n_items = db.vocab.size
     check_max_candidates(max_candidates, n_items)
-    prune = ledger.charge_parallel(
-        f"pfs2: sample-based candidate pruning ({L_f} disjoint samples)",
-        [(eps_prune, 0.0)] * L_f, sampling_delta=tv_delta(max_candidates, eps_prune),
-        hint=DRAWS_HINT)
-    data = (data if data is not None else partition(db)).map(_mining_data, L_f,
-                                       per_row=(sample_assignment(len(db), L_f, prune.key),))
-    eps_level = split_budget(eps_support, [1.0] * L_f)
+    data = data if data is not None else partition(db)
+    count = _cut_supports if variant == "rr" else _sample_supports
+    if variant == "pl":
+        data = data.map(_whole_data, L_f)
+        eps_level = split_budget(pl_share(eps_prune, eps_support), [1.0] * L_f)
+    else:
+        prune = ledger.charge_parallel(
+            f"pfs2: sample-based candidate pruning ({L_f} disjoint samples)",
+            [(eps_prune, 0.0)] * L_f, sampling_delta=tv_delta(max_candidates, eps_prune),
+            hint=DRAWS_HINT)
+        assignment = sample_assignment(len(db), L_f, prune.key)
+        if variant == "rr":
+            data = data.map(_cut_mining_data, L_f, l_max, prune.key.derive("random deletion"),
+                            per_row=(assignment, np.arange(len(db), dtype=np.int64)))
+        else:
+            data = data.map(_mining_data, L_f, per_row=(assignment,))
+        eps_level = split_budget(eps_support, [1.0] * L_f)
     abs_threshold = threshold * pre.n_noisy
     levels: list[Level] = []
     prev: dict[tuple[int, ...], int] = {}
@@ -557,16 +599,32 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
             break
         budget_left -= len(cands)
         sens = support_sensitivity(l_max, k, len(cands))
-        local = data.sum(_sample_supports, k, cands, l_max, backend.name)
-        local_noisy = local + DiscreteLaplace(laplace_scale(  # Delta_k <= |C_k|
-            eps_prune, sens, name="max_candidates")).sample(
-            prune.key, np.arange(len(cands)), tag=k, backend="numpy")  # identity: position
-        relaxed = relaxed_threshold(threshold, pre.n_noisy / L_f, sens, eps_prune, zeta)
+        if variant == "pl":  # the level's only step, charged before its count
+            eps_local = eps_level[k - 1]
+            key = ledger.charge(f"pfs2 (PL): level {k} supports on D shrunk to l_max",
+                                eps_local, sampling_delta=tv_delta(len(cands), eps_local),
+                                hint=DRAWS_HINT).key
+        else:
+            eps_local, key = eps_prune, prune.key
+        local = data.sum(count, k, cands, l_max, backend.name)
+        local_scale = laplace_scale(eps_local, sens, name="max_candidates")  # Delta_k <= |C_k|
+        local_noisy = local + DiscreteLaplace(local_scale).sample(
+            key, np.arange(len(cands)), tag=k, backend="numpy")  # identity: position
+        if variant == "pl":
+            relaxed = abs_threshold
+        elif variant in UNRELAXED:
+            relaxed = threshold * pre.n_noisy / L_f
+        else:
+            relaxed = relaxed_threshold(threshold, pre.n_noisy / L_f, sens, eps_prune, zeta)
         kept = np.flatnonzero(local_noisy >= relaxed)
         survivors = [cands[i] for i in kept.tolist()]
         frequent: list[tuple[tuple[int, ...], int]] = []
         scale = None
-        if survivors:
+        if variant == "pl":  # no second count: the survivors' supports are released
+            scale = local_scale
+            warn_of_noise(k, scale, abs_threshold)
+            frequent = list(zip(survivors, local_noisy[kept].tolist()))
+        elif survivors:
             eps_k = eps_level[k - 1]
             step = ledger.charge(f"pfs2: level {k} supports on D", eps_k,
                                  sampling_delta=tv_delta(len(survivors), eps_k), hint=DRAWS_HINT)
@@ -578,8 +636,9 @@ def mine(db: SequenceDB, ledger: PrivacyLedger, pre: PreMining, *, threshold: fl
                         if v >= abs_threshold]
         levels.append(Level(k, len(cands), sens, relaxed, len(survivors), scale, frequent,
                             dict(zip(cands, local_noisy.tolist())), capped))
-        progress(Step(f"level {k}: {len(cands)} candidates, {len(survivors)} survive the "
-                      f"sample, {len(frequent)} frequent", k, pre.L_f))
+        sampled = "" if variant == "pl" else f"{len(survivors)} survive the sample, "
+        progress(Step(f"level {k}: {len(cands)} candidates, {sampled}{len(frequent)} frequent",
+                      k, pre.L_f))
         if not frequent:
             break
         prev = dict(frequent)
@@ -669,6 +728,29 @@ class MiningData:
 def _mining_data(part: SequenceDB, n_samples: int, assignment: np.ndarray) -> MiningData:
     """The :class:`MiningData` of one partition (``assignment``: its sequences' samples)."""
     return MiningData(_dedupe(part), sample_databases(part, n_samples, assignment))
+
+
+def _cut_mining_data(part: SequenceDB, n_samples: int, l_max: int, key: NoiseKey,
+                     assignment: np.ndarray, index: np.ndarray) -> MiningData:
+    """RR's :class:`MiningData`: the samples cut by :func:`.variants.random_deletion`.
+
+    ``index`` holds the partition's sequences' indices in ``db``; a sequence
+    in sample ``j`` is cut under tag ``j + 1``, its level.
+    """
+    cut = random_deletion(part, l_max, key, index, assignment + 1)
+    return MiningData(_dedupe(part), sample_databases(cut, n_samples, assignment))
+
+
+def _whole_data(part: SequenceDB, n_levels: int) -> MiningData:
+    """PL's :class:`MiningData`: every level's "sample" is the whole partition."""
+    full = _dedupe(part)
+    return MiningData(full, [full] * n_levels)
+
+
+def _cut_supports(data: MiningData, k: int, cands: list[tuple[int, ...]], l_max: int,
+                  backend: str) -> np.ndarray:
+    """Exact supports of ``cands`` in sample ``k``, already cut to ``l_max`` (RR)."""
+    return supports(*data.samples[k - 1], cands, get_backend(backend))
 
 
 def _sample_supports(data: MiningData, k: int, cands: list[tuple[int, ...]], l_max: int,

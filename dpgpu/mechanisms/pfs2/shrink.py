@@ -108,12 +108,26 @@ def delete_irrelevant(db: SequenceDB, relevant: np.ndarray) -> SequenceDB:
     -------
     SequenceDB
     """
-    keep = relevant[db.items]
+    return keep_items(db, relevant[db.items])
+
+
+def keep_items(db: SequenceDB, keep: np.ndarray) -> SequenceDB:
+    """The subsequences of ``db``'s sequences made of the items marked in ``keep``.
+
+    Parameters
+    ----------
+    db : SequenceDB
+    keep : numpy.ndarray of bool, shape (total items,)
+        One flag per item of ``db.items``.
+
+    Returns
+    -------
+    SequenceDB
+        The same number of sequences, in order.
+    """
     seq = np.repeat(np.arange(len(db)), db.lengths)
     lens = np.bincount(seq[keep], minlength=len(db)).astype(np.int64)
     return SequenceDB(db.items[keep], np.concatenate([[0], np.cumsum(lens)]), db.vocab)
-
-
 
 
 def compress_flat(items: np.ndarray, offsets: np.ndarray, k: int,
