@@ -15,6 +15,7 @@ from dpgpu.privacy.samplers import LAPLACE_TV_BOUND
 
 # the module (the package exports its function under the same name, as for pst)
 AG = importlib.import_module("dpgpu.mechanisms.privtree.adaptive_grid")
+SP = importlib.import_module("dpgpu.mechanisms.privtree.spatial")
 UNIT = [[0, 1], [0, 1]]
 
 
@@ -108,6 +109,36 @@ def test_without_noise_the_leaves_hold_the_exact_counts(fake_noise):
     assert ids1.tolist() == list(range(m1 * m1)) and tag1 == tag2 == 0
     assert ids2.shape == (len(g),) and np.unique(ids2).size == len(g)
     assert ids2.max() < m1 * m1 * m2_max ** 2
+
+
+@pytest.mark.parametrize("grid", ["ag", "ug"])
+def test_points_on_cell_edges_are_counted_in_the_box_that_holds_them(fake_noise, monkeypatch,
+                                                                       grid):
+    """Regression: a point on an edge went to the cell a division rounded it into, which could
+    be the box beside the one whose released corners hold it."""
+    monkeypatch.setattr(AG, "level2_sizes", lambda v, n, epsilon: np.full(len(v), 7))
+    monkeypatch.setattr(SP, "DiscreteLaplace", FakeLaplace)
+    fake_noise.zero = True
+    bounds = np.array([[0.1, 0.73], [-0.3, 0.9]])  # widths no binary fraction divides evenly
+    n = 5000
+    m = AG.level1_size(n, 1.0) if grid == "ag" else round((n / 10) ** 0.5)
+    steps = m * (7 if grid == "ag" else 1)
+    edges = [lo + (np.arange(steps + 1) // (steps // m) + np.arange(steps + 1) % (steps // m)
+                   / (steps // m)) * ((hi - lo) / m) for lo, hi in bounds]
+    for e, (_, hi) in zip(edges, bounds):
+        e[-1] = hi
+    pts = np.stack(np.meshgrid(*edges, indexing="ij"), axis=-1).reshape(-1, 2)
+    try:
+        if grid == "ag":
+            g = AG.adaptive_grid(pts, 1.0, n=n, bounds=bounds, seed=1)
+        else:
+            g = SP.uniform_grid(pts, 1.0, n=n, bounds=bounds, seed=1)
+    finally:
+        fake_noise.zero = False
+    assert len(g) == steps ** 2
+    exact = brute_counts(pts, g.lo, g.hi, bounds[:, 1])
+    assert exact.sum() == len(pts)
+    np.testing.assert_allclose(g.counts, exact, atol=1e-9)
 
 
 def test_constrained_inference_on_a_toy_example():

@@ -77,7 +77,8 @@ from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_d
     split_budget
 from ...validation import check_choice, check_positive_int, check_positive_real
 # private helpers of .spatial, shared on purpose so that AG validates and reports like UG
-from .spatial import OUTSIDE, SpatialHistogram, _domain, _points, _privacy, inside_points
+from .spatial import OUTSIDE, SpatialHistogram, _domain, _points, _privacy, grid_cells, \
+    grid_edges, inside_points
 
 #: Qardaji et al.'s constants: the budget share of level 1, and ``c`` (``c2 = c / 2``).
 ALPHA = 0.5
@@ -245,7 +246,8 @@ def adaptive_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
     xp = be.xp
     # level 1: each point's cell (row, column) and position inside it, in cell widths
     t = (pts - dom[:, 0]) / width
-    ij = np.clip(np.floor(t), 0, m1 - 1).astype(np.int64)
+    edge = grid_edges(dom, m1)
+    ij = grid_cells(pts, t, edge, m1 - 1)
     cell = ij[:, 0] * m1 + ij[:, 1]
     v = np.bincount(cell, minlength=m1 * m1) + to_numpy(noise1.sample(
         step1.key, xp.arange(m1 * m1, dtype=xp.int64), tag=0, backend=be))
@@ -257,7 +259,7 @@ def adaptive_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
     sub = np.arange(int(size.sum())) - start[leaf_cell]
     ab = np.stack([sub // m2[leaf_cell], sub % m2[leaf_cell]], axis=1)
     pm2 = m2[cell, None]
-    pab = np.clip(np.floor((t - ij) * pm2), 0, pm2 - 1).astype(np.int64)
+    pab = grid_cells(pts, (t - ij) * pm2, lambda a: edge(ij + a / pm2), pm2 - 1)
     leaf = start[cell] + pab[:, 0] * m2[cell] + pab[:, 1]
     ids = xp.asarray(leaf_cell * m2_max ** 2 + sub)
     u = np.bincount(leaf, minlength=leaf_cell.shape[0]) + to_numpy(noise2.sample(
@@ -265,8 +267,7 @@ def adaptive_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
     _, counts = constrained_inference(v, m2, u)
     corner = np.stack(np.divmod(leaf_cell, m1), axis=1)
     lm2 = m2[leaf_cell, None]
-    lo = dom[:, 0] + (corner + ab / lm2) * width
-    hi = dom[:, 0] + (corner + (ab + 1) / lm2) * width
+    lo, hi = edge(corner + ab / lm2), edge(corner + (ab + 1) / lm2)
     report = {"mechanism": "adaptive-grid",
               "paper": "Qardaji, Yang, Li: Differentially private grids for geospatial data "
                        "(ICDE 2013), the adaptive grid AG",

@@ -497,6 +497,54 @@ def leaf_noisy_counts(levels: list[SpatialLevel], key: Any, scale: float, backen
     return out
 
 
+def grid_edges(domain: np.ndarray, m: int):
+    """The grid lines of ``m`` equal cells a side over ``domain``, as a function.
+
+    Parameters
+    ----------
+    domain : (d, 2) array of float
+        Lower and upper bound of each dimension.
+    m : int
+        Cells a side.
+
+    Returns
+    -------
+    callable
+        ``edge(x)``: the coordinates of grid line ``x`` (counted in cells from
+        the lower bound, fractions allowed, shaped ``(..., d)``); line ``m`` is
+        the upper bound itself, so the last boxes end exactly on the domain.
+    """
+    width = (domain[:, 1] - domain[:, 0]) / m
+    return lambda x: np.where(x >= m, domain[:, 1], domain[:, 0] + x * width)
+
+
+def grid_cells(x: np.ndarray, t: np.ndarray, edge: Any, last: Any) -> np.ndarray:
+    """The grid cell of each coordinate, by the same edges the release reports.
+
+    Parameters
+    ----------
+    x : array of float
+        Coordinates, each inside the domain of its grid.
+    t : array of float
+        The same in cell widths from the grid's origin: the first guess.
+    edge : callable
+        ``edge(k)``: the lower edge of cell ``k`` (element-wise, shaped as
+        ``x``), the very expression the released boxes are built from.
+    last : int or array of int
+        The last cell index (``cells - 1``), element-wise or for all.
+
+    Returns
+    -------
+    array of int64
+        ``k`` with ``edge(k) <= x < edge(k + 1)`` (the last cell also keeps its
+        upper edge), so that a point on a cell edge is counted in the box that
+        contains it, whatever the rounding of a division would say.
+    """
+    k = np.clip(np.floor(t), 0, last).astype(np.int64)
+    k -= (k > 0) & (x < edge(k))
+    return k + ((k < last) & (x >= edge(k + 1)))
+
+
 def check_fanout(fanout: int | None, d: int) -> int:
     """The fanout of a tree over ``d`` dimensions: ``2**k``, ``1 <= k <= min(d, MAX_SPLIT_DIMS)``.
 
@@ -801,16 +849,17 @@ def uniform_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
                          sampling_delta=sampling_delta(LAPLACE_TV_BOUND, m ** d, epsilon))
     be = get_backend(backend)
     width = (dom[:, 1] - dom[:, 0]) / m
-    cell = np.clip(np.floor((np.clip(pts, dom[:, 0], dom[:, 1]) - dom[:, 0]) / width), 0, m - 1)
-    flat = np.ravel_multi_index(tuple(cell.astype(np.int64).T), (m,) * d) if pts.size else \
+    edge = grid_edges(dom, m)
+    cell = grid_cells(pts, (pts - dom[:, 0]) / width, edge, m - 1)
+    flat = np.ravel_multi_index(tuple(cell.T), (m,) * d) if pts.size else \
         np.zeros(0, dtype=np.int64)
     counts = np.bincount(flat, minlength=m ** d)
     noise = to_numpy(DiscreteLaplace(laplace_scale(epsilon)).sample(
         step.key, be.xp.arange(m ** d, dtype=be.xp.int64), tag=0, backend=be))
     grid = np.stack(np.unravel_index(np.arange(m ** d), (m,) * d), axis=1)
-    lo = dom[:, 0] + grid * width
+    lo, hi = edge(grid), edge(grid + 1)
     report = {"mechanism": "uniform-grid",
               "parameters": {"epsilon": epsilon, "n": n, "m": m, "outside": outside},
               **_privacy(ledger, dom, from_data)}
-    return SpatialHistogram(lo, lo + width, counts + noise, report)
+    return SpatialHistogram(lo, hi, counts + noise, report)
 
