@@ -16,6 +16,7 @@ from dpgpu.mechanisms.pfs2 import pfs2
 from dpgpu.mechanisms.privtree import pst
 
 distributed = pytest.importorskip("dask.distributed")
+from dpgpu.scale import loading  # noqa: E402 - needs dask
 from dpgpu.scale.loading import DistributedDB, load_distributed  # noqa: E402 - needs dask
 
 
@@ -472,3 +473,29 @@ def test_a_warning_of_the_worker_reading_an_event_log_is_logged_here_once(client
                      f"{path}: column 'author' is not read as the users (without --user, each "
                      "case is its own user); pass --user author for user-level data (dpne, "
                      "advise)")]
+
+
+def test_what_a_worker_kept_is_logged_where_the_read_failed(caplog):
+    """A reader that fails with something other than an error of dpgpu raises past the worker's
+    keeping: what it had warned of until then is logged there, not lost."""
+    with caplog.at_level(logging.WARNING, logger="dpgpu"):
+        with pytest.raises(RuntimeError):
+            with loading._KEPT.keeping() as said:
+                logging.getLogger("dpgpu").warning("a warning")
+                assert said == [(logging.WARNING, "a warning")] and not caplog.records
+                raise RuntimeError("not a dpgpu error")
+        logging.getLogger("dpgpu").warning("afterwards")
+    assert [r.getMessage() for r in caplog.records] == ["a warning", "afterwards"]
+
+
+def test_the_workers_get_an_absolute_path_with_its_links_left_to_them(tmp_path, monkeypatch):
+    """Regression: every link was resolved on the client, whose mounts a remote cluster's
+    workers need not share; only a descriptor of this process is replaced by its file."""
+    target = tmp_path / "data" / "d.txt"
+    target.parent.mkdir()
+    target.write_text("1 2\n")
+    (tmp_path / "link").symlink_to(target.parent)
+    monkeypatch.chdir(tmp_path)
+    assert loading._shared_path("link/d.txt") == tmp_path / "link" / "d.txt"
+    with open(target) as f:
+        assert loading._shared_path(f"/dev/fd/{f.fileno()}") == target.resolve()

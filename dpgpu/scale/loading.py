@@ -36,12 +36,18 @@ sequences meet in one partition.
   without sequences are dropped.
 * A UTF-8 byte-order mark at the start of the file is skipped, as by a
   local load.
-* Paths are resolved on the client (made absolute, links followed: the
-  workers may not share the client's working directory, nor its standard
-  input), so messages name the resolved path.
-* What the reader of a file read whole logs on its worker (such as the
-  warning that a column named like ``user`` is not read as the users) is
-  logged on the client instead, once, as a local load logs it.
+* Paths are made absolute on the client (the workers may not share its
+  working directory), and standard input or a ``/dev/fd`` descriptor
+  redirected from a file is replaced by that file (the workers do not share
+  the client's descriptors), so messages name the path read.  Other links
+  are left to the workers to follow: their mounts may differ from the
+  client's.
+* What the reader of a file read whole warns of on its worker (such as
+  that a column named like ``user`` is not read as the users) is logged on
+  the client instead, once, as a local load logs it; what passes the
+  worker's own log level is kept, so its progress messages stay there.  A
+  file read in parts still warns on the workers, with lines counted from
+  the start of the part.
 """
 
 from __future__ import annotations
@@ -252,7 +258,7 @@ def _load_distributed(path: Any, client: Any, format: str | None, partitions: in
     n_workers = len(client.scheduler_info()["workers"])
     n_parts = check_positive_int(2 * max(1, n_workers) if partitions is None else partitions,
                                  "partitions")
-    p = Path(path).resolve()  # /dev/stdin redirected from a file: that file (module doc)
+    p = _shared_path(path)
     head, start, size, gz = _head(p)
     parquet = is_parquet(format, head)
     if not parquet and (not head or (format not in BLANK_LINE_FORMATS and not head.strip()
@@ -270,6 +276,15 @@ def _load_distributed(path: Any, client: Any, format: str | None, partitions: in
 
 
 # ------------------------------------------------------------------ client
+def _shared_path(path: Any) -> Path:
+    """``path`` as the workers can open it: absolute, and standard input or a
+    descriptor of this process replaced by the file it was redirected from."""
+    p = Path(path).absolute()
+    if str(p) == "/dev/stdin" or str(p).startswith(("/dev/fd/", "/proc/self/fd/")):
+        return p.resolve()
+    return p
+
+
 def _head(p: Path) -> tuple[bytes, int, int, bool]:
     """The head of ``p`` and where it starts, the size of ``p`` on disk, and whether it is gzip.
 
@@ -475,13 +490,18 @@ class _Kept(logging.Filter):
     @contextlib.contextmanager
     def keeping(self) -> Iterator[list[tuple[int, str]]]:
         """Within the block, what this thread logs is kept in the list given, as
-        ``(level, message)``, and not logged (the worker's own levels apply)."""
+        ``(level, message)``, and not logged (the worker's own levels apply); if
+        the block raises, what was kept is logged here after all."""
         log.addFilter(self)  # once: a filter that is there is not added again
-        self.here.kept = kept = []
+        before, self.here.kept = getattr(self.here, "kept", None), []
+        kept, done = self.here.kept, False
         try:
             yield kept
+            done = True
         finally:
-            self.here.kept = None
+            self.here.kept = before
+            for level, message in [] if done else kept:  # a failure: said here after all
+                log.log(level, "%s", message)
 
 
 _KEPT = _Kept()
