@@ -576,7 +576,10 @@ def _warn_weak_delta(delta: float, n_sequences: int) -> None:
     """Warn when ``delta`` is not below ``1 / n_sequences``.
 
     At such a delta an ``(epsilon, delta)``-DP mechanism may publish some
-    user's data outright; the count itself is not logged.
+    user's data outright.  There are at least as many sequences as users, so
+    every delta at or above ``1 / users`` is warned of.  The warning is for the
+    data holder choosing delta: it depends on the data's size (the count
+    itself is not logged) and is not part of the release.
     """
     if delta * n_sequences >= 1:
         log.warning("dpne: delta=%g is at least 1 / (number of sequences): at such a delta a "
