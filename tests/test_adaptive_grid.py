@@ -269,7 +269,8 @@ def test_unusable_sizes_are_refused_before_the_data_are_counted(monkeypatch):
         AG.adaptive_grid(skewed(100), 1.0, n=10 ** 9, bounds=UNIT)
     with pytest.raises(InvalidParameter, match="too large"):
         AG.adaptive_grid(skewed(100), 1.0, n=10 ** 400, bounds=UNIT)
-    with pytest.raises(InvalidParameter, match="bounds: too narrow"):
+    with pytest.raises(InvalidParameter, match=r"^bounds: too narrow for AG's finest grid at "
+                       r"n=1000000, epsilon=1 \(25360 cells a side"):  # 80 x 317
         AG.adaptive_grid(np.full((10, 2), 1.0), 1.0, n=10 ** 6,
                          bounds=[[1.0, 1.0 + 1e-12], [0, 1]])
 

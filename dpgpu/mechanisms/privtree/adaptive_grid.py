@@ -231,8 +231,9 @@ def adaptive_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
     m2_max = level2_cap(n, epsilon)
     width = (dom[:, 1] - dom[:, 0]) / m1
     if not np.all(width / m2_max > 16 * np.spacing(np.abs(dom).max(axis=1))):
-        raise InvalidParameter(f"bounds: too narrow for AG's finest grid ({m1 * m2_max} cells "
-                               "a side at this n and epsilon)")
+        raise InvalidParameter(f"bounds: too narrow for AG's finest grid at n={n}, "
+                               f"epsilon={epsilon:g} ({m1 * m2_max} cells a side, finer than "
+                               "floating point resolves there); widen the bounds or lower n")
     eps1, eps2 = split_budget(epsilon, [ALPHA, 1 - ALPHA])
     noise1, noise2 = DiscreteLaplace(laplace_scale(eps1)), DiscreteLaplace(laplace_scale(eps2))
     ledger = PrivacyLedger(epsilon, max_sampling_delta=1e-6, seed=seed)
