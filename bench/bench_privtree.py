@@ -34,8 +34,10 @@ Usage: ``python bench/bench_privtree.py [--reps R] [--backend numpy|cupy] [--que
 [--jobs N] [--out DIR] [--sections S ...] [--report-only]``; ``--reps 1 --queries 200`` for a
 quick CPU check, ``--sections sequences`` for the MSNBC top-k and length section only.
 Results go to ``<out>/privtree-<backend>.json`` and its Markdown summary
-``<out>/privtree-<backend>.md``; ``--report-only`` rewrites the Markdown from an
-existing JSON without running anything.
+``<out>/privtree-<backend>.md`` (a run of some sections only: to
+``privtree-<backend>-<sections>.*``, so that the full results stay);
+``--report-only`` rewrites the Markdown from an existing JSON without running
+anything.
 """
 
 from __future__ import annotations
@@ -350,6 +352,8 @@ def main() -> None:
                                       **spatial(sk, [[0, 1], [0, 1]], args.reps, args.backend,
                                                 args.queries, jobs)}
     result["total_s"] = round(time.perf_counter() - t0, 1)
+    if "sections" in result:  # a partial run leaves the full results as they are
+        path = path.with_name(f"{path.stem}-{'-'.join(result['sections'])}.json")
     path = results_dir(args) / path.name
     path.write_text(json.dumps(result, indent=2) + "\n")
     write_report(path.with_suffix(".md"), result)
