@@ -27,7 +27,8 @@ from .validation import check_bool
 
 #: What one mechanism's guarantee protects: the unit whose presence is hidden.
 UNITS = {"ngram": "one sequence", "privtree-pst": "one sequence", "pfs2": "one sequence",
-         "dpne": "one user (all of that user's texts)", "privtree-spatial": "one point"}
+         "dpne": "one user (all of that user's texts)", "privtree-spatial": "one point",
+         "uniform-grid": "one point", "adaptive-grid": "one point"}
 
 #: What each mechanism's guarantee rests on, beyond epsilon and delta.
 CAVEATS = {
@@ -40,6 +41,10 @@ CAVEATS = {
             "texts must carry the right user ids.",
     "privtree-spatial": "The spatial domain must be public (given with --bounds); a domain "
                         "taken from the data itself is not covered.",
+    **dict.fromkeys(("uniform-grid", "adaptive-grid"),
+                    "The spatial domain must be public (given with --bounds), and so must the "
+                    "number of points n that sizes the grid; a domain taken from the data "
+                    "itself is not covered."),
 }
 
 #: The first words of a summary that shows an evaluation (exact statistics of the original).
@@ -341,6 +346,38 @@ class LoadedRelease(Displayed):
 
     def _sizes(self) -> dict[str, Any]:
         return {"files": self.files}
+
+    def range_count(self, lo: Any, hi: Any) -> Any:
+        """Range-count estimates of a spatial release (PrivTree, UG or AG: ``leaves.csv``).
+
+        The leaves are read once
+        (:meth:`dpgpu.mechanisms.privtree.SpatialHistogram.load`); the
+        answers are those of the release object that was saved.
+
+        Parameters
+        ----------
+        lo, hi : (Q, d) or (d,) array of float
+            The queries' corners
+            (:meth:`~dpgpu.mechanisms.privtree.SpatialHistogram.range_count`).
+
+        Returns
+        -------
+        numpy.ndarray of float64
+            One estimate per query.
+
+        Raises
+        ------
+        InputError
+            When the release is not spatial (no ``leaves.csv``), or its
+            report or ``leaves.csv`` is malformed.
+        InvalidParameter
+            Bad query corners.
+        """
+        if getattr(self, "_leaves", None) is None:
+            from .mechanisms.privtree.spatial import SpatialHistogram  # noqa: PLC0415
+
+            self._leaves = SpatialHistogram.load(self.path)
+        return self._leaves.range_count(lo, hi)
 
     def synthetic(self, **options: Any) -> Any:
         """The synthetic dataset of the release, loaded with :func:`dpgpu.load`.

@@ -67,7 +67,7 @@ release can have zero width whatever the noise.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -77,8 +77,8 @@ from ...privacy import DiscreteLaplace, PrivacyLedger, laplace_scale, sampling_d
     split_budget
 from ...validation import check_choice, check_positive_int, check_positive_real
 # private helpers of .spatial, shared on purpose so that AG validates and reports like UG
-from .spatial import OUTSIDE, SpatialHistogram, _domain, _points, _privacy, grid_cells, \
-    grid_edges, inside_points
+from .spatial import OUTSIDE, SpatialHistogram, _column_names, _domain, _points, _privacy, \
+    grid_cells, grid_edges, inside_points
 
 #: Qardaji et al.'s constants: the budget share of level 1, and ``c`` (``c2 = c / 2``).
 ALPHA = 0.5
@@ -175,7 +175,8 @@ def constrained_inference(v: Any, m2: Any, u: Any) -> tuple[np.ndarray, np.ndarr
 
 def adaptive_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
                   seed: int | None = None, backend: Any = None,
-                  outside: str = "error") -> SpatialHistogram:
+                  outside: str = "error", columns: Sequence[str] | None = None
+                  ) -> SpatialHistogram:
     """AG: a two-level adaptive grid of two-dimensional points (module doc).
 
     Parameters
@@ -197,6 +198,9 @@ def adaptive_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
         Where the noise is drawn.
     outside : {"error", "drop", "clip"}
         A point outside ``bounds``, as in :func:`~.spatial.privtree_spatial`.
+    columns : sequence of str, optional
+        Names of the two dimensions, as in :func:`~.spatial.uniform_grid`
+        (default: a DataFrame's column names, else ``x0, x1``).
 
     Returns
     -------
@@ -205,8 +209,10 @@ def adaptive_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
         order) with their float counts after constrained inference, and a
         ``report``: mechanism ``"adaptive-grid"``, the parameters (``m1``,
         ``alpha``, ``c``, ``c2`` and the public cap ``m2_max``), ``private``,
-        ``epsilon``, ``delta``, the domain, the ledger, ``seeded`` and the
-        number of leaves.
+        ``epsilon``, ``delta``, the domain, the ledger, ``seeded``,
+        ``backend``, ``device`` and the number of leaves.  ``.save(path)``
+        writes it as a release directory
+        (:meth:`~.spatial.SpatialHistogram.save`).
 
     Raises
     ------
@@ -225,8 +231,9 @@ def adaptive_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
     epsilon = check_positive_real(epsilon, "epsilon")
     n = check_positive_int(n, "n")
     outside = check_choice(outside, "outside", OUTSIDE)
+    names = _column_names(points, columns, 2)
     dom, from_data = _domain(pts, bounds)
-    pts = inside_points(pts, dom, outside, ["x0", "x1"])  # before anything is charged
+    pts = inside_points(pts, dom, outside, names)  # before anything is charged
     m1 = level1_size(n, epsilon)
     m2_max = level2_cap(n, epsilon)
     width = (dom[:, 1] - dom[:, 0]) / m1
@@ -277,5 +284,6 @@ def adaptive_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
               **_privacy(ledger, dom, from_data),
               "count_noise": {"level1": {"epsilon": eps1, "scale": noise1.scale},
                               "level2": {"epsilon": eps2, "scale": noise2.scale}},
-              "backend": be.name, "leaves": int(leaf_cell.shape[0])}
-    return SpatialHistogram(lo, hi, counts, report)
+              "backend": be.name, "device": be.device_name(),
+              "leaves": int(leaf_cell.shape[0])}
+    return SpatialHistogram(lo, hi, counts, report, columns=names)

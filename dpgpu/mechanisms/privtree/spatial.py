@@ -198,6 +198,13 @@ class SpatialLevel:
 class SpatialHistogram:
     """Boxes with noisy counts, answering range counts under uniformity inside a box.
 
+    The output of the baselines :func:`uniform_grid` (UG) and
+    :func:`~.adaptive_grid.adaptive_grid` (AG), and the leaves of a
+    :class:`SpatialRelease`.  One with a report is a release: :meth:`save`
+    writes it as a release directory laid out as PrivTree's (``report.json``,
+    ``leaves.csv``), which ``dpgpu evaluate`` judges and :meth:`load` (or
+    :func:`dpgpu.load_release`) reads back.
+
     Parameters
     ----------
     lo, hi : (L, d) float arrays
@@ -208,19 +215,27 @@ class SpatialHistogram:
         What a release of these boxes states (:func:`uniform_grid`'s: the
         parameters, ``private`` -- false when the domain was taken from the
         data --, ``epsilon``, ``delta``, the domain and the ledger).
+    columns : sequence of str, optional
+        Names of the dimensions (default ``x0, x1, ...``), as
+        :func:`privtree_spatial` takes them: they name the columns of
+        ``leaves.csv``.
 
     Attributes
     ----------
     report : dict or None
         ``report``.
+    columns : list of str
+        The dimensions' names.
 
     Raises
     ------
     InvalidParameter
-        Corners of different shapes, or a box that is not finite or has no width.
+        Corners of different shapes, a box that is not finite or has no
+        width, or bad ``columns``.
     """
 
-    def __init__(self, lo: Any, hi: Any, counts: Any, report: dict | None = None):
+    def __init__(self, lo: Any, hi: Any, counts: Any, report: dict | None = None, *,
+                 columns: Sequence[str] | None = None):
         self.report = report
         self.lo = np.asarray(lo, dtype=np.float64)
         self.hi = np.asarray(hi, dtype=np.float64)
@@ -233,6 +248,113 @@ class SpatialHistogram:
         if not np.all(np.isfinite(width) & (width > 0)):
             raise InvalidParameter("lo, hi: every box needs finite lo < hi with a finite "
                                    "width in every dimension")
+        self.columns = _column_names(None, columns, self.lo.shape[1])
+
+    def save(self, out_dir: Any, *, force: bool = False) -> Any:
+        """Write the release directory: ``report.json`` and ``leaves.csv``.
+
+        ``leaves.csv`` has the columns of a PrivTree release's
+        (:meth:`SpatialRelease.save`): ``lo_<column>``, ``hi_<column>`` for
+        each of :attr:`columns` and the noisy ``count`` (an integer, or a
+        float as ``repr`` writes it, which reads back exactly).  The report
+        is :attr:`report` with ``parameters.columns`` set to :attr:`columns`,
+        which ``dpgpu evaluate`` and :meth:`load` read.  The directory is
+        written atomically (:class:`dpgpu.release.ReleaseWriter`).
+
+        Parameters
+        ----------
+        out_dir : str or path-like
+            The release directory; its folder must exist.
+        force : bool
+            Replace an existing release directory.
+
+        Returns
+        -------
+        pathlib.Path
+            ``out_dir``.
+
+        Raises
+        ------
+        InvalidParameter
+            A histogram without a report (one made by hand: its privacy is
+            unknown), or ``force`` not a bool.
+        InputError
+            As :meth:`SpatialRelease.save`: an existing ``out_dir`` without
+            ``force``, one that may not be replaced, or a folder of
+            ``out_dir`` that does not exist.
+        """
+        if not isinstance(self.report, dict) or not self.report.get("mechanism"):
+            raise InvalidParameter("report: this SpatialHistogram has no release report (it "
+                                   "was made by hand, not by uniform_grid or adaptive_grid), "
+                                   "so what it guarantees is unknown; it is not saved")
+        report = {**self.report,
+                  "parameters": {**self.report.get("parameters", {}), "columns": self.columns}}
+        with ReleaseWriter(out_dir, force=force) as rel:
+            self.write_leaves(rel, self.columns)
+            return rel.finish(report)
+
+    @classmethod
+    def load(cls, release_dir: Any) -> "SpatialHistogram":
+        """Read the leaves of a spatial release directory back (any spatial mechanism).
+
+        Parameters
+        ----------
+        release_dir : str or path-like
+            A directory written by :meth:`save` or :meth:`SpatialRelease.save`
+            (or ``dpgpu privtree-spatial``): ``report.json`` naming the
+            columns (``parameters.columns``) and the domain, and ``leaves.csv``.
+
+        Returns
+        -------
+        SpatialHistogram
+            The boxes and float64 counts of ``leaves.csv``, with the report
+            read back (:func:`dpgpu.release.read_report`) and the columns;
+            :meth:`range_count` answers as the saved object did.
+
+        Raises
+        ------
+        InputError
+            Not a release directory, a report without columns or bounds,
+            no ``leaves.csv`` or a malformed one (naming the file and line).
+        InvalidParameter
+            ``release_dir`` is not a str or path-like.
+        """
+        from ...eval.evaluate import LEAVES, read_leaves, spatial_layout  # noqa: PLC0415
+        from ...release import release_path  # noqa: PLC0415 - evaluate imports this module
+        from ...report import read_release_report  # noqa: PLC0415
+
+        d = release_path(release_dir, "release_dir")
+        report = read_release_report(d)
+        if not (d / LEAVES).is_file():
+            raise InputError(f"{d}: not a spatial release (no {LEAVES})")
+        columns, _ = spatial_layout(report, d)
+        lo, hi, counts = read_leaves(d / LEAVES, columns)
+        try:
+            return cls(lo, hi, counts, report, columns=columns)
+        except InvalidParameter as exc:
+            raise InputError(f"{d / LEAVES}: {exc}") from None
+
+    def write_leaves(self, rel: ReleaseWriter, columns: Sequence[str]) -> None:
+        """Write ``leaves.csv`` into a release being written: a row per box.
+
+        Parameters
+        ----------
+        rel : dpgpu.release.ReleaseWriter
+            The release.
+        columns : sequence of str
+            The dimensions' names, for the header (``lo_<c>``, ``hi_<c>``
+            per dimension, then ``count``).
+        """
+        header = [f"{side}_{c}" for c in columns for side in ("lo", "hi")] + ["count"]
+        count = int if np.issubdtype(self.counts.dtype, np.integer) else \
+            (lambda n: repr(float(n)))
+        rows = ([*(v for j in range(len(columns)) for v in (repr(float(a[j])),
+                                                             repr(float(b[j])))), count(n)]
+                for a, b, n in zip(self.lo, self.hi, self.counts))
+        with open(rel.path("leaves.csv"), "w", encoding="utf-8", newline="\n") as f:
+            f.write(",".join(header) + "\n")
+            for row in rows:
+                f.write(",".join(str(x) for x in row) + "\n")
 
     def __len__(self) -> int:
         return int(self.counts.shape[0])
@@ -355,15 +477,8 @@ class SpatialRelease(Displayed):
             (:func:`dpgpu.release.check_release_target`), or a folder of
             ``out_dir`` that does not exist.
         """
-        header = [f"{side}_{c}" for c in self.columns for side in ("lo", "hi")] + ["count"]
-        rows = ([*(v for j in range(len(self.columns)) for v in (repr(float(a[j])),
-                                                                  repr(float(b[j])))), int(n)]
-                for a, b, n in zip(self.leaves.lo, self.leaves.hi, self.leaves.counts))
         with ReleaseWriter(out_dir, force=force) as rel:
-            with open(rel.path("leaves.csv"), "w", encoding="utf-8", newline="\n") as f:
-                f.write(",".join(header) + "\n")
-                for row in rows:
-                    f.write(",".join(str(x) for x in row) + "\n")
+            self.leaves.write_leaves(rel, self.columns)
             rel.write_json("tree.json", {"columns": self.columns,
                                          "fanout": self.report["split_test"]["beta"],
                                          "levels": self.nodes})
@@ -645,6 +760,15 @@ def _points(points: Any) -> np.ndarray:
     return pts
 
 
+def _column_names(points: Any, columns: Sequence[str] | None, d: int) -> list[str]:
+    """The names of ``d`` dimensions: ``columns`` checked
+    (:func:`~dpgpu.data.points.check_columns`), else a DataFrame's column names, else
+    ``x0, x1, ...``."""
+    if columns is None and hasattr(points, "columns"):  # a DataFrame names its columns
+        columns = [str(c) for c in points.columns]
+    return [f"x{j}" for j in range(d)] if columns is None else check_columns(columns, d)
+
+
 def _coordinates(values: Any, need: str) -> np.ndarray:
     """``values`` as a finite float64 array (:func:`~dpgpu.validation.check_real_array`);
     InvalidParameter ``need`` (and why) otherwise."""
@@ -725,9 +849,7 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
     max_nodes = check_positive_int(max_nodes, "max_nodes")
     outside = check_choice(outside, "outside", OUTSIDE)
     engine = check_engine(engine, client=client)
-    if columns is None and hasattr(points, "columns"):  # a DataFrame names its columns
-        columns = [str(c) for c in points.columns]
-    names = [f"x{j}" for j in range(d)] if columns is None else check_columns(columns, d)
+    names = _column_names(points, columns, d)
     dom, from_data = _domain(pts, bounds)
     pts = inside_points(pts, dom, outside, names)  # before anything is charged
     be = get_backend(backend)
@@ -750,7 +872,7 @@ def privtree_spatial(points: Any, epsilon: float, *, bounds: Any = None,
     noisy = leaf_noisy_counts(levels, count_step.key, count_scale, be)
     nodes, leaf_lo, leaf_hi, leaf_c = _summaries(levels, noisy, fanout)
     leaves = SpatialHistogram(np.concatenate(leaf_lo), np.concatenate(leaf_hi),
-                              np.concatenate(leaf_c))
+                              np.concatenate(leaf_c), columns=names)
     report = {
         "mechanism": "privtree-spatial",
         "paper": "Zhang, Xiao, Xie: PrivTree: A Differentially Private Algorithm for "
@@ -803,7 +925,8 @@ def _summaries(levels: list[SpatialLevel], noisy: list, beta: int):
 
 def uniform_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
                  seed: int | None = None, backend: Any = None,
-                 outside: str = "error") -> SpatialHistogram:
+                 outside: str = "error", columns: Sequence[str] | None = None
+                 ) -> SpatialHistogram:
     """UG: noisy counts of an ``m**d`` grid, ``m = (n epsilon / 10) ** (2 / (d + 2))``.
 
     Parameters
@@ -820,6 +943,10 @@ def uniform_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
     backend : str or Backend, optional
     outside : {"error", "drop", "clip"}
         A point outside ``bounds``, as in :func:`privtree_spatial`.
+    columns : sequence of str, optional
+        Names of the dimensions, as in :func:`privtree_spatial` (default: a
+        DataFrame's column names, else ``x0, x1, ...``): the histogram's
+        ``columns``, which :meth:`SpatialHistogram.save` writes.
 
     Returns
     -------
@@ -827,7 +954,8 @@ def uniform_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
         The grid cells with noisy counts (scale ``1 / epsilon``), and a
         ``report``: mechanism ``"uniform-grid"``, the parameters (``m`` the
         cells per dimension), ``private``, ``epsilon``, ``delta``, the
-        domain, the ledger and ``seeded``.
+        domain, the ledger, ``seeded``, ``backend`` and ``device``.
+        ``.save(path)`` writes it as a release directory.
 
     Raises
     ------
@@ -841,8 +969,9 @@ def uniform_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
     epsilon = check_positive_real(epsilon, "epsilon")
     n = check_positive_int(n, "n")
     outside = check_choice(outside, "outside", OUTSIDE)
+    names = _column_names(points, columns, d)
     dom, from_data = _domain(pts, bounds)
-    pts = inside_points(pts, dom, outside, [f"x{j}" for j in range(d)])
+    pts = inside_points(pts, dom, outside, names)
     m = max(1, int(round((n * epsilon / 10) ** (2 / (d + 2)))))
     ledger = PrivacyLedger(epsilon, max_sampling_delta=1e-6, seed=seed)
     step = ledger.charge("ug: grid counts", epsilon,
@@ -860,6 +989,7 @@ def uniform_grid(points: Any, epsilon: float, *, n: int, bounds: Any = None,
     lo, hi = edge(grid), edge(grid + 1)
     report = {"mechanism": "uniform-grid",
               "parameters": {"epsilon": epsilon, "n": n, "m": m, "outside": outside},
-              **_privacy(ledger, dom, from_data)}
-    return SpatialHistogram(lo, hi, counts + noise, report)
+              **_privacy(ledger, dom, from_data),
+              "backend": be.name, "device": be.device_name()}
+    return SpatialHistogram(lo, hi, counts + noise, report, columns=names)
 
