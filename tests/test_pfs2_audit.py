@@ -12,6 +12,7 @@ phase (|D|~, the length histogram, the L_f search), which has no audit elsewhere
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import math
 import types
@@ -129,10 +130,10 @@ def _fixed_partition(n, n_samples, key):
     return out
 
 
-def _l2_mine(db, ledger):
+def _l2_mine(db, ledger, variant="pfs2"):
     return mine(db, ledger, L2_PRE, threshold=0.1, eps_prune=L2_EPS_PRUNE,
                 eps_support=L2_EPS_SUPPORT, zeta=0.3, max_candidates=100,
-                backend=get_backend("numpy"))
+                backend=get_backend("numpy"), variant=variant)
 
 
 def _l2_locals(levels):
@@ -142,6 +143,21 @@ def _l2_locals(levels):
     return np.array([levels[1].local_noisy[p] for p in L2_PAIRS], dtype=np.int64)
 
 
+def _cut_key(part, n_samples, l_max, key, assignment, index):
+    """What RR's cut mining data depends on: the data, and the cuts of its long sequences.
+
+    The random deletion's key enters only through the cut of the sequences longer
+    than ``l_max``, and a sequence's cut depends on its own identity alone, so
+    cutting those sequences by themselves (with the random deletion the module
+    holds now: a twin's if a test patched it) gives the same cuts, cheaply.
+    """
+    long_rows = part.lengths > l_max
+    cut = pfs2_module.random_deletion(part.select(long_rows), l_max, key, index[long_rows],
+                                      assignment[long_rows] + 1)
+    return (_content(part), n_samples, l_max, assignment.tobytes(), index.tobytes(),
+            _content(cut))
+
+
 @contextlib.contextmanager
 def _mining_harness(seed, trials):
     """mine() with the fixed partition, memoised data steps and _NoisePool noise."""
@@ -149,6 +165,7 @@ def _mining_harness(seed, trials):
         mp.setattr(pfs2_module, "sample_assignment", _fixed_partition)
         for name, key in [("_mining_data", lambda part, n, rows: (_content(part), n,
                                                                   rows.tobytes())),
+                          ("_cut_mining_data", _cut_key),
                           ("shrink", lambda sample, cands, k, l_max: (_content(sample),
                                                                       tuple(cands), k, l_max)),
                           ("supports", lambda sample, weights, cands, backend: (
@@ -160,11 +177,12 @@ def _mining_harness(seed, trials):
         yield
 
 
-def level2_runs(db, seed, trials):
+def level2_runs(db, seed, trials, variant="pfs2"):
     with _mining_harness(seed, trials):
         total = L2_EPS_PRUNE + L2_EPS_SUPPORT
         return np.stack([_l2_locals(_l2_mine(db, PrivacyLedger(
-            total, max_sampling_delta=1e-6, seed=seed * trials + i))) for i in range(trials)])
+            total, max_sampling_delta=1e-6, seed=seed * trials + i), variant))
+            for i in range(trials)])
 
 
 def level2_events(out):
@@ -174,8 +192,8 @@ def level2_events(out):
                      (kept <= 0).all(axis=1), (out <= 0).all(axis=1)], axis=1)
 
 
-def level2_audit():
-    return audit(level2_runs, L2_D0, L2_D1, level2_events, epsilon=L2_EPS_PRUNE,
+def level2_audit(variant="pfs2"):
+    return audit(functools.partial(level2_runs, variant=variant), L2_D0, L2_D1, level2_events, epsilon=L2_EPS_PRUNE,
                  trials=L2_TRIALS, alpha=ALPHA, seed=11, batch=True)
 
 

@@ -3,7 +3,8 @@
 Behaviour is checked with the noise switched off (a zero sampler in place of
 DiscreteLaplace, so every noisy value is the exact count), PL's privacy by a
 statistical audit of its two levels together and a broken twin the same audit
-rejects.
+rejects; RR's and SR's pruning by the level-2 audit of tests/test_pfs2_audit.py, each
+with a twin it rejects.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ from dpgpu.mechanisms.pfs2.variants import VARIANTS, pl_epsilons, random_deletio
 from dpgpu.privacy import NoiseKey, PrivacyLedger
 from dpgpu.privacy.ledger import split_budget
 from dpgpu.scale.partitions import LocalPartitions
-from test_pfs2_audit import (L2_D0, L2_D1, L2_PRE, L2_VOCAB, NOT_MINED, _content,
-                             _mining_harness, _Memo)
+from test_pfs2_audit import (L2_ADDED, L2_D0, L2_D1, L2_PAIRS, L2_PRE, L2_VOCAB, NOT_MINED,
+                             _content, _cut_key, _fixed_partition as _added_last, _l2_mine,
+                             _mining_harness, _Memo, _no_shrinking, level2_audit)
 
 ITEMS = ["a", "b", "c", "d", "e"]
 
@@ -374,4 +376,88 @@ def test_pl_audit_rejects_sensitivity_one(monkeypatch):
     levels = _pl_mine(L2_D1, PrivacyLedger(2.0, max_sampling_delta=1e-6, seed=1))
     assert [lvl.support_noise_scale for lvl in levels] == [pytest.approx(1.0)] * 2
     result = pl_audit()
+    assert not result.passed, result.summary()
+
+
+# ------------------------------------------------------- RR and SR privacy audits
+# The level-2 audit of tests/test_pfs2_audit.py (|D|~ = 4000, l_max = 3, L_f = 2, d1 adds
+# "a b c d" to the background of one-item sequences, in sample 2), run with variant="rr"
+# and "sr".  The claim is eps_4 = 2.0, the pruning step's; the runs release the noisy
+# local supports of the six pairs of "a b c d" at level 2, scale Delta_2 / eps_4 = 1.5.
+#
+# SR shrinks as PFS^2 does ("a b c d" -> "a b c", three pairs moved) and only compares
+# with another public threshold, so its local supports are PFS^2's: the audit guards that
+# SR keeps shrinking.  Twin: SR without shrinking (all six pairs move: loss 2 eps_4).
+#
+# RR cuts "a b c d" to a uniformly random 3 of its items, which hold 3 of the 6 pairs:
+# whichever cut, three local supports move by 1 at scale 1.5, so the six-pair events
+# {all six >= 1} and {all six <= 0} have likelihood ratio exactly e^eps_4 (the claim),
+# and the three-pair events less (a mixture over the cuts).  Twin: RR whose random
+# deletion cuts nothing, so the added sequence moves all six pairs: loss 2 eps_4 = 4.0 on
+# the six-pair events, as for the no-shrinking twin of PFS^2.  The cut is memoised by
+# the cut of the long sequence itself (_cut_key), so each run cuts one sequence of four
+# items rather than rebuilding the samples.  At 10,000 runs the bounds are about 1.46 (RR)
+# and 1.81 (SR), and 2.93 for both twins (audit seed 11).
+
+
+def _no_deletion(mp):
+    """Twin: RR's random deletion keeps every sequence whole."""
+    mp.setattr(pfs2_module, "random_deletion", lambda db, l_max, key, index, level: db)
+
+
+def _added_pair_supports(variant, key=NoiseKey.from_seed(0)):
+    """The exact level-2 supports of L2_PAIRS in sample 2 (the added sequence alone)."""
+    assignment = _added_last(len(L2_D1), L2_PRE.L_f, None)
+    if variant == "rr":
+        data = pfs2_module._cut_mining_data(L2_D1, L2_PRE.L_f, L2_PRE.l_max, key, assignment,
+                                            np.arange(len(L2_D1), dtype=np.int64))
+        count = pfs2_module._cut_supports
+    else:
+        data, count = pfs2_module._mining_data(L2_D1, L2_PRE.L_f, assignment), \
+            pfs2_module._sample_supports
+    return count(data, 2, L2_PAIRS, L2_PRE.l_max, "numpy")
+
+
+def test_rr_audit_premise(monkeypatch):
+    """Level 2 has the 16 pairs at Delta_2 = 3; "a b c d" is cut to each 3-subset."""
+    monkeypatch.setattr(pfs2_module, "sample_assignment", _added_last)
+    for variant in ("rr", "sr"):
+        levels = _l2_mine(L2_D1, PrivacyLedger(3.0, max_sampling_delta=1e-6, seed=1), variant)
+        assert [lvl.candidates for lvl in levels[:2]] == [4, 16]
+        assert levels[1].sensitivity == 3
+        assert levels[1].relaxed_threshold == pytest.approx(0.1 * L2_PRE.n_noisy / L2_PRE.L_f)
+        assert _added_pair_supports(variant).sum() == 3  # three of the six pairs are counted
+    index = np.arange(len(L2_D1), dtype=np.int64)
+    assignment = _added_last(len(L2_D1), L2_PRE.L_f, None)
+    kept = {}
+    for seed in range(40):
+        key = NoiseKey.from_seed(seed)
+        data = pfs2_module._cut_mining_data(L2_D1, L2_PRE.L_f, L2_PRE.l_max, key,
+                                            assignment, index)
+        (sample, weights) = data.samples[1]
+        assert len(sample) == 1 and weights.tolist() == [1]  # the added sequence alone
+        cut = sample.sequence_ids(0).tolist()
+        assert len(cut) == L2_PRE.l_max and is_subsequence(cut, [0, 1, 2, 3])
+        assert sum(is_subsequence(p, cut) for p in L2_PAIRS) == 3
+        # the harness's memo key determines the cut data: equal keys, equal samples
+        memo_key = _cut_key(L2_D1, L2_PRE.L_f, L2_PRE.l_max, key, assignment, index)
+        assert kept.setdefault(memo_key, cut) == cut
+    assert sorted(kept.values()) == sorted(map(list, itertools.combinations(range(4), 3)))
+    assert len(L2_ADDED) > L2_PRE.l_max
+
+
+@pytest.mark.parametrize("variant", ["rr", "sr"])
+def test_rr_and_sr_audits_pass(variant):
+    result = level2_audit(variant)
+    assert result.passed, result.summary()
+    assert result.epsilon_lower_bound > 1.0, result.summary()  # the events see the loss
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant, twin", [("rr", _no_deletion), ("sr", _no_shrinking)],
+                         ids=["rr-no-deletion", "sr-no-shrinking"])
+def test_rr_and_sr_audits_reject_a_broken_twin(monkeypatch, variant, twin):
+    twin(monkeypatch)
+    assert _added_pair_supports(variant).tolist() == [1] * len(L2_PAIRS)  # the twin took effect
+    result = level2_audit(variant)
     assert not result.passed, result.summary()

@@ -67,6 +67,11 @@ Pre-mining is Theorem 7's, unchanged.
   candidate is drawn once, at its position in the level's sorted candidate
   list under the level's own key.
 
+Audits: ``tests/test_pfs2_variants.py`` audits PL's two levels, and RR's and
+SR's pruning on the level-2 pair of ``tests/test_pfs2_audit.py``; each audit
+rejects a broken twin (PL with ``Delta_k = 1``, RR without the cut, SR
+without shrinking).
+
 The samplers' accounted delta: SR and RR draw what PFS^2 draws; PL draws at
 most ``max_candidates`` values in all its levels, each at most at
 ``eps_4 + eps_5``, which :func:`pl_epsilons` hands to the public bound of
