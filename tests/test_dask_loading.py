@@ -475,6 +475,29 @@ def test_a_warning_of_the_worker_reading_an_event_log_is_logged_here_once(client
                      "advise)")]
 
 
+@pytest.mark.parametrize("bom", [b"", codecs.BOM_UTF8], ids=["plain", "bom"])
+def test_spmf_itemsets_read_in_parts_are_warned_of_here_once_as_locally(client, tmp_path,
+                                                                        caplog, bom):
+    """Regression: each worker reading a part of an SPMF file warned, on the worker, of its
+    own part's itemsets of several items, with lines counted from the start of the part."""
+    rows = [" -1 ".join(map(str, r)) + " -1 -2" for r in rng_rows(8, 300)]
+    for i in (140, 141, 201, 290):  # none in the first part; the first is on line 143
+        rows[i] = rows[i].replace(" -1 ", " ", 1)
+    path = tmp_path / "itemsets.spmf"
+    path.write_bytes(bom + ("\r\n".join(["@CONVERTED_FROM_TEXT", ""] + rows) + "\r\n").encode())
+    with caplog.at_level(logging.WARNING, logger="dpgpu"):
+        local = dpgpu.load(path)
+    want = [(r.levelno, r.getMessage()) for r in caplog.records]
+    assert len(want) == 1 and "4 itemsets hold more than one item (the first on line 143)" in \
+        want[0][1]  # the brute-force count, and the line in the file (two lines precede row 0)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="dpgpu"):
+        db = load_distributed(path, client, partitions=5)
+    assert len(db.states) == 5
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == want
+    assert_same(db.collect(), local)
+
+
 def test_what_a_worker_kept_is_logged_where_the_read_failed(caplog):
     """A reader that fails with something other than an error of dpgpu raises past the worker's
     keeping: what it had warned of until then is logged there, not lost."""

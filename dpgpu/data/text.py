@@ -512,7 +512,8 @@ def looks_like_spmf_file(head: bytes) -> bool:
         and looks_like_spmf(body)
 
 
-def read_spmf(path: Any, data: bytes, *, stripped: bool | None = None) -> SequenceDB:
+def read_spmf(path: Any, data: bytes, *, stripped: bool | None = None,
+              itemsets: list | None = None) -> SequenceDB:
     """Read SPMF sequences: items, ``-1`` after each itemset, ``-2`` ending a sequence.
 
     One sequence per line; itemsets are flattened in the order written
@@ -529,6 +530,11 @@ def read_spmf(path: Any, data: bytes, *, stripped: bool | None = None) -> Sequen
     stripped : bool, optional
         Which variant ``data`` is (default: stripped when it holds no ``-2``);
         for a part of a file, whose variant the whole file decides.
+    itemsets : list, optional
+        When given, the warning of itemsets of several items is not logged:
+        their number and the first one's line (or None) are appended to it
+        instead, for a part of a file, whose reader gives the whole file's
+        warning (:func:`warn_of_itemsets`).
 
     Returns
     -------
@@ -544,7 +550,8 @@ def read_spmf(path: Any, data: bytes, *, stripped: bool | None = None) -> Sequen
         negative item, or (``-2`` variant) a line whose last token is not
         ``-2`` or that holds ``-2`` before its end.
     """
-    items, counts, names, stripped = _spmf_sequences(path, unix_line_ends(data), stripped)
+    items, counts, names, stripped = _spmf_sequences(path, unix_line_ends(data), stripped,
+                                                     itemsets)
     source = {"path": str(path), "format": "spmf"}
     if stripped:
         source["stripped"] = True
@@ -554,10 +561,11 @@ def read_spmf(path: Any, data: bytes, *, stripped: bool | None = None) -> Sequen
     return _sequence_db(ids, counts, labels.tolist(), source)
 
 
-def _spmf_sequences(path: Any, data: bytes, stripped: bool | None
+def _spmf_sequences(path: Any, data: bytes, stripped: bool | None, itemsets: list | None
                     ) -> tuple[list[np.ndarray], list[np.ndarray], dict[str, str], bool]:
     """The items of an SPMF text and the number in each sequence (one array of each per
-    block), the ``@ITEM`` names, and whether the text is the stripped variant."""
+    block), the ``@ITEM`` names, and whether the text is the stripped variant.  Itemsets
+    of several items are warned of, or appended to ``itemsets`` (:func:`read_spmf`)."""
     blocks = list(_int_blocks(path, data, "spmf", blank=_SPMF_META))
     names: dict[str, str] = {}
     for m in (m for block in blocks for m in block.blanked):
@@ -578,19 +586,18 @@ def _spmf_sequences(path: Any, data: bytes, stripped: bool | None
                  "negative item {} (SPMF uses only -1 and -2 as separators)")
     for block in blocks:
         _check_one_sequence_per_line(path, block)
-    _warn_of_itemsets(path, blocks)
+    found = _itemsets(blocks)
+    if itemsets is None:
+        warn_of_itemsets(path, *found)
+    else:
+        itemsets.append(found)
     return ([block.values[block.values >= 0] for block in blocks],
             [np.diff(np.cumsum(block.values >= 0)[block.values == -2], prepend=0)
              for block in blocks], names, False)
 
 
-def _warn_of_itemsets(path: Any, blocks: list[_IntBlock]) -> None:
-    """Warn, with their number and the first one's line, of itemsets of several items.
-
-    They are read flattened, which changes what a pattern means: items of
-    one itemset happen together, while a sequence's positions follow one
-    another.
-    """
+def _itemsets(blocks: list[_IntBlock]) -> tuple[int, int | None]:
+    """The number of itemsets of several items, and the line of the first (None: none)."""
     total, first = 0, None
     for block in blocks:
         item = block.values >= 0
@@ -599,6 +606,25 @@ def _warn_of_itemsets(path: Any, blocks: list[_IntBlock]) -> None:
         if starts.size and first is None:
             first = block.line(int(starts[0]))
         total += starts.size
+    return total, first
+
+
+def warn_of_itemsets(path: Any, total: int, first: int | None) -> None:
+    """Warn, with their number and the first one's line, of itemsets of several items.
+
+    They are read flattened, which changes what a pattern means: items of
+    one itemset happen together, while a sequence's positions follow one
+    another.
+
+    Parameters
+    ----------
+    path : path-like
+        The file, for the message.
+    total : int
+        The itemsets of several items (nothing is said for 0).
+    first : int or None
+        The first one's line in the file.
+    """
     if total:
         log.warning("%s: %d %s more than one item (the first on line %d); dpgpu's "
                     "sequences hold one item per position, so each is read as its items one "

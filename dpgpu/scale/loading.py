@@ -45,9 +45,10 @@ sequences meet in one partition.
 * What the reader of a file read whole warns of on its worker (such as
   that a column named like ``user`` is not read as the users) is logged on
   the client instead, once, as a local load logs it; what passes the
-  worker's own log level is kept, so its progress messages stay there.  A
-  file read in parts still warns on the workers, with lines counted from
-  the start of the part.
+  worker's own log level is kept, so its progress messages stay there.  An
+  SPMF file read in parts warns of its itemsets of several items (read
+  flattened) on the client, once, with the whole file's count and the
+  first one's line in the file, as a local load does.
 """
 
 from __future__ import annotations
@@ -363,6 +364,7 @@ def _read_split(client: Any, p: Path, fmt: str, options: dict, n_parts: int, hea
                 parsed[i] = client.submit(_parse_range, str(p), fmt, again, kind, *ranges[i],
                                           pure=False)
         meta = _gather_meta(client, parsed)
+    _warn_of_itemsets(p, meta, ranges, body)
     if fmt == "jsonl" and not any(m["n"] for m in meta):
         raise InputError(f"{p}: no words (no sequences)")
     source = _merged_source(meta, fmt)
@@ -385,6 +387,16 @@ def _read_split(client: Any, p: Path, fmt: str, options: dict, n_parts: int, hea
         source["user_labels"] = list(users)
     return DistributedDB(client, states, [meta[i]["n"] for i in keep], vocab, source,
                          fmt == "jsonl")
+
+
+def _warn_of_itemsets(p: Path, meta: list[dict], ranges: list[tuple[int, int]],
+                      body: int) -> None:
+    """The whole file's warning of SPMF itemsets of several items, from its parts' findings
+    (the first one's line counted from the start of its part)."""
+    found = [(lo, m["itemsets"]) for (lo, _), m in zip(ranges, meta) if m["itemsets"][0]]
+    if found:
+        lo, (_, first) = found[0]
+        text.warn_of_itemsets(p, sum(n for _, (n, _) in found), _count_lines(p, body, lo) + first)
 
 
 def _gather_meta(client: Any, parsed: list[Any]) -> list[dict]:
@@ -534,34 +546,38 @@ def _rows(db: SequenceDB, lo: int, hi: int) -> SequenceDB:
 
 
 def _parse_range(path: str, fmt: str, options: dict, kind: dict, lo: int, hi: int
-                 ) -> SequenceDB | DPGPUError:
-    """Parse bytes ``lo .. hi`` of the file on this worker (an error of dpgpu is returned).
+                 ) -> tuple[SequenceDB | DPGPUError, tuple[int, int | None]]:
+    """Parse bytes ``lo .. hi`` of the file on this worker (an error of dpgpu is returned),
+    with its SPMF itemsets of several items: their number and the first one's line in
+    the range (for the client to warn of, :func:`_warn_of_itemsets`).
 
     ``kind``: the ``.seq`` ``header`` and category ``names``, the offset
     of the first range (``body``), whether an SPMF file is ``stripped``.
     """
-    p = Path(path)
+    p, itemsets = Path(path), []
     try:
         with input_errors(p), open(p, "rb") as f:
             f.seek(lo)
             data = f.read(hi - lo)
         try:
-            return _parse(p, fmt, options, kind, data)
+            db = _parse(p, fmt, options, kind, data, itemsets)
         except InputError:
             # parse again behind as many empty lines as precede the range: same error, true line
             skipped = _count_lines(p, kind["body"], lo)
-            _parse(p, fmt, options, kind, b"\n" * skipped + data)
+            _parse(p, fmt, options, kind, b"\n" * skipped + data, [])
             raise
     except DPGPUError as exc:  # a value, so that the worker does not log it as a failure
-        return exc
+        db = exc
+    return db, (itemsets or [(0, None)])[0]
 
 
-def _parse(p: Path, fmt: str, options: dict, kind: dict, data: bytes) -> SequenceDB:
+def _parse(p: Path, fmt: str, options: dict, kind: dict, data: bytes,
+           itemsets: list) -> SequenceDB:
     if fmt == "seq":
         header = kind["header"]
         return text.read_seq_body(p, header + data, len(header), kind["names"])
     if fmt == "spmf":
-        return text.read_spmf(p, data, stripped=kind["stripped"])
+        return text.read_spmf(p, data, stripped=kind["stripped"], itemsets=itemsets)
     if fmt == "jsonl":
         return read(fmt, p, data, {**options, "allow_empty": True})
     return read(fmt, p, data, options)
@@ -582,17 +598,20 @@ def _count_lines(p: Path, lo: int, hi: int) -> int:
     return count
 
 
-def _labels(db: SequenceDB | DPGPUError) -> dict:
+def _labels(parsed: tuple[SequenceDB | DPGPUError, tuple[int, int | None]]) -> dict:
+    db, itemsets = parsed
     if isinstance(db, DPGPUError):
         return {"error": db}
     users = db.source.get("user_labels")
     return {"n": len(db), "labels": list(db.vocab.labels), "names": db.vocab.names,
+            "itemsets": itemsets,
             "user_labels": list(users) if users is not None else None,
             "source": {k: v for k, v in db.source.items() if k != "user_labels"}}
 
 
-def _remap(db: SequenceDB, item_map: np.ndarray, user_map: np.ndarray | None,
+def _remap(parsed: tuple[SequenceDB, Any], item_map: np.ndarray, user_map: np.ndarray | None,
            vocab: Vocabulary) -> SequenceDB:
+    db = parsed[0]
     users = user_map[db.users] if user_map is not None else None
     return SequenceDB(item_map[db.items], db.offsets, vocab, users=users)
 
