@@ -4,6 +4,7 @@ not Dask listens, an empty address, and the local cluster ``load_distributed`` s
 import gc
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -196,3 +197,37 @@ def test_a_local_cluster_does_not_need_port_8787(recwarn):
         finally:
             close(client)
     assert not [w for w in recwarn if "8787" in str(w.message)], [str(w.message) for w in recwarn]
+
+
+def _sigint_ignored():
+    return os.getpid(), signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def _worker_sigint(client):
+    """``{address: (pid, whether SIGINT is ignored)}`` of the workers ({}: none answers)."""
+    try:
+        return client.run(_sigint_ignored)
+    except OSError:  # a worker gone while asked
+        return {}
+
+
+def test_a_worker_restarted_by_its_nanny_ignores_ctrl_c_too():
+    """Regression: a local cluster's workers ignore SIGINT (a terminal's Ctrl-C reaches its
+    whole process group, and the client alone handles it), but a worker that its nanny
+    restarted, after it died, started from the client's handler and got asyncio's."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # a client's usual one
+    client = connect(n_workers=1, quiet=True)
+    try:
+        (pid, ignored), = _worker_sigint(client).values()
+        assert ignored
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 120
+        while not [p for p, _ in _worker_sigint(client).values() if p != pid]:
+            assert time.monotonic() < deadline, "the nanny did not restart the worker"
+            time.sleep(0.2)
+        (restarted, ignored), = _worker_sigint(client).values()
+        assert restarted != pid and ignored
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the client's own
+    finally:
+        close(client)
+        signal.signal(signal.SIGINT, before)

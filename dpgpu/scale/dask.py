@@ -120,8 +120,12 @@ def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = F
                         "one GPU (pip install dpgpu[dist-gpu] for one worker per GPU)", n_workers)
         else:
             cluster, size = LocalCUDACluster, {}  # one worker per visible GPU
-    with _interrupts_to_this_process():
-        return distributed.Client(cluster(threads_per_worker=1, **size, **_NO_DASHBOARD))
+    with _interrupts_to_this_process() as ignored:
+        client = distributed.Client(cluster(threads_per_worker=1, **size, **_NO_DASHBOARD))
+    if ignored:  # and so do the workers that nannies restart later
+        from .interrupts import IgnoreInterrupts  # noqa: PLC0415 - imports distributed
+        client.register_plugin(IgnoreInterrupts())
+    return client
 
 
 @contextlib.contextmanager
@@ -136,15 +140,16 @@ def _interrupts_to_this_process() -> Any:
     handler of its own); so this process alone handles a later interrupt,
     closing the cluster.  A Ctrl-C in those seconds of start-up is lost.
     Only in the main thread, where Python handles signals, and only where
-    its SIGINT handler is Python's own.
+    its SIGINT handler is Python's own; the block gets whether SIGINT was
+    ignored.
     """
     if threading.current_thread() is not threading.main_thread() \
             or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        yield
+        yield False
         return
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        yield
+        yield True
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
