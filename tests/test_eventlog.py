@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import re
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
@@ -168,6 +169,43 @@ def test_iso_parsing_numpy_path_agrees_with_datetime():
     assert _iso_micros("1970-01-02+02:00") == (86400000000 - 7200000000, True)
     for odd in ["2011-10-11T10:00:00+0200", "2011-10-11T10:00+ab:cd", "", "2011-10-11T24:30"]:
         assert _iso_vectorized(np.array(["2011-10-11", odd])) is None
+
+
+def _micros(y, mo, d, h=0, mi=0, s=0, us=0, offset=None):
+    """``_iso_micros``'s answer, by arithmetic: microseconds since the epoch, and zoned."""
+    tz = timezone.utc if offset is None else timezone(timedelta(minutes=offset))
+    since = datetime(y, mo, d, h, mi, s, us, tzinfo=tz) - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return since // timedelta(microseconds=1), offset is not None
+
+
+#: What datetime.fromisoformat reads on Python 3.10 (3.11 reads more).
+_PY310_ISO = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.(\d{3}|\d{6}))?)?"
+                        r"([+-]\d{2}:\d{2})?)?")
+
+
+def test_iso_offsets_and_fractions_read_alike_on_every_python(monkeypatch):
+    """Regression: on Python 3.10, datetime does not read ``+02`` (an offset without its
+    minutes), so such an event log read on 3.11 failed on 3.10.  Every value is rewritten
+    to what 3.10 reads before datetime sees it."""
+    from dpgpu.data import eventlog
+
+    class OldDatetime(datetime):
+        @classmethod
+        def fromisoformat(cls, text):
+            assert _PY310_ISO.fullmatch(text), f"Python 3.10 cannot read {text!r}"
+            return datetime.fromisoformat(text)
+
+    monkeypatch.setattr(eventlog, "datetime", OldDatetime)
+    cases = {"2011-10-11T10:00:00+02": _micros(2011, 10, 11, 10, offset=120),
+             "2011-10-11T10:00:00+0200": _micros(2011, 10, 11, 10, offset=120),
+             "2011-10-11T10:00:00-05:30": _micros(2011, 10, 11, 10, offset=-330),
+             "2011-10-11T10:00:00.1234567-0530": _micros(2011, 10, 11, 10, 0, 0, 123456, -330),
+             "2011-10-11 10:00:00,5+01": _micros(2011, 10, 11, 10, 0, 0, 500000, 60),
+             "2011-10-11T10:00z": _micros(2011, 10, 11, 10, offset=0),
+             "2011-10-11T10:00:00.25": _micros(2011, 10, 11, 10, 0, 0, 250000),
+             "2011-10-11-03": _micros(2011, 10, 11, offset=-180),
+             "2011-10-11": _micros(2011, 10, 11)}
+    assert {text: eventlog._iso_micros(text) for text in cases} == cases
 
 
 def test_csv_numeric_timestamps_and_integer_labels(tmp_path):

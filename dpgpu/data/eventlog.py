@@ -89,7 +89,9 @@ CANDIDATES = {
 _DELIMITERS = (",", "\t", ";", "|")
 _LOOKS_LIKE_DATE = re.compile(r"\s*[+-]?\d{4}-\d{2}-\d{2}")
 _FRACTION = re.compile(r"(\d{2}:\d{2}:\d{2})[.,](\d+)")
-_OFFSET = re.compile(r"(?:[Zz]|([+-]\d{2}):?(\d{2}))$")
+#: A UTC offset after a time (``HH:MM[:SS]`` or a 6-digit fraction): ``Z``, ``+HH``,
+#: ``+HHMM`` or ``+HH:MM``.
+_OFFSET = re.compile(r"(?:[Zz]|(?:(?<=:\d\d)|(?<=\.\d{6}))([+-]\d{2}):?(\d{2})?)$")
 #: A date without a time but with a UTC offset (XML Schema's ``xs:date``: ``2020-01-01Z``).
 _DATE_OFFSET = re.compile(r"(\d{4}-\d{2}-\d{2})([Zz]|[+-]\d{2}(?::?\d{2})?)")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -904,17 +906,17 @@ def _iso_micros(text: str) -> tuple[int, bool]:
 
     A date with an offset but no time is at midnight there (``2020-01-01+02:00`` is
     ``2019-12-31T22:00Z``; datetime would take the ``+`` for the separator of a time).
+    Forms that datetime reads from Python 3.11 on only (``Z``, ``+HH``,
+    ``+HHMM``, fractions of other than 3 or 6 digits, cut to 6) are
+    rewritten first, so that every Python reads the same dates.
     """
     text = text.strip()
     date = _DATE_OFFSET.fullmatch(text)
     if date:
         text = f"{date[1]}T00:00{date[2]}"
-    try:
-        stamp = datetime.fromisoformat(text)
-    except ValueError:  # forms older Pythons reject: Z, +HHMM, 1..9 fraction digits
-        text = _FRACTION.sub(lambda m: f"{m[1]}.{(m[2] + '000000')[:6]}", text)
-        text = _OFFSET.sub(lambda m: f"{m[1]}:{m[2]}" if m[1] else "+00:00", text)
-        stamp = datetime.fromisoformat(text)
+    text = _FRACTION.sub(lambda m: f"{m[1]}.{(m[2] + '000000')[:6]}", text)
+    text = _OFFSET.sub(lambda m: f"{m[1]}:{m[2] or '00'}" if m[1] else "+00:00", text)
+    stamp = datetime.fromisoformat(text)
     zoned = stamp.tzinfo is not None
     if not zoned:
         stamp = stamp.replace(tzinfo=timezone.utc)
