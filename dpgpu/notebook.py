@@ -1,7 +1,10 @@
 """Releases as pandas DataFrames and matplotlib plots, for notebooks.
 
 Every release object -- what :func:`dpgpu.ngram`, :func:`dpgpu.pst`,
-:func:`dpgpu.privtree_spatial`, :func:`dpgpu.pfs2`, :func:`dpgpu.dpne` and
+:func:`dpgpu.privtree_spatial`, :func:`dpgpu.pfs2`, :func:`dpgpu.dpne`, the
+baselines :func:`dpgpu.em_top_k` (EM),
+:func:`~dpgpu.mechanisms.privtree.uniform_grid` (UG) and
+:func:`~dpgpu.mechanisms.privtree.adaptive_grid` (AG), and
 :func:`dpgpu.load_release` return -- has ``.to_pandas()`` and ``.plot()``
 (from :class:`dpgpu.report.Displayed`), which call :func:`to_pandas` and
 :func:`plot` here.  A frame holds what was released and nothing else: item
@@ -27,11 +30,17 @@ mechanism              one row per
                        ``leaf``, ``symbol`` (an item or :data:`END`),
                        ``noisy_count``
 ``privtree-spatial``   leaf box: ``lo_<column>``, ``hi_<column>`` per
-                       dimension, ``count`` (noisy)
+                       dimension, ``count`` (noisy); also ``uniform-grid``
+                       (UG) and ``adaptive-grid`` (AG), whose releases are
+                       laid out as PrivTree's (AG's counts are floats, after
+                       constrained inference)
 ``pfs2``               frequent pattern: ``pattern``, ``length``,
                        ``support`` (noisy)
 ``dpne``               released n-gram: ``k``, ``gram`` (DPNE releases sets,
                        no counts)
+``em-top-k``           selected string, in rank order: ``rank`` (1 for the
+                       first selected), ``string`` (items), ``length`` (EM
+                       releases a ranked list, no counts)
 =====================  =====================================================
 
 pandas and matplotlib are optional (``pip install dpgpu[pandas]``,
@@ -156,14 +165,15 @@ def to_pandas(release: Any) -> Any:
     Raises
     ------
     InvalidParameter
-        When pandas is not installed, or the release's mechanism has no table.
+        When pandas is not installed, the release's mechanism has no table,
+        or it has no report (a ``SpatialHistogram`` made by hand).
     InputError
         When a loaded release's file is missing, cannot be read or is
         malformed (a header without the columns, a value of the wrong
         type), or a spatial release's report names no columns.
     """
     pd = require("pandas")
-    mechanism = release.report.get("mechanism")
+    mechanism = _mechanism(release)
     columns, dtypes = _columns(release, mechanism)
     from .report import LoadedRelease  # noqa: PLC0415 - report imports this module lazily
 
@@ -178,12 +188,20 @@ def to_pandas(release: Any) -> Any:
     return frame.astype(dict(zip(columns, dtypes)))
 
 
+def _mechanism(release: Any) -> Any:
+    """The mechanism ``release``'s report names (InvalidParameter: it has no report)."""
+    if not isinstance(release.report, dict):  # a SpatialHistogram made by hand
+        raise InvalidParameter(f"{type(release).__name__} has no release report (it was made "
+                               "by hand), so what it releases is unknown: no table or plot")
+    return release.report.get("mechanism")
+
+
 def _columns(release: Any, mechanism: str) -> tuple[list[str], list[Any]]:
     """Column names and dtypes of a mechanism's frame."""
-    if mechanism == "privtree-spatial":
+    if mechanism in _SPATIAL:
         names = _spatial_columns(release)
         return ([f"{side}_{c}" for c in names for side in ("lo", "hi")] + ["count"],
-                [np.float64] * (2 * len(names)) + [np.int64])
+                [np.float64] * (2 * len(names)) + [_SPATIAL[mechanism]])
     try:
         return _TABLES[mechanism]
     except KeyError:
@@ -196,7 +214,12 @@ _TABLES: dict[str, tuple[list[str], list[Any]]] = {
                      [object, np.int64, bool, object, np.int64]),
     "pfs2": (["pattern", "length", "support"], [object, np.int64, np.int64]),
     "dpne": (["k", "gram"], [np.int64, object]),
+    "em-top-k": (["rank", "string", "length"], [np.int64, object, np.int64]),
 }
+#: The spatial mechanisms, whose releases are laid out as PrivTree's (``leaves.csv``), and the
+#: dtype of their noisy counts: UG's are integers, AG's floats (constrained inference).
+_SPATIAL: dict[str, Any] = {"privtree-spatial": np.int64, "uniform-grid": np.int64,
+                            "adaptive-grid": np.float64}
 
 
 def _spatial_columns(release: Any) -> list[str]:
@@ -204,8 +227,21 @@ def _spatial_columns(release: Any) -> list[str]:
     if names is None or not isinstance(names, (list, tuple)):  # a loaded release
         names = release.report.get("parameters", {}).get("columns")
     if not names:
-        raise InputError("privtree-spatial release: the report names no columns")
+        raise InputError(f"{release.report.get('mechanism')} release: the report names no "
+                         "columns")
     return list(names)
+
+
+def _spatial_rows(release: Any):
+    """The frame rows of a spatial release object: its leaf boxes and noisy counts.
+
+    ``release`` is a :class:`~dpgpu.mechanisms.privtree.SpatialRelease` (its
+    ``leaves``) or a :class:`~dpgpu.mechanisms.privtree.SpatialHistogram`
+    (UG, AG, or any spatial release read back with its ``load``).
+    """
+    leaves = getattr(release, "leaves", release)
+    for lo, hi, n in zip(leaves.lo.tolist(), leaves.hi.tolist(), leaves.counts.tolist()):
+        yield [v for j in range(len(lo)) for v in (lo[j], hi[j])] + [n]
 
 
 def _ngram_rows(release: Any):
@@ -233,12 +269,10 @@ def _pst_rows(nodes: Iterable[dict], items: Sequence[str], start_marker: str):
 _MEMORY_ROWS: dict[str, Callable[[Any], Any]] = {
     "ngram": _ngram_rows,
     "privtree-pst": lambda r: _pst_rows(r.iter_nodes(), r.vocab.labels, r.start_marker),
-    "privtree-spatial": lambda r: (
-        [v for j in range(r.leaves.lo.shape[1]) for v in (lo[j], hi[j])] + [n]
-        for lo, hi, n in zip(r.leaves.lo.tolist(), r.leaves.hi.tolist(),
-                             r.leaves.counts.tolist())),
+    **dict.fromkeys(_SPATIAL, _spatial_rows),
     "pfs2": lambda r: ((p, len(p), s) for p, s in r.frequent()),
     "dpne": lambda r: ((len(g), g) for g in r.grams()),
+    "em-top-k": lambda r: ((rank, s, len(s)) for rank, s in enumerate(r.strings(), 1)),
 }
 
 
@@ -290,9 +324,10 @@ def _pst_file_rows(release: Any):
 
 
 def _spatial_file_rows(release: Any):
-    names = _columns(release, "privtree-spatial")[0]
+    names, dtypes = _columns(release, release.report["mechanism"])
+    count = int if np.issubdtype(dtypes[-1], np.integer) else float
     for row in _table(release, "leaves.csv", names, sep=","):
-        yield [float(row[c]) for c in names[:-1]] + [int(row["count"])]
+        yield [float(row[c]) for c in names[:-1]] + [count(row["count"])]
 
 
 def _gram_rows(release: Any, name: str, gram: str, values: Sequence[str]):
@@ -305,18 +340,20 @@ _FILE_ROWS: dict[str, Callable[[Any], Any]] = {
     "ngram": lambda r: ((g, len(g), int(t["noisy_count"]), float(t["count"]))
                         for g, t in _gram_rows(r, "ngrams.tsv", "gram", ("noisy_count", "count"))),
     "privtree-pst": _pst_file_rows,
-    "privtree-spatial": _spatial_file_rows,
+    **dict.fromkeys(_SPATIAL, _spatial_file_rows),
     "pfs2": lambda r: ((g, len(g), int(t["support"]))
                        for g, t in _gram_rows(r, "frequent.tsv", "pattern", ("support",))),
     "dpne": lambda r: ((int(t["k"]), g) for g, t in _gram_rows(r, "ngrams.tsv", "gram", ("k",))),
+    "em-top-k": lambda r: ((int(t["rank"]), g, len(g))
+                           for g, t in _gram_rows(r, "topk.tsv", "string", ("rank",))),
 }
 
 
 # ------------------------------------------------------------------- plots
 #: The mechanisms whose plot each option of :func:`plot` shapes (given for another, it is
 #: refused, not ignored).
-PLOT_OPTIONS = {"k": ("ngram", "pfs2", "privtree-pst"), "min_length": ("ngram", "pfs2"),
-                "dims": ("privtree-spatial",)}
+PLOT_OPTIONS = {"k": ("ngram", "pfs2", "privtree-pst", "em-top-k"),
+                "min_length": ("ngram", "pfs2", "em-top-k"), "dims": tuple(_SPATIAL)}
 
 
 def plot(release: Any, ax: Any = None, *, k: int | None = None, min_length: int | None = None,
@@ -326,10 +363,13 @@ def plot(release: Any, ax: Any = None, *, k: int | None = None, min_length: int 
     ``ngram`` and ``pfs2``: a horizontal bar chart of the ``k`` released
     strings with the largest noisy counts (N-gram: consistent counts;
     grams ending with :data:`END` are left out).  ``privtree-pst``: the root's noisy
-    histogram of next symbols, ``k`` largest.  ``privtree-spatial``: the leaf
-    boxes, coloured by noisy density (count per unit area), as rectangles
-    (2-d and more, projected on ``dims``) or bars (1-d).  ``dpne``: the
-    number of released n-grams for each ``k = 1 .. max_n``.
+    histogram of next symbols, ``k`` largest.  ``privtree-spatial``,
+    ``uniform-grid`` and ``adaptive-grid``: the leaf boxes, coloured by noisy
+    density (count per unit area), as rectangles (2-d and more, projected on
+    ``dims``) or bars (1-d).  ``dpne``: the number of released n-grams for
+    each ``k = 1 .. max_n``.  ``em-top-k``: the first ``k`` selected strings
+    in rank order (rank 1 on top), as bars of one length: EM releases a
+    ranked list and no counts, so the bars show the order only.
 
     Parameters
     ----------
@@ -338,11 +378,11 @@ def plot(release: Any, ax: Any = None, *, k: int | None = None, min_length: int 
     ax : matplotlib.axes.Axes, optional
         Where to draw; default a new figure's.
     k : int, optional
-        Bars in the top-k charts (``ngram``, ``pfs2``, ``privtree-pst``;
-        default 20).
+        Bars in the top-k charts (``ngram``, ``pfs2``, ``privtree-pst``,
+        ``em-top-k``; default 20).
     min_length : int, optional
-        Shortest string in the top-k charts of ``ngram`` and ``pfs2``
-        (default 1).
+        Shortest string in the top-k charts of ``ngram``, ``pfs2`` and
+        ``em-top-k`` (default 1).
     dims : pair of int, optional
         Dimensions drawn for a spatial release (default ``(0, 1)``; of 3 or
         more dimensions, any two): two different integers ``>= 0``, below
@@ -364,7 +404,7 @@ def plot(release: Any, ax: Any = None, *, k: int | None = None, min_length: int 
     """
     from .validation import check_positive_int  # noqa: PLC0415
 
-    mechanism = release.report.get("mechanism")
+    mechanism = _mechanism(release)
     for name, value in (("k", k), ("min_length", min_length), ("dims", dims)):
         if value is not None and mechanism not in PLOT_OPTIONS[name]:
             raise InvalidParameter(f"{name}: shapes the plot of {', '.join(PLOT_OPTIONS[name])} "
@@ -402,6 +442,11 @@ def plot(release: Any, ax: Any = None, *, k: int | None = None, min_length: int 
         ax.set_xlabel("k (n-gram length)")
         ax.set_ylabel("released n-grams")
         ax.set_title(title)
+    elif mechanism == "em-top-k":
+        top = frame[frame["length"] >= min_length].sort_values("rank", kind="stable").head(k)
+        _bars(ax, [(f"{r}.", *s) for r, s in zip(top["rank"], top["string"])],
+              np.ones(len(top)), "rank order (EM releases no counts)", title)
+        ax.set_xticks([])
     else:
         _spatial(ax, frame, release, dims, title)
     return ax

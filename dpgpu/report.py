@@ -282,8 +282,9 @@ class Displayed:
         """Draw the release (needs ``dpgpu[plot]`` and ``dpgpu[pandas]``).
 
         Top-``k`` released strings (N-gram, PFS2), the root's next-symbol
-        counts (PST), leaf boxes by noisy density (spatial) or released
-        n-grams per ``k`` (DPNE); see :func:`dpgpu.notebook.plot`.
+        counts (PST), leaf boxes by noisy density (spatial: PrivTree, UG,
+        AG), released n-grams per ``k`` (DPNE) or the selected strings in
+        rank order (EM); see :func:`dpgpu.notebook.plot`.
 
         Parameters
         ----------
@@ -292,7 +293,7 @@ class Displayed:
         k : int, optional
             Bars in the top-k charts (default 20).
         min_length : int, optional
-            Shortest string in the N-gram and PFS2 charts (default 1).
+            Shortest string in the N-gram, PFS2 and EM charts (default 1).
         dims : pair of int, optional
             Dimensions drawn for a spatial release of 3 or more dimensions.
             An option given for a release whose plot it does not shape is

@@ -257,10 +257,12 @@ def test_plot_rejects_a_bad_k(releases):
 
 
 @pytest.mark.parametrize("name, options, says", [
-    ("ngram", {"dims": (5, 6)}, "dims: shapes the plot of privtree-spatial releases only, not "
-                                "of a ngram release"),
-    ("pst", {"min_length": 3}, "min_length: shapes the plot of ngram, pfs2 releases only"),
-    ("dpne", {"k": 5}, "k: shapes the plot of ngram, pfs2, privtree-pst releases only")])
+    ("ngram", {"dims": (5, 6)}, "dims: shapes the plot of privtree-spatial, uniform-grid, "
+                                "adaptive-grid releases only, not of a ngram release"),
+    ("pst", {"min_length": 3}, "min_length: shapes the plot of ngram, pfs2, em-top-k releases "
+                               "only"),
+    ("dpne", {"k": 5}, "k: shapes the plot of ngram, pfs2, privtree-pst, em-top-k releases "
+                       "only")])
 def test_plot_refuses_options_that_do_not_shape_it(releases, name, options, says):
     """Regression: ngram_release.plot(dims=(5, 6)) and pst_release.plot(min_length=3) ran, the
     options ignored."""

@@ -195,7 +195,7 @@ class SpatialLevel:
     counts: Any
 
 
-class SpatialHistogram:
+class SpatialHistogram(Displayed):
     """Boxes with noisy counts, answering range counts under uniformity inside a box.
 
     The output of the baselines :func:`uniform_grid` (UG) and
@@ -203,7 +203,10 @@ class SpatialHistogram:
     :class:`SpatialRelease`.  One with a report is a release: :meth:`save`
     writes it as a release directory laid out as PrivTree's (``report.json``,
     ``leaves.csv``), which ``dpgpu evaluate`` judges and :meth:`load` (or
-    :func:`dpgpu.load_release`) reads back.
+    :func:`dpgpu.load_release`) reads back; ``.to_pandas()`` and ``.plot()``
+    give the frame and the plot of a PrivTree release
+    (:mod:`dpgpu.notebook`).  One made by hand, without a report, refuses
+    them and a summary (InvalidParameter); its ``repr`` says it has no report.
 
     Parameters
     ----------
@@ -250,6 +253,28 @@ class SpatialHistogram:
                                    "width in every dimension")
         self.columns = _column_names(None, columns, self.lo.shape[1])
 
+    def __repr__(self) -> str:
+        if isinstance(self.report, dict):
+            return super().__repr__()
+        return f"SpatialHistogram(no report, leaves={len(self)})"
+
+    def _repr_html_(self) -> str | None:
+        return super()._repr_html_() if isinstance(self.report, dict) else None
+
+    def _sizes(self) -> dict[str, int]:
+        return {"leaves": len(self)}
+
+    def _facts(self) -> dict:
+        self._check_report("it has no summary")
+        return super()._facts()
+
+    def _check_report(self, refused: str) -> None:
+        """Refuse a histogram made by hand (no report): what it guarantees is unknown."""
+        if not isinstance(self.report, dict) or not self.report.get("mechanism"):
+            raise InvalidParameter("report: this SpatialHistogram has no release report (it "
+                                   "was made by hand, not by uniform_grid or adaptive_grid), "
+                                   f"so what it guarantees is unknown; {refused}")
+
     def save(self, out_dir: Any, *, force: bool = False) -> Any:
         """Write the release directory: ``report.json`` and ``leaves.csv``.
 
@@ -283,10 +308,7 @@ class SpatialHistogram:
             ``force``, one that may not be replaced, or a folder of
             ``out_dir`` that does not exist.
         """
-        if not isinstance(self.report, dict) or not self.report.get("mechanism"):
-            raise InvalidParameter("report: this SpatialHistogram has no release report (it "
-                                   "was made by hand, not by uniform_grid or adaptive_grid), "
-                                   "so what it guarantees is unknown; it is not saved")
+        self._check_report("it is not saved")
         report = {**self.report,
                   "parameters": {**self.report.get("parameters", {}), "columns": self.columns}}
         with ReleaseWriter(out_dir, force=force) as rel:
