@@ -29,8 +29,8 @@ from .errors import DPGPUError
 #: Modules of dpgpu.commands, in the order their subcommands are listed: data, the
 #: mechanisms, then what judges, explains and sizes a release.
 COMMAND_MODULES = ("info", "stats", "demo", "convert", "generate", "ngram", "pst",
-                   "privtree_spatial", "pfs2", "dpne", "evaluate", "report", "advise",
-                   "calibrate", "completion")
+                   "em_top_k", "privtree_spatial", "pfs2", "dpne", "evaluate", "report",
+                   "advise", "calibrate", "completion")
 
 
 def build_parser() -> Parser:
@@ -56,6 +56,7 @@ def build_parser() -> Parser:
 
 #: What to lower when a command's run does not fit in memory (the options that size its work).
 OOM_OPTIONS = {"ngram": "--l-max or --n-max", "pst": "--l-top, --max-length or --n-synthetic",
+               "em-top-k": "--k or --l-top",
                "pfs2": "--l-upper or --max-candidates",
                "dpne": "--max-n, --contribution or --max-candidates",
                "evaluate": "--queries, --query-sizes or --k (or name fewer --task)"}

@@ -26,7 +26,8 @@ from .validation import check_bool
 
 
 #: What one mechanism's guarantee protects: the unit whose presence is hidden.
-UNITS = {"ngram": "one sequence", "privtree-pst": "one sequence", "pfs2": "one sequence",
+UNITS = {"ngram": "one sequence", "privtree-pst": "one sequence", "em-top-k": "one sequence",
+         "pfs2": "one sequence",
          "dpne": "one user (all of that user's texts)", "privtree-spatial": "one point",
          "uniform-grid": "one point", "adaptive-grid": "one point"}
 
@@ -36,6 +37,8 @@ CAVEATS = {
              "sequence per person (a person with several sequences is protected k-fold less).",
     "privtree-pst": "Only each sequence's first l_top symbols are used; one sequence per person "
                     "is assumed.",
+    "em-top-k": "Only each sequence's first l_top items are counted; one sequence per person "
+                "is assumed.",
     "pfs2": "Sequences are shrunk to a noisy l_max; one sequence per person is assumed.",
     "dpne": "Each user contributes at most the configured number of n-grams per level; "
             "texts must carry the right user ids.",

@@ -128,13 +128,13 @@ def releases(tmp_path_factory, data):
 
 
 @pytest.mark.parametrize("release, extra, words", [
-    ("dpne", ["--k", "20"], ["--k: applies to the top-k and pst tasks only",
+    ("dpne", ["--k", "20"], ["--k: applies to the top-k, pst and em tasks only",
                              "this dpne release (ngrams.tsv) does not allow", "coverage"]),
     ("dpne", ["--threshold", "0.1"], ["--threshold: applies to the frequent task only",
                                       "this dpne release"]),
     ("dpne", ["--min-length", "2"], ["--min-length: applies to the top-k and pst tasks"]),
-    ("dpne", ["--backend", "numpy"], ["--backend: applies to the count-queries, top-k, pst "
-                                      "and ngrams tasks only", "this dpne release"]),
+    ("dpne", ["--backend", "numpy"], ["--backend: applies to the count-queries, top-k, pst, "
+                                      "em and ngrams tasks only", "this dpne release"]),
     ("ngram-tree", ["--coverage-k", "5"], ["--coverage-k: applies to the coverage task only",
                                            "this ngram release (ngrams.tsv)", "allows ngrams"]),
     ("ngram-tree", ["--query-sizes", "4"], ["--query-sizes: applies to the count-queries and "
@@ -142,7 +142,7 @@ def releases(tmp_path_factory, data):
     ("ngram", ["--coverage-k", "5"], ["--coverage-k: applies to the coverage task only",
                                       "this ngram release (ngrams.tsv, synthetic.txt)"]),
     ("ngram", ["--task", "lengths", "--k", "20"],
-     ["--k: applies to the top-k and pst tasks only, which --task leaves out (chosen: "
+     ["--k: applies to the top-k, pst and em tasks only, which --task leaves out (chosen: "
       "lengths)"]),
     ("ngram", ["--task", "lengths", "--threshold", "0.5"],
      ["--threshold: applies to the frequent task only, which --task leaves out"]),
@@ -181,7 +181,7 @@ def test_evaluate_takes_the_options_its_tasks_use(capsys, data, releases):
 
 
 def test_evaluate_release_api_refuses_them_by_keyword(data, releases):
-    with pytest.raises(InvalidParameter, match=r"^k_values: applies to the top-k and pst "
+    with pytest.raises(InvalidParameter, match=r"^k_values: applies to the top-k, pst and em "
                                                r"tasks only, which this dpne release"):
         E.evaluate_release(data[0], releases / "dpne", k_values=[5])
     with pytest.raises(InvalidParameter, match=r"^query_sizes: .* tasks leaves out"):

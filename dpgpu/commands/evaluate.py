@@ -4,7 +4,9 @@ Reads the release directory, picks the metrics its files allow (synthetic
 data: count queries, top-K patterns, length distribution; ngrams.tsv: errors
 of the released counts; pst.json, a PrivTree PST: precision of the top-K
 strings and relative error of random count queries, both from the model's
-Eq. 12 estimates; frequent.tsv: precision/recall/F-score and relative
+Eq. 12 estimates; topk.tsv, an EM top-k release (dpgpu em-top-k):
+precision of its top-K strings against the original's exact top-K, beside
+the non-private Truncate baseline; frequent.tsv: precision/recall/F-score and relative
 error of supports; a DPNE ngrams.tsv: K-anonymity coverage; leaves.csv, a PrivTree
 spatial release: relative error of random range counts in any number of
 dimensions, small/medium/large query sets), prints a table and
@@ -29,11 +31,12 @@ or ``--min-length``) stops with an error naming the option to change.
 Top-K rows where the original has no pattern of ``--min-length`` read
 ``n/a``.  An option that no task computed uses is refused, not ignored,
 before the original is read: ``--seed`` and ``--queries`` (count-queries,
-pst, range-queries), ``--query-sizes`` (count-queries, pst), ``--k`` and
+pst, range-queries), ``--query-sizes`` (count-queries, pst), ``--k``
+(top-k, pst, em; for em at most the release's k, which is its default),
 ``--min-length`` (top-k, pst), ``--threshold`` (frequent), ``--coverage-k``
-(coverage) and ``--backend`` (count-queries, top-k, pst, ngrams); so are all
-but ``--seed`` and ``--queries`` for a spatial release, as ``--columns`` is
-for a sequence release.
+(coverage) and ``--backend`` (count-queries, top-k, pst, em, ngrams); so are
+all but ``--seed`` and ``--queries`` for a spatial release, as
+``--columns`` is for a sequence release.
 """
 
 from __future__ import annotations
@@ -103,7 +106,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"maximal query sizes (default {','.join(map(str, QUERY_SIZES))})")
     p.add_argument("--k", dest="k_values", type=functools.partial(_int_list, maximum=MAX_K),
                    help=f"K values of the top-K comparisons (default "
-                        f"{','.join(map(str, K_VALUES))}; at most {MAX_K})")
+                        f"{','.join(map(str, K_VALUES))}; at most {MAX_K}; an EM release: its "
+                        "k, and at most that)")
     p.add_argument("--min-length", type=int,
                    help="shortest pattern in top-K lists (default: 2 for the synthetic data, "
                         "single items excluded as in the N-gram paper; 1 for a PST model, as "
@@ -147,15 +151,18 @@ def run(args: argparse.Namespace) -> int:
 
 def _sequences(args: argparse.Namespace) -> dict:
     """Evaluate a sequence release against the original sequence dataset."""
-    from ..eval.evaluate import (SETTING_TASKS, check_count_workload, evaluate_release,
-                                 sequence_tasks)
+    from ..eval.evaluate import (SETTING_TASKS, check_count_workload, em_k_values,
+                                 evaluate_release, sequence_tasks)
     from ..eval.metrics import QUERY_SIZES
 
     if args.columns is not None:
         raise InvalidParameter("--columns: applies to spatial releases (leaves.csv) only")
     check_count_workload(args.n_queries, args.query_sizes or QUERY_SIZES, OPTIONS)  # before reading
     given = {k: getattr(args, k) for k in SETTING_TASKS if getattr(args, k) is not None}
-    sequence_tasks(args.release, args.task, given, OPTIONS)  # refuses options no task uses
+    # refuses the options no task uses
+    _, files, chosen = sequence_tasks(args.release, args.task, given, OPTIONS)
+    if "em" in chosen:  # a --k past the strings an EM release selected
+        em_k_values(files["topk"], args.k_values, OPTIONS)
     original = load_from_args(args, "original")
     options = {k: getattr(args, k) for k in FORMAT_OPTIONS if getattr(args, k, None) is not None}
     return evaluate_release(original, args.release, tasks=args.task, reader_options=options,

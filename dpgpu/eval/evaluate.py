@@ -14,6 +14,10 @@ release file        tasks
                     of the top-k frequent strings by its Eq. 12 estimates, relative
                     error of the random count queries answered by Eq. 12, the
                     noisy number of sequences)
+``topk.tsv``        ``em`` (PrivTree 6.2 on an EM top-k release: precision of its
+                    top-K strings against the exact top-K of the original, beside
+                    the non-private Truncate baseline, the exact top-K of the data
+                    cut to the release's ``l_top``)
 ``ngrams.tsv``      ``ngrams`` (relative error of the released counts)
 ``frequent.tsv``    ``frequent`` (precision, recall, F-score, relative error
                     of supports; per pattern length)
@@ -80,10 +84,12 @@ from . import truth as T
 log = logging.getLogger("dpgpu")
 
 EVALUATION = "evaluation.json"
-TASKS = ("count-queries", "top-k", "lengths", "pst", "ngrams", "frequent", "coverage",
+TASKS = ("count-queries", "top-k", "lengths", "pst", "em", "ngrams", "frequent", "coverage",
          "range-queries")
 LEAVES = "leaves.csv"
 PST = "pst.json"
+#: The strings an EM top-k release selected (:meth:`dpgpu.mechanisms.privtree.em.EMRelease.save`).
+TOPK = "topk.tsv"
 #: Formats a spatial release's original may have (the content decides when none is given).
 POINT_FORMATS = ("csv", "parquet")
 K_VALUES = (20, 40, 60, 80, 100)
@@ -107,10 +113,10 @@ WARNING = ("diagnostic computed from the exact original data; NOT differentially
 #: (:func:`check_settings_apply`).
 SETTING_TASKS = {"seed": ("count-queries", "pst", "range-queries"),
                  "n_queries": ("count-queries", "pst", "range-queries"),
-                 "query_sizes": ("count-queries", "pst"), "k_values": ("top-k", "pst"),
+                 "query_sizes": ("count-queries", "pst"), "k_values": ("top-k", "pst", "em"),
                  "min_length": ("top-k", "pst"), "threshold": ("frequent",),
                  "coverage_ks": ("coverage",),
-                 "backend": ("count-queries", "top-k", "pst", "ngrams")}
+                 "backend": ("count-queries", "top-k", "pst", "em", "ngrams")}
 #: Keys of report["parameters"] read as a relative / absolute support threshold.
 _RELATIVE_KEYS = ("threshold", "relative_threshold", "theta")
 _ABSOLUTE_KEYS = ("min_support",)
@@ -198,7 +204,8 @@ def check_count_workload(n_queries: Any, query_sizes: Any,
 def release_files(release_dir: Any) -> dict[str, Path]:
     """The release files present, by kind: ``{"synthetic"|"ngrams"|..|"leaves": path}``.
 
-    Kinds: ``synthetic``, ``ngrams``, ``frequent``, ``kgrams``, ``pst``, ``leaves``.
+    Kinds: ``synthetic``, ``ngrams``, ``frequent``, ``kgrams``, ``pst``, ``topk``
+    (an EM release's :data:`TOPK`), ``leaves``.
 
     An ``ngrams.tsv`` with just the columns ``k`` and ``gram`` (DPNE's) is a
     set of extracted grams without counts and counts as ``kgrams``.
@@ -235,6 +242,8 @@ def release_files(release_dir: Any) -> dict[str, Path]:
         found["synthetic"] = syn[0]
     if (d / PST).is_file():
         found["pst"] = d / PST
+    if (d / TOPK).is_file():
+        found["topk"] = d / TOPK
     if (d / LEAVES).is_file():
         found["leaves"] = d / LEAVES
     return found
@@ -366,6 +375,8 @@ def applicable_tasks(files: dict[str, Path], has_threshold: bool) -> list[str]:
         out += ["count-queries", "top-k", "lengths"]
     if "pst" in files:
         out.append("pst")
+    if "topk" in files:
+        out.append("em")
     if "ngrams" in files:
         out.append("ngrams")
     if "frequent" in files or ("synthetic" in files and has_threshold):
@@ -409,8 +420,8 @@ def choose_tasks(tasks: Iterable[str] | None, allowed: Sequence[str], release_di
     if tasks is None:
         if not allowed:
             raise InputError(f"{release_dir}: no release file to evaluate (expected "
-                             "synthetic.*, ngrams.tsv, frequent.tsv, pst.json or "
-                             "leaves.csv)")
+                             f"synthetic.*, ngrams.tsv, frequent.tsv, pst.json, {TOPK} "
+                             "or leaves.csv)")
         return list(allowed)
     chosen: list[str] = []
     for t in tasks:
@@ -683,7 +694,9 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
         :data:`MAX_K`; a list even for one K (``[20]``).  Where the
         original has fewer patterns than K, the comparison is over those it
         has; where it has none, the scores are None (``n/a``), not perfect
-        ones.
+        ones.  For an EM release (``em``) the default is its own ``k`` (the
+        number of strings in :data:`TOPK`), and a K given may not exceed it
+        (:func:`em_k_values`): the first K strings selected are compared.
     min_length : int, optional
         Shortest pattern in top-K lists.  Default: the papers' choices, 2 for
         ``top-k`` on synthetic data (size-1 patterns excluded, as in the
@@ -757,6 +770,8 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
     seed = check_positive_int(SEED if seed is None else seed, _option(names, "seed"), minimum=0)
     tasks = None if tasks is None else choose_tasks(tasks, TASKS, rdir)  # names, before reading
     report, files, chosen = sequence_tasks(rdir, tasks, given, names)
+    em_ks = em_k_values(files["topk"], k_values if "k_values" in given else None, names) \
+        if "em" in chosen else None
     if not isinstance(original, SequenceDB):
         original = load(original, **(reader_options or {}))
     oname = original_name or str(original.source.get("path", "the original"))
@@ -785,6 +800,8 @@ def evaluate_release(original: Any, release_dir: Any, *, tasks: Iterable[str] | 
         elif task == "pst":
             results[task] = _pst(ctx, files["pst"], k_values, min_length or 1, query_sizes,
                                  n_queries, seed)
+        elif task == "em":
+            results[task] = _em(ctx, files["topk"], report, em_ks)
         elif task == "ngrams":
             results[task] = _ngrams(ctx, files["ngrams"])
         elif task == "frequent":
@@ -828,6 +845,7 @@ def _needs(task: str) -> str:
     return {"count-queries": "needs a synthetic dataset", "top-k": "needs a synthetic dataset",
             "lengths": "needs a synthetic dataset", "ngrams": "needs ngrams.tsv",
             "pst": f"needs {PST} (a PrivTree PST release)",
+            "em": f"needs {TOPK} (an EM top-k release, dpgpu em-top-k)",
             "frequent": "needs frequent.tsv, or a synthetic dataset and --threshold",
             "coverage": "needs the ngrams.tsv of a DPNE release (columns k, gram)",
             "range-queries": f"needs {LEAVES} (a spatial release)"}[task]
@@ -1180,6 +1198,123 @@ def _pst(ctx: _Context, path: Path, k_values: Sequence[int], min_length: int,
                       "top": [[" ".join(p), float(c)] for p, c in zip(ml[:10], mc[:10].tolist())]},
             "count_queries": _count_errors(ctx, _model_estimates(model, qs), true, sizes,
                                            n_queries, seed)}
+
+
+def em_k_values(path: Path, k_values: Sequence[int] | None,
+                names: Mapping[str, str] | None = None) -> list[int]:
+    """The K of an EM release's top-K comparisons, checked against the strings it selected.
+
+    Read before the original: only the number of strings of :data:`TOPK` is
+    looked at.
+
+    Parameters
+    ----------
+    path : Path
+        The release's :data:`TOPK`.
+    k_values : sequence of int or None
+        The K given (checked integers ``>= 1``), or None for the release's
+        own ``k``.
+    names : mapping of str to str, optional
+        How messages name ``k_values`` (``--k`` on the command line).
+
+    Returns
+    -------
+    list of int
+        ``k_values`` sorted, or ``[k]`` with ``k`` the strings released.
+
+    Raises
+    ------
+    InputError
+        :data:`TOPK` cannot be read, or holds no string.
+    InvalidParameter
+        A K larger than the strings released, naming ``k_values``: EM's
+        precision at K compares its first K selections, and it made ``k``.
+    """
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()[1:]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read ({exc})") from None
+    n = sum(1 for line in lines if line.rstrip("\r"))
+    if n == 0:
+        raise InputError(f"{path}: no string (an EM release selects k >= 1 strings)")
+    if k_values is None:
+        return [n]
+    ks = sorted(set(k_values))
+    if ks[-1] > n:
+        option = _option(names, "k_values")
+        raise InvalidParameter(f"{option}: {ks[-1]} is more than the {n} strings this EM "
+                               f"release selected (its k); its top-K precision compares the "
+                               f"first K strings selected: give K values up to {n}")
+    return ks
+
+
+def read_topk(path: Path, vocab: Any) -> list[tuple[int, ...]]:
+    """The strings of an EM release's :data:`TOPK` (columns ``rank``, ``string``), in rank order.
+
+    Parameters
+    ----------
+    path : Path
+    vocab : Vocabulary
+        The original's vocabulary.
+
+    Returns
+    -------
+    list of tuple of int
+        The strings (item ids), rank 1 first.
+
+    Raises
+    ------
+    InputError
+        As :func:`read_gram_file` (header, unknown label, duplicate string),
+        a string holding a marker, or ranks other than ``1, 2, ...`` in order.
+    """
+    pats, ranks = read_gram_file(path, vocab, ("string", "rank"))
+    bad = [p for p in pats if max(p) >= vocab.size]
+    if bad:
+        raise InputError(f"{path}: string {T.decode_pattern(vocab, bad[0])!r} holds a marker; "
+                         "EM selects strings of items")
+    if ranks != [float(r) for r in range(1, len(ranks) + 1)]:
+        raise InputError(f"{path}: the ranks must be 1, 2, ... in order, one per string")
+    return pats
+
+
+def _em(ctx: _Context, path: Path, report: dict, k_values: Sequence[int]) -> dict:
+    """Precision of an EM release's top-K strings (PrivTree Section 6.2, Fig. 6).
+
+    The strings EM ranks over are the contiguous strings of items (any length,
+    no markers), each counted by its occurrences; the release selects them on
+    the data cut to ``l_top`` items per sequence (its report's parameter).
+    Per K, over the first K strings selected: ``precision`` against the exact
+    top-K of the original (the paper's ``|K(D) & A(D)| / k``), ``precision_cut``
+    against the exact top-K of the cut data (the ranking EM approximates, so
+    the loss to noise alone), and ``truncate_precision``, the paper's
+    non-private Truncate baseline (the cut data's exact top-K against the
+    original's).  As for the other top-K tasks, a ratio is over
+    ``min(K, strings that exist)``, and ties between equal counts in an
+    exact top-K are broken by length, then item ids (:func:`dpgpu.eval.truth.top_k_strings`).
+    """
+    db = ctx.db
+    l_top = (report.get("parameters") or {}).get("l_top")
+    if not isinstance(l_top, int) or isinstance(l_top, bool) or l_top < 1:
+        raise InputError(f"{path.parent / REPORT}: parameters.l_top: expected a positive "
+                         f"integer (the items EM kept per sequence), got {l_top!r}")
+    selected = read_topk(path, db.vocab)
+    kmax = max(k_values)
+    tp, tc = T.top_k_strings(db, kmax, backend=ctx.backend)
+    cp, cc = T.top_k_strings(db, kmax, l_max=l_top, backend=ctx.backend)
+    rows = {}
+    for k in k_values:
+        true_k, cut_k, rel_k = tp[:k], cp[:k], selected[:k]
+        rows[str(k)] = {"precision": M.topk_precision(true_k, rel_k),
+                        "precision_cut": M.topk_precision(cut_k, rel_k),
+                        "truncate_precision": M.topk_precision(true_k, cut_k),
+                        "available": len(true_k), "available_cut": len(cut_k)}
+    shown = selected[:10]
+    exact = ctx.counts(shown) if shown else np.zeros(0, dtype=np.int64)
+    return {"l_top": l_top, "selected": len(selected), "frequency": "occurrences",
+            "by_k": rows,
+            "top": [[ctx.label(p), int(c)] for p, c in zip(tp[:10], tc[:10].tolist())],
+            "released": [[ctx.label(p), int(c)] for p, c in zip(shown, exact.tolist())]}
 
 
 def _ngrams(ctx: _Context, path: Path) -> dict:
@@ -1781,6 +1916,16 @@ def format_table(result: dict) -> str:
                   f"  {'max size':>8}  {'mean RE':>9}  {'median RE':>9}  {'true > 0':>8}"]
         for m, r in c["by_max_size"].items():
             lines.append(f"  {m:>8}  {r['mean']:9.4f}  {r['median']:9.4f}  {r['nonzero_true']:8d}")
+    if "em" in tasks:
+        t = tasks["em"]
+        lines += ["", f"EM top-K strings ({t['selected']} selected on the data cut to l_top "
+                  f"{t['l_top']}; by {t['frequency']}; Truncate: the cut data's exact top-K, "
+                  "not private)",
+                  f"  {'K':>5}  {'precision':>9}  {'vs cut data':>11}  {'Truncate':>8}"]
+        lines += [f"  {k:>5}  {_score(r['precision']):>9}  {_score(r['precision_cut']):>11}  "
+                  f"{_score(r['truncate_precision']):>8}" for k, r in t["by_k"].items()]
+        if any(r["precision"] is None for r in t["by_k"].values()):
+            lines.append("  (n/a: no string in the original)")
     if "ngrams" in tasks:
         t = tasks["ngrams"]
         lines += ["", f"released n-gram counts ({t['released_grams']} grams, sanity bound "
@@ -1936,6 +2081,8 @@ def plot_evaluation(result: dict, path: Any, *, force: bool = False,
         panels.append(("lengths", _plot_lengths))
     if "pst" in tasks:
         panels.append(("pst", _plot_pst))
+    if "em" in tasks:
+        panels.append(("em", _plot_em))
     if "ngrams" in tasks:
         panels.append(("ngrams", _plot_ngrams))
     if "frequent" in tasks:
@@ -2018,6 +2165,20 @@ def _plot_pst(ax, t):
     sizes = t["count_queries"]["by_max_size"]
     ax.set_title("PST model: top-K strings; count-query mean RE "
                  + "/".join(f"{r['mean']:.2f}" for r in sizes.values()), fontsize=8)
+
+
+def _plot_em(ax, t):
+    rows = t["by_k"]
+    ks = [int(k) for k in rows]
+    for key, style, label in (("precision", "o-", "EM precision"),
+                              ("precision_cut", "s--", "EM vs the cut data's top-K"),
+                              ("truncate_precision", "^:", "Truncate (not private)")):
+        ax.plot(ks, [_nan(r[key]) for r in rows.values()], style, label=label)
+    ax.set_xlabel("K")
+    ax.set_ylabel("precision")
+    ax.set_ylim(0, 1.05)
+    ax.legend(fontsize=7)
+    ax.set_title(f"EM top-K strings (l_top {t['l_top']})")
 
 
 def _plot_ngrams(ax, t):
