@@ -23,6 +23,7 @@ import dask  # noqa: E402 - after distributed, which adds its settings to Dask's
 
 from dpgpu.scale import loading  # noqa: E402 - needs dask
 from dpgpu.scale.dask import close, connect  # noqa: E402
+from dpgpu.scale.local_workers import HEARTBEAT_FAILED  # noqa: E402
 
 #: What an SSH server sends first (port 22): read by Dask as the length of a frame.
 SSH_BANNER = b"SSH-2.0-OpenSSH_8.9p1 Ubuntu-3ubuntu0.6\r\n"
@@ -203,6 +204,13 @@ def _sigint_ignored():
     return os.getpid(), signal.getsignal(signal.SIGINT) is signal.SIG_IGN
 
 
+def _worker_logs(*messages):
+    """Whether the worker's logger lets each message through its filters."""
+    worker_log = logging.getLogger("distributed.worker")
+    return [bool(worker_log.filter(worker_log.makeRecord(
+        worker_log.name, logging.ERROR, __file__, 0, m, (), None))) for m in messages]
+
+
 def _worker_sigint(client):
     """``{address: (pid, whether SIGINT is ignored)}`` of the workers ({}: none answers)."""
     try:
@@ -227,6 +235,8 @@ def test_a_worker_restarted_by_its_nanny_ignores_ctrl_c_too():
             time.sleep(0.2)
         (restarted, ignored), = _worker_sigint(client).values()
         assert restarted != pid and ignored
+        (said,) = client.run(_worker_logs, HEARTBEAT_FAILED, "another error").values()
+        assert said == [False, True]  # a closed scheduler is not shouted into the terminal
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the client's own
     finally:
         close(client)

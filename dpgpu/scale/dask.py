@@ -122,9 +122,8 @@ def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = F
             cluster, size = LocalCUDACluster, {}  # one worker per visible GPU
     with _interrupts_to_this_process() as ignored:
         client = distributed.Client(cluster(threads_per_worker=1, **size, **_NO_DASHBOARD))
-    if ignored:  # and so do the workers that nannies restart later
-        from .interrupts import IgnoreInterrupts  # noqa: PLC0415 - imports distributed
-        client.register_plugin(IgnoreInterrupts())
+    from .local_workers import LocalWorkerSetup  # noqa: PLC0415 - imports distributed
+    client.register_plugin(LocalWorkerSetup(ignored))  # workers restarted later too
     return client
 
 
