@@ -25,7 +25,7 @@ def dask_client():
     """A client of a local Dask cluster of two single-threaded workers (skips without Dask)."""
     distributed = pytest.importorskip("dask.distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         yield client
 

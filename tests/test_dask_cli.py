@@ -37,7 +37,7 @@ def test_engine_dask_cli_writes_the_local_release(tmp_path):
     xy = np.concatenate([rng.normal(0.3, 0.03, (2000, 2)), rng.random((2000, 2))]).clip(0, 1)
     points.write_text("x,y\n" + "\n".join(f"{x!r},{y!r}" for x, y in xy.tolist()) + "\n")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address=":0") as cluster:
         for command, options in COMMANDS.items():
             source = points if command == "privtree-spatial" else data
             base = [command, str(source), *options, "--seed", "3", "-q"]

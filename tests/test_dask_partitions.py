@@ -75,7 +75,7 @@ def test_gpu_clusters_use_dask_cuda_when_it_is_installed(monkeypatch):
 
     def local_cuda_cluster(**kw):
         made.append(kw)
-        return distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+        return distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=":0")
 
     fake = types.ModuleType("dask_cuda")
     fake.LocalCUDACluster = local_cuda_cluster
@@ -140,7 +140,7 @@ def opened(monkeypatch):
     def connect(scheduler=None, **kw):
         log["opened"].append(scheduler)
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                           dashboard_address=None)
+                                           dashboard_address=":0")
         return distributed.Client(cluster)
 
     def spy(client):
@@ -185,7 +185,7 @@ def test_a_lost_worker_stops_the_run_with_a_dpgpu_error():
     """A worker killed mid-run: its partitions are lost; a DPGPUError says to repeat the run."""
     distributed = pytest.importorskip("dask.distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         killed = []
 
@@ -293,7 +293,7 @@ def test_client_may_be_a_scheduler_address_which_the_run_disconnects():
     distributed = pytest.importorskip("dask.distributed")
     local = ngram(db_of(), 1.0, l_max=3, n_max=2, seed=4)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address=":0") as cluster:
         clients = set(cluster.scheduler.clients)
         remote = ngram(db_of(), 1.0, l_max=3, n_max=2, seed=4, engine="dask",
                        client=cluster.scheduler_address)

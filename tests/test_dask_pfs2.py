@@ -20,7 +20,7 @@ def test_dask_pfs2_equals_local():
     db = toy_db()
     local = pfs2(db, 2.0, 0.15, l_upper=8, seed=5)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         remote = pfs2(db, 2.0, 0.15, l_upper=8, seed=5, engine="dask", client=client)
     assert len(remote.levels) >= 2  # the test exercises several mining levels

@@ -20,7 +20,7 @@ def test_dask_pst_equals_local():
     db = toy_db()
     local = pst(db, 2.0, l_top=10, seed=11)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         remote = pst(db, 2.0, l_top=10, seed=11, engine="dask", client=client)
     assert len(local.levels) >= 3  # the tree grows past the root's children

@@ -18,7 +18,7 @@ def test_dask_spatial_equals_local():
     pts = skewed_points()
     local = privtree_spatial(pts, 1.0, bounds=[[0, 1], [0, 1]], seed=5)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         remote = privtree_spatial(pts, 1.0, bounds=[[0, 1], [0, 1]], seed=5, engine="dask",
                                   client=client)

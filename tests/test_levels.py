@@ -190,7 +190,7 @@ def test_dask_count_levels_equals_the_local_one():
     db = SequenceDB.from_sequences(seqs, vocab=[str(i) for i in range(5)])
     want = GramEngine(db, 9, start=True, end=True).count_levels(4)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         engine = DaskGramEngine(db, 9, start=True, end=True, client=client, partitions=3)
         got = engine.count_levels(4)

@@ -671,7 +671,7 @@ def test_dask_engine_gives_the_same_release():
     db = SequenceDB.from_sequences(TABLE1 * 25, vocab=VOCAB)
     local = ngram(db, 1.0, l_max=5, n_max=4, seed=21)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         remote = ngram(db, 1.0, l_max=5, n_max=4, seed=21, engine="dask", client=client)
     assert local.ngrams() == remote.ngrams()

@@ -281,7 +281,7 @@ def test_variants_are_the_same_on_dask():
     distributed = pytest.importorskip("dask.distributed")
     db = toy_db(5, n=600)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         for variant in ("rr", "pl"):
             local = pfs2(db, 3.0, 0.1, l_upper=6, seed=5, variant=variant)

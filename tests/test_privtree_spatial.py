@@ -439,7 +439,7 @@ def test_the_split_test_draws_only_for_nodes_that_can_be_halved():
 def test_the_dask_engine_grows_the_same_narrow_leaves():
     distributed = pytest.importorskip("dask.distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         for case in (clipped_1d, repeated_2d):
             pts, bounds = case()
