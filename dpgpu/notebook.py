@@ -63,6 +63,7 @@ from urllib.parse import unquote
 import numpy as np
 
 from .errors import InputError, InvalidParameter
+from .mechanisms.privtree.spatial import INTEGER_COUNTS
 
 #: Optional packages dpgpu imports on demand, with the extra that installs each.
 EXTRAS = {"pandas": "pandas", "matplotlib.pyplot": "plot", "matplotlib.collections": "plot",
@@ -218,7 +219,7 @@ _TABLES: dict[str, tuple[list[str], list[Any]]] = {
 }
 #: The spatial mechanisms, whose releases are laid out as PrivTree's (``leaves.csv``), and the
 #: dtype of their noisy counts: UG's are integers, AG's floats (constrained inference).
-_SPATIAL: dict[str, Any] = {"privtree-spatial": np.int64, "uniform-grid": np.int64,
+_SPATIAL: dict[str, Any] = {**dict.fromkeys(INTEGER_COUNTS, np.int64),
                             "adaptive-grid": np.float64}
 
 

@@ -307,3 +307,24 @@ def test_report_and_plot(capsys, files, tmp_path):
     assert status == 0, err
     assert out.startswith("NOT PRIVATE") and "EM top-K strings" in out
     assert dpgpu.load_release(rel).report["mechanism"] == "em-top-k"
+
+
+def test_an_l_top_past_every_sequence_is_no_memory_error(capsys, files, tmp_path):
+    """Regression: --l-top 10**12 (accepted: it sets the noise, which is then huge) made the
+    counting loops allocate buffers of that size: 'out of memory' (exit 1) on short lines."""
+    data, vocab = files
+    status, _, err = run(capsys, "em-top-k", data, "--vocab", vocab, "--epsilon", "1", "--k", "4",
+                         "--l-top", 10 ** 12, "--out", tmp_path / "huge")
+    assert status == 0, err
+    assert len(topk(tmp_path / "huge")) == 4
+
+
+def test_too_many_draws_without_a_public_vocabulary_do_not_name_the_data_item_count():
+    """The refusal is about k; without a public vocabulary the number of items is the data's,
+    which an error message must not show."""
+    db = dpgpu.SequenceDB.from_sequences([[f"i{j}" for j in range(257)]])
+    assert not db.vocab.public
+    with pytest.raises(InvalidParameter) as err:
+        dpgpu.em_top_k(db, 1.0, 10 ** 6)
+    assert str(err.value).startswith("k: 1000000 rounds over the data's items draw")
+    assert "257" not in str(err.value)

@@ -906,9 +906,11 @@ def _iso_micros(text: str) -> tuple[int, bool]:
 
     A date with an offset but no time is at midnight there (``2020-01-01+02:00`` is
     ``2019-12-31T22:00Z``; datetime would take the ``+`` for the separator of a time).
-    Forms that datetime reads from Python 3.11 on only (``Z``, ``+HH``,
-    ``+HHMM``, fractions of other than 3 or 6 digits, cut to 6) are
-    rewritten first, so that every Python reads the same dates.
+    The forms of these that datetime reads from Python 3.11 on only (``Z``,
+    and ``+HH`` or ``+HHMM`` after a time of ``HH:MM`` or more; fractions of
+    other than 3 or 6 digits, cut to 6) are rewritten first, so that Python
+    3.10 reads them too.  Other forms only 3.11 reads (an hour without
+    minutes, ISO's basic and week formats) stay errors on 3.10.
     """
     text = text.strip()
     date = _DATE_OFFSET.fullmatch(text)

@@ -255,7 +255,8 @@ class GramEngine:
     def _flat_rows(self) -> tuple:
         """The database's flat items and the row layout, as the Numba loops take them."""
         db, vocab = self._db, self.vocab
-        return (db.items, db.offsets, self.l_max or max(db.max_length, 1),
+        longest = max(db.max_length, 1)  # an l_max beyond it cuts nothing: no huge buffers
+        return (db.items, db.offsets, min(self.l_max or longest, longest),
                 vocab.start_id if self._start else -1, vocab.end_id if self._end else -1,
                 self._end == "all")
 

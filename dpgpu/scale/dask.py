@@ -123,7 +123,11 @@ def connect(scheduler: str | None = None, n_workers: int = 2, *, quiet: bool = F
     with _interrupts_to_this_process() as ignored:
         client = distributed.Client(cluster(threads_per_worker=1, **size, **_NO_DASHBOARD))
     from .local_workers import LocalWorkerSetup  # noqa: PLC0415 - imports distributed
-    client.register_plugin(LocalWorkerSetup(ignored))  # workers restarted later too
+    try:
+        client.register_plugin(LocalWorkerSetup(ignored))  # workers restarted later too
+    except BaseException:  # a Ctrl-C now, say: the cluster is not left running
+        close(client)
+        raise
     return client
 
 

@@ -296,11 +296,11 @@ def em_top_k(db: SequenceDB, epsilon: float, k: int, *, l_top: int = 20,
     k = check_positive_int(k, "k")
     l_top = check_positive_int(l_top, "l_top")
     n_items = db.vocab.size
-    if total_draws(n_items, k) > MAX_DRAWS:
-        raise InvalidParameter(f"k: {k} rounds over {n_items:,} items draw "
-                               f"{total_draws(n_items, k):,} noisy "
-                               f"values, more than the {MAX_DRAWS:,} allowed; lower k or use a "
-                               "smaller vocabulary")
+    if total_draws(n_items, k) > MAX_DRAWS:  # the data's item count only if public
+        over = f"over {n_items:,} items draw {total_draws(n_items, k):,}" if db.vocab.public \
+            else "over the data's items draw"
+        raise InvalidParameter(f"k: {k} rounds {over} noisy values, more than the "
+                               f"{MAX_DRAWS:,} allowed; lower k or use a smaller vocabulary")
     eps_round, scale = calibrate(epsilon, k, l_top)
     sampler = DiscreteLaplace(scale)
     t0 = time.perf_counter()

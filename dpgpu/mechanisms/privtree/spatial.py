@@ -195,6 +195,11 @@ class SpatialLevel:
     counts: Any
 
 
+#: The spatial mechanisms whose released counts are integers (AG's are floats: its
+#: constrained inference averages noisy counts).
+INTEGER_COUNTS = ("privtree-spatial", "uniform-grid")
+
+
 class SpatialHistogram(Displayed):
     """Boxes with noisy counts, answering range counts under uniformity inside a box.
 
@@ -329,7 +334,8 @@ class SpatialHistogram(Displayed):
         Returns
         -------
         SpatialHistogram
-            The boxes and float64 counts of ``leaves.csv``, with the report
+            The boxes and counts of ``leaves.csv`` (int64 for the mechanisms
+            of :data:`INTEGER_COUNTS`, float64 for AG's), with the report
             read back (:func:`dpgpu.release.read_report`) and the columns;
             :meth:`range_count` answers as the saved object did.
 
@@ -351,6 +357,8 @@ class SpatialHistogram(Displayed):
             raise InputError(f"{d}: not a spatial release (no {LEAVES})")
         columns, _ = spatial_layout(report, d)
         lo, hi, counts = read_leaves(d / LEAVES, columns)
+        if report.get("mechanism") in INTEGER_COUNTS and np.array_equal(counts, np.round(counts)):
+            counts = counts.astype(np.int64)  # saved again, they are written as integers
         try:
             return cls(lo, hi, counts, report, columns=columns)
         except InvalidParameter as exc:
