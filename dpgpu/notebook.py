@@ -191,9 +191,12 @@ def to_pandas(release: Any) -> Any:
 
 def _mechanism(release: Any) -> Any:
     """The mechanism ``release``'s report names (InvalidParameter: it has no report)."""
-    if not isinstance(release.report, dict):  # a SpatialHistogram made by hand
+    if not isinstance(release.report, dict) or not release.report.get("mechanism"):
+        # a SpatialHistogram made by hand, or the leaves of a PrivTree release
         raise InvalidParameter(f"{type(release).__name__} has no release report (it was made "
-                               "by hand), so what it releases is unknown: no table or plot")
+                               "by hand, or it is the .leaves of a PrivTree release: use that "
+                               "release's own .to_pandas() / .plot()), so what it releases is "
+                               "unknown: no table or plot")
     return release.report.get("mechanism")
 
 

@@ -156,6 +156,15 @@ def test_a_histogram_made_by_hand_has_no_frame_or_summary():
         hand.plot()
     with pytest.raises(InvalidParameter, match="no release report.*no summary"):
         hand.summary()
+    empty = SpatialHistogram([[0, 0]], [[1, 1]], [3], report={})
+    with pytest.raises(InvalidParameter, match="no release report"):
+        empty.to_pandas()
+
+
+def test_the_leaves_of_a_privtree_release_point_to_the_release(releases):
+    with pytest.raises(InvalidParameter, match=r"\.leaves of a PrivTree release"):
+        releases["privtree"].leaves.to_pandas()
+    assert len(releases["privtree"].to_pandas()) == len(releases["privtree"].leaves)
 
 
 @pytest.mark.parametrize("name, options, says", [

@@ -1220,7 +1220,8 @@ def em_k_values(path: Path, k_values: Sequence[int] | None,
     Returns
     -------
     list of int
-        ``k_values`` sorted, or ``[k]`` with ``k`` the strings released.
+        ``k_values`` sorted, or ``[k]`` with ``k`` the strings released (at
+        most :data:`MAX_K`).
 
     Raises
     ------
@@ -1238,7 +1239,7 @@ def em_k_values(path: Path, k_values: Sequence[int] | None,
     if n == 0:
         raise InputError(f"{path}: no string (an EM release selects k >= 1 strings)")
     if k_values is None:
-        return [n]
+        return [min(n, MAX_K)]
     ks = sorted(set(k_values))
     if ks[-1] > n:
         option = _option(names, "k_values")
