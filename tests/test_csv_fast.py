@@ -18,7 +18,7 @@ import logging
 from contextlib import contextmanager
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from dpgpu.data import eventlog, reading
@@ -191,6 +191,7 @@ SETTINGS = settings(max_examples=300, deadline=None,
 
 @SETTINGS
 @given(log=event_logs(), arrow_block=block_bytes, csv_block=block_rows)
+@example(log=(b'case,activity,other0\ra,a,"\r"\r', {}), arrow_block=64, csv_block=1)
 def test_written_logs_read_the_same_and_by_arrow(log, arrow_block, csv_block):
     data, options = log
     result, used = same_both_ways(data, arrow_block, csv_block, **options)
@@ -199,7 +200,12 @@ def test_written_logs_read_the_same_and_by_arrow(log, arrow_block, csv_block):
     # found after the columns are read, where a block holds any row (it holds them all);
     # Arrow refuses a header alone that no line break ends
     lone_header = result[0] == "db" and result[4] == [0] and not data.endswith((b"\n", b"\r"))
-    if arrow_block >= len(data) and not lone_header and (
+    # a last value that is just the line end, quoted ('"\r"\r'), ends the text as a quote
+    # never closed would: the reader cannot tell them apart there and keeps to the csv
+    # module (eventlog._quote_never_closed), which reads both right
+    like_open_quote = any(data.endswith(b'"' + end + b'"' + end)
+                          for end in (b"\n", b"\r", b"\r\n"))
+    if arrow_block >= len(data) and not lone_header and not like_open_quote and (
             result[0] == "db" or "empty" in result[1] or "two users" in result[1]):
         assert used, result
 
