@@ -63,7 +63,7 @@ from urllib.parse import unquote
 import numpy as np
 
 from .errors import InputError, InvalidParameter
-from .mechanisms.privtree.spatial import INTEGER_COUNTS
+from .mechanisms.privtree.spatial import INTEGER_COUNTS, SpatialHistogram
 
 #: Optional packages dpgpu imports on demand, with the extra that installs each.
 EXTRAS = {"pandas": "pandas", "matplotlib.pyplot": "plot", "matplotlib.collections": "plot",
@@ -190,13 +190,10 @@ def to_pandas(release: Any) -> Any:
 
 
 def _mechanism(release: Any) -> Any:
-    """The mechanism ``release``'s report names (InvalidParameter: it has no report)."""
-    if not isinstance(release.report, dict) or not release.report.get("mechanism"):
-        # a SpatialHistogram made by hand, or the leaves of a PrivTree release
-        raise InvalidParameter(f"{type(release).__name__} has no release report (it was made "
-                               "by hand, or it is the .leaves of a PrivTree release: use that "
-                               "release's own .to_pandas() / .plot()), so what it releases is "
-                               "unknown: no table or plot")
+    """The mechanism ``release``'s report names (InvalidParameter: a ``SpatialHistogram``
+    without a report, :meth:`~dpgpu.mechanisms.privtree.SpatialHistogram.check_report`)."""
+    if isinstance(release, SpatialHistogram):
+        release.check_report("no table or plot")
     return release.report.get("mechanism")
 
 

@@ -21,8 +21,7 @@ import argparse
 from typing import Any
 
 from ..data.public_vocab import read_vocabulary
-from ..errors import InvalidParameter
-from ..mechanisms.privtree.em import MAX_DRAWS, EMRelease, calibrate, em_top_k, total_draws
+from ..mechanisms.privtree.em import EMRelease, calibrate, check_draws, em_top_k
 from ..validation import check_positive_int, check_positive_real
 from .common import Progress, add_data_arguments, add_mechanism_command, load_from_args, \
     run_mechanism
@@ -60,11 +59,7 @@ def run(args: argparse.Namespace) -> int:
     l_top = check_positive_int(args.l_top, "l_top")
     calibrate(epsilon, k, l_top)
     if args.vocab:  # public inputs only: em_top_k checks again on the data's vocabulary
-        n_items = read_vocabulary(args.vocab).size
-        if total_draws(n_items, k) > MAX_DRAWS:
-            raise InvalidParameter(f"k: {k} rounds over {n_items:,} items draw "
-                                   f"{total_draws(n_items, k):,} noisy values, more than the "
-                                   f"{MAX_DRAWS:,} allowed; lower k or use a smaller vocabulary")
+        check_draws(read_vocabulary(args.vocab).size, k, public=True)
     return run_mechanism(args, load_from_args, _release, _describe)
 
 

@@ -108,6 +108,28 @@ def total_draws(n_items: int, k: int) -> int:
     return k * n_items + (n_items - 1) * k * (k - 1) // 2
 
 
+def check_draws(n_items: int, k: int, *, public: bool) -> None:
+    """Refuse ``k`` rounds over ``n_items`` items that draw more than :data:`MAX_DRAWS` values.
+
+    Parameters
+    ----------
+    n_items, k : int
+    public : bool
+        Whether ``n_items`` is public (a public vocabulary's size): only then
+        does the message state it and the number of draws.
+
+    Raises
+    ------
+    InvalidParameter
+        Naming ``k``.
+    """
+    draws = total_draws(n_items, k)
+    if draws > MAX_DRAWS:
+        over = f"over {n_items:,} items draw {draws:,}" if public else "over the data's items draw"
+        raise InvalidParameter(f"k: {k} rounds {over} noisy values, more than the "
+                               f"{MAX_DRAWS:,} allowed; lower k or use a smaller vocabulary")
+
+
 def calibrate(epsilon: float, k: int, l_top: int) -> tuple[float, float]:
     """A round's budget, ``epsilon / k`` rounded down, and its discrete Laplace scale
     ``2 Delta / eps_round`` rounded up (module doc).
@@ -296,11 +318,7 @@ def em_top_k(db: SequenceDB, epsilon: float, k: int, *, l_top: int = 20,
     k = check_positive_int(k, "k")
     l_top = check_positive_int(l_top, "l_top")
     n_items = db.vocab.size
-    if total_draws(n_items, k) > MAX_DRAWS:  # the data's item count only if public
-        over = f"over {n_items:,} items draw {total_draws(n_items, k):,}" if db.vocab.public \
-            else "over the data's items draw"
-        raise InvalidParameter(f"k: {k} rounds {over} noisy values, more than the "
-                               f"{MAX_DRAWS:,} allowed; lower k or use a smaller vocabulary")
+    check_draws(n_items, k, public=db.vocab.public)
     eps_round, scale = calibrate(epsilon, k, l_top)
     sampler = DiscreteLaplace(scale)
     t0 = time.perf_counter()

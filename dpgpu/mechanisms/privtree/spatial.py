@@ -270,15 +270,28 @@ class SpatialHistogram(Displayed):
         return {"leaves": len(self)}
 
     def _facts(self) -> dict:
-        self._check_report("it has no summary")
+        self.check_report("it has no summary")
         return super()._facts()
 
-    def _check_report(self, refused: str) -> None:
-        """Refuse a histogram made by hand (no report): what it guarantees is unknown."""
+    def check_report(self, refused: str) -> None:
+        """Refuse a histogram without a release report: what it guarantees is unknown.
+
+        Parameters
+        ----------
+        refused : str
+            What is refused, for the message (``"it is not saved"``).
+
+        Raises
+        ------
+        InvalidParameter
+            For a histogram made by hand, or the ``.leaves`` of a PrivTree
+            release (whose own methods are to be used).
+        """
         if not isinstance(self.report, dict) or not self.report.get("mechanism"):
             raise InvalidParameter("report: this SpatialHistogram has no release report (it "
-                                   "was made by hand, not by uniform_grid or adaptive_grid), "
-                                   f"so what it guarantees is unknown; {refused}")
+                                   "was made by hand, or it is the .leaves of a PrivTree "
+                                   "release: use that release's own methods), so what it "
+                                   f"guarantees is unknown; {refused}")
 
     def save(self, out_dir: Any, *, force: bool = False) -> Any:
         """Write the release directory: ``report.json`` and ``leaves.csv``.
@@ -313,7 +326,7 @@ class SpatialHistogram(Displayed):
             ``force``, one that may not be replaced, or a folder of
             ``out_dir`` that does not exist.
         """
-        self._check_report("it is not saved")
+        self.check_report("it is not saved")
         report = {**self.report,
                   "parameters": {**self.report.get("parameters", {}), "columns": self.columns}}
         with ReleaseWriter(out_dir, force=force) as rel:
